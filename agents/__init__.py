@@ -1,0 +1,29 @@
+"""Agents that play textenvs scenarios: random, scripted, human (and llm)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textenvs.agents.base import Agent, Decision, EpisodeContext
+
+AGENTS = ("random", "scripted", "human")
+
+
+def make_agent(name: str, **options: Any) -> Agent:
+    """Build an agent by name; `options` are that agent's settings."""
+    if name == "random":
+        from textenvs.agents.random_agent import RandomAgent
+
+        return RandomAgent(**options)
+    if name == "scripted":
+        from textenvs.agents.scripted import ScriptedAgent
+
+        return ScriptedAgent(**options)
+    if name == "human":
+        from textenvs.agents.human import HumanAgent
+
+        return HumanAgent(**options)
+    raise ValueError(f"unknown agent '{name}'. Known: {', '.join(AGENTS)}")
+
+
+__all__ = ["AGENTS", "Agent", "Decision", "EpisodeContext", "make_agent"]

@@ -1,0 +1,53 @@
+"""The `human` agent: a person at the terminal types the commands.
+
+Unreadable commands are explained and asked again without spending a step (the same
+re-ask an LLM agent gets). `help` shows the rules and the valid commands; `quit` ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from textenvs.agents.base import Agent, Decision
+from textenvs.core.parsing import ParseError
+
+HELP = "Type a command, 'help' for the rules and commands, or 'quit' to stop."
+
+
+class HumanAgent(Agent):
+    name = "human"
+
+    def __init__(self, read: Callable[[str], str] = input, out: TextIO | None = None) -> None:
+        self._read = read
+        self._out = out
+
+    def _say(self, text: str) -> None:
+        print(text, file=self._out, flush=True)
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        self._say("\n" + observation)
+        reasks = 0
+        while True:
+            try:
+                line = await asyncio.to_thread(self._read, "> ")
+            except EOFError:
+                return Decision("", outcome="quit", error="input ended")
+            command = line.strip()
+            lowered = command.lower()
+            if lowered in ("quit", "exit", "q"):
+                return Decision("", outcome="quit")
+            if lowered in ("help", "?", "h", "rules"):
+                self._say(self.context.rules)
+                self._say("Valid commands now: " + "; ".join(info["valid_commands"]))
+                continue
+            try:
+                self.context.parse(command)
+            except ParseError as exc:
+                reasks += 1
+                self._say(f"Cannot read that: {exc.message}")
+                self._say("Valid commands: " + "; ".join(exc.valid or info["valid_commands"]))
+                self._say(HELP)
+                continue
+            return Decision(command, raw=line, reasks=reasks)

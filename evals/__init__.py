@@ -1,0 +1,1 @@
+"""Episode runner, batch evaluation across seeds, metrics and reports."""

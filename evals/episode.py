@@ -1,0 +1,135 @@
+"""Play one episode: an env, an agent, a seed -> an `EpisodeResult` with every turn."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.core.env import TextEnv
+
+# How an episode ended.
+SUCCESS = "success"
+FAILURE = "failure"  # terminated without success
+TIMEOUT = "timeout"  # the step budget ran out
+AGENT_ERROR = "agent_error"
+
+
+@dataclass
+class Turn:
+    step: int
+    observation: str  # what the agent was shown before it acted
+    command: str
+    reward: float
+    invalid_action: bool
+    error: str | None
+    events: list[dict[str, Any]]
+    raw: str | None = None
+    reasks: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    latency_s: float = 0.0
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EpisodeResult:
+    env: str
+    seed: int | None
+    agent: str
+    success: bool = False
+    total_reward: float = 0.0
+    steps: int = 0
+    invalid_actions: int = 0
+    reasks: int = 0
+    outcome: str = TIMEOUT
+    error: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    latency_s: float = 0.0
+    wall_s: float = 0.0
+    final_observation: str = ""
+    turns: list[Turn] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Everything but the turns: one line of a results file."""
+        data = asdict(self)
+        del data["turns"], data["final_observation"]
+        return data
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def context_for(env: TextEnv[Any, Any], seed: int | None) -> EpisodeContext:
+    return EpisodeContext(
+        env_name=env.name,
+        seed=seed,
+        rules=env.rules,
+        max_steps=env.max_steps,
+        parse=env.parse,
+        action_schema=env.action_schema,
+        command_for=env.command_for,
+        random_command=env.random_command,
+    )
+
+
+async def run_episode(
+    env: TextEnv[Any, Any],
+    agent: Agent,
+    seed: int | None,
+    *,
+    options: dict[str, Any] | None = None,
+    on_turn: Callable[[Turn], None] | None = None,
+) -> EpisodeResult:
+    """Play until the episode ends or the agent cannot go on. Agent faults are recorded
+    as outcome `agent_error` and never raised."""
+    started = time.perf_counter()
+    result = EpisodeResult(env=env.name, seed=seed, agent=agent.name)
+    observation, info = env.reset(seed=seed, options=options)
+    agent.reset(context_for(env, seed))
+    while True:
+        try:
+            decision = await agent.act(observation, info)
+        except Exception as exc:  # an agent fault ends this episode, never the batch
+            decision = Decision("", outcome=AGENT_ERROR, error=f"{type(exc).__name__}: {exc}")
+        _add_usage(result, decision)
+        if decision.outcome is not None:
+            result.outcome, result.error = decision.outcome, decision.error
+            break
+        shown = observation
+        observation, reward, terminated, truncated, info = env.step(decision.command)
+        turn = Turn(
+            step=info["steps_used"],
+            observation=shown,
+            command=decision.command,
+            reward=reward,
+            invalid_action=info["invalid_action"],
+            error=info["error"],
+            events=info["events"],
+            raw=decision.raw,
+            reasks=decision.reasks,
+            usage=dict(decision.usage),
+            latency_s=decision.latency_s,
+            record=decision.record,
+        )
+        result.turns.append(turn)
+        result.total_reward += reward
+        result.steps = info["steps_used"]
+        result.invalid_actions += int(info["invalid_action"])
+        if on_turn is not None:
+            on_turn(turn)
+        if terminated or truncated:
+            result.success = bool(info["success"])
+            result.outcome = SUCCESS if result.success else (FAILURE if terminated else TIMEOUT)
+            break
+    result.final_observation = observation
+    result.wall_s = time.perf_counter() - started
+    return result
+
+
+def _add_usage(result: EpisodeResult, decision: Decision) -> None:
+    result.reasks += decision.reasks
+    result.latency_s += decision.latency_s
+    for key, value in decision.usage.items():
+        result.usage[key] = result.usage.get(key, 0) + int(value)

@@ -1,0 +1,24 @@
+"""Prompt texts: the shared system prompt and each scenario's rules (`<cli-name>.md`)."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.resources import files
+
+
+@cache
+def _read(filename: str) -> str:
+    resource = files(__name__) / filename
+    if not resource.is_file():
+        raise FileNotFoundError(f"no prompt file {filename!r} in textenvs.prompts")
+    return resource.read_text(encoding="utf-8").strip() + "\n"
+
+
+def rules_text(env_name: str) -> str:
+    """The rules of one scenario, as a player (person or LLM) is told them."""
+    return _read(f"{env_name}.md")
+
+
+def system_prompt(env_name: str) -> str:
+    """The system message for an LLM agent: how to play, then the scenario's rules."""
+    return _read("system.md").replace("{rules}", rules_text(env_name).strip())

@@ -1,0 +1,5 @@
+import sys
+
+from textenvs.cli import main
+
+sys.exit(main())

@@ -1,0 +1,55 @@
+"""Options and output shared by the commands that play episodes (`run`, `play`, `eval`)."""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+from typing import Any
+
+from textenvs.agents import AGENTS, Agent, make_agent
+from textenvs.evals.episode import EpisodeResult, Turn
+
+
+def add_agent_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--agent",
+        required=True,
+        choices=[a for a in AGENTS if a != "human"],
+        help="who plays: 'random' (uniform random commands), 'scripted' (the scenario's "
+        "heuristic, reads only the observation)",
+    )
+
+
+def agent_from_args(args: argparse.Namespace) -> Agent:
+    return make_agent(args.agent)
+
+
+def seed_from_args(seed: int | None) -> int:
+    """The given seed, or a fresh one (printed, so the episode can be replayed)."""
+    return seed if seed is not None else secrets.randbelow(2**31)
+
+
+def print_turn(turn: Turn) -> None:
+    """The observation the agent saw, then its command (and any reward it earned)."""
+    print()
+    print(turn.observation)
+    reward = f"   [reward {turn.reward:+g}]" if turn.reward else ""
+    print(f"\n> {turn.command}{reward}", flush=True)
+
+
+def print_outcome(result: EpisodeResult) -> None:
+    print(
+        f"\nOutcome: {result.outcome} | return {result.total_reward:g} | "
+        f"steps {result.steps} | invalid commands {result.invalid_actions}"
+        + (f" | error: {result.error}" if result.error else "")
+    )
+
+
+def seed_argument(parser: argparse.ArgumentParser, **kwargs: Any) -> None:
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="episode seed (same seed, same episode); random and printed when omitted",
+        **kwargs,
+    )

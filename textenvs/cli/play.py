@@ -1,0 +1,46 @@
+"""`textenvs play ENV`: a person plays in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from textenvs.agents.human import HELP, HumanAgent
+from textenvs.cli.common import print_outcome, seed_argument, seed_from_args
+from textenvs.core import registry
+from textenvs.evals.episode import Turn, run_episode
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "play",
+        help="play a scenario yourself in the terminal",
+        description="Play ENV in the terminal: read the observation, type a command. "
+        "'help' shows the rules and commands, 'quit' stops. A command that cannot be "
+        "read is explained and does not cost a step.",
+    )
+    p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
+    seed_argument(p)
+    p.set_defaults(handler=_play)
+
+
+def _show_reward(turn: Turn) -> None:
+    if turn.reward:
+        print(f"[reward {turn.reward:+g}]")
+
+
+def _play(args: argparse.Namespace) -> int:
+    scenario = registry.get(args.env)
+    seed = seed_from_args(args.seed)
+    env = registry.make(scenario.name)
+    print(f"{scenario.title} ({scenario.name}), seed {seed}\n")
+    print(env.rules)
+    print(HELP)
+    result = asyncio.run(run_episode(env, HumanAgent(), seed, on_turn=_show_reward))
+    if result.outcome == "quit":
+        print(f"Stopped after {result.steps} steps (return {result.total_reward:g}).")
+        return 0
+    print()
+    print(result.final_observation)
+    print_outcome(result)
+    return 0

@@ -1,0 +1,42 @@
+"""`textenvs run ENV --agent AGENT`: one episode, transcript printed as it plays."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from textenvs.cli.common import (
+    add_agent_options,
+    agent_from_args,
+    print_outcome,
+    print_turn,
+    seed_argument,
+    seed_from_args,
+)
+from textenvs.core import registry
+from textenvs.evals.episode import run_episode
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="play one episode with an agent and print the transcript",
+        description="Play one episode of ENV with an agent and print the transcript live.",
+    )
+    p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
+    seed_argument(p)
+    add_agent_options(p)
+    p.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    scenario = registry.get(args.env)
+    seed = seed_from_args(args.seed)
+    env = registry.make(scenario.name)
+    agent = agent_from_args(args)
+    print(f"{scenario.title} ({scenario.name}), seed {seed}, agent {agent.name}")
+    result = asyncio.run(run_episode(env, agent, seed, on_turn=print_turn))
+    print()
+    print(result.final_observation)
+    print_outcome(result)
+    return 0

@@ -1,0 +1,218 @@
+"""`TextEnv`: the gymnasium base class every textenvs scenario builds on.
+
+A scenario supplies pure pieces (initial state, transition, observation, text rendering,
+command parsing); this class owns the episode: the step budget, the wasted-turn policy
+for unparseable commands, terminated vs truncated, and the `info` dictionary.
+"""
+
+from __future__ import annotations
+
+import string
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from pydantic import BaseModel, ConfigDict
+
+from textenvs.core.parsing import MAX_COMMAND_CHARS, ParseError
+
+S = TypeVar("S")
+A = TypeVar("A")
+
+# Everything an observation may contain and a person may type: printable ASCII, newline, tab.
+TEXT_CHARSET = frozenset(string.printable) - frozenset("\r\x0b\x0c")
+MAX_OBSERVATION_CHARS = 16_384
+
+Event = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Transition(Generic[S]):
+    """What one step did: the new state, its reward, whether it ended the episode, events."""
+
+    state: S
+    reward: float = 0.0
+    terminated: bool = False
+    success: bool = False
+    events: tuple[Event, ...] = ()
+
+
+class ActionSchema(BaseModel):
+    """Base of each scenario's structured action (for OpenAI function calling).
+
+    A structured action is turned into the scenario's canonical command text and then goes
+    through the same parser as free text, so both modes share one path.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    def to_command(self) -> str:
+        raise NotImplementedError
+
+
+class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
+    """Base for text scenarios. Subclasses set the class attributes and implement the hooks."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    #: short CLI name, e.g. "treasure-hunt"
+    name: ClassVar[str]
+    #: human title
+    title: ClassVar[str]
+    #: bumped whenever rules, rendering or parsing change what an episode looks like
+    version: ClassVar[str] = "0"
+    #: step budget: steps used reaching this ends the episode (truncated unless the last
+    #: step itself terminated it)
+    max_steps: ClassVar[int]
+    #: pydantic model of one structured action (function calling)
+    action_schema: ClassVar[type[ActionSchema]]
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']}, not {render_mode!r}"
+            )
+        self.render_mode = render_mode
+        self.observation_space = spaces.Text(
+            max_length=MAX_OBSERVATION_CHARS, min_length=1, charset=TEXT_CHARSET
+        )
+        self.action_space = spaces.Text(
+            max_length=MAX_COMMAND_CHARS, min_length=0, charset=TEXT_CHARSET
+        )
+        self._state: S | None = None
+        self._steps_used = 0
+        self._done = True
+        self._text = ""
+
+    # ----- scenario hooks -------------------------------------------------------------
+
+    @abstractmethod
+    def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> S:
+        """A new world, drawn only from `rng`."""
+
+    @abstractmethod
+    def transition(self, state: S, action: A, step_index: int) -> Transition[S]:
+        """Apply one parsed action; `step_index` counts from 0."""
+
+    @abstractmethod
+    def observe(self, state: S, steps_used: int) -> BaseModel:
+        """Exactly what the agent may see (no hidden state), as a JSON-able model."""
+
+    @abstractmethod
+    def render_text(self, observation: BaseModel) -> str:
+        """The observation as the text an agent reads."""
+
+    @abstractmethod
+    def parse(self, text: str) -> A:
+        """Read one command or raise `ParseError`. Public so agent loops can re-ask."""
+
+    @abstractmethod
+    def valid_commands(self, state: S) -> list[str]:
+        """The command forms accepted now."""
+
+    def on_budget_exhausted(self, state: S) -> Transition[S]:
+        """Called once when the budget runs out without termination (final scoring)."""
+        return Transition(state)
+
+    def random_command(self, info: dict[str, Any], rng: np.random.Generator) -> str:
+        """A uniformly random well-formed command, for the `random` baseline agent."""
+        forms = info["valid_commands"]
+        return str(forms[int(rng.integers(len(forms)))]).split(" (")[0]
+
+    # ----- gymnasium API --------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._state = self.initial_state(self.np_random, dict(options or {}))
+        self._steps_used = 0
+        self._done = False
+        return self._emit((), error=None, success=False)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._state is None or self._done:
+            raise RuntimeError("the episode is over (or never started): call reset() first")
+        step_index = self._steps_used
+        error: ParseError | None = None
+        try:
+            parsed = self.parse(action)
+        except ParseError as exc:
+            error = exc
+        if error is None:
+            result = self.transition(self._state, parsed, step_index)
+        else:
+            # A wasted turn: the world does not change, but the budget still goes down.
+            result = Transition(self._state, events=({"type": "invalid_command"},))
+        self._steps_used += 1
+        reward, terminated, success = result.reward, result.terminated, result.success
+        events = result.events
+        self._state = result.state
+        truncated = False
+        if not terminated and self._steps_used >= self.max_steps:
+            final = self.on_budget_exhausted(self._state)
+            self._state = final.state
+            reward += final.reward
+            success = final.success
+            events = (*events, *final.events, {"type": "budget_exhausted"})
+            truncated = True
+        self._done = terminated or truncated
+        info = self._emit(events, error=error, success=success)[1]
+        return self._text, float(reward), terminated, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._text
+        if self.render_mode == "human":
+            print(self._text)
+        return None
+
+    # ----- helpers --------------------------------------------------------------------
+
+    @property
+    def steps_used(self) -> int:
+        return self._steps_used
+
+    @property
+    def steps_left(self) -> int:
+        return self.max_steps - self._steps_used
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def rules(self) -> str:
+        """The rules text an agent is given (from `textenvs.prompts`)."""
+        from textenvs.prompts import rules_text
+
+        return rules_text(self.name)
+
+    def command_for(self, arguments: dict[str, Any]) -> str:
+        """The command text for a structured action (validated against `action_schema`)."""
+        return self.action_schema.model_validate(arguments).to_command()
+
+    def _emit(
+        self, events: tuple[Event, ...], *, error: ParseError | None, success: bool
+    ) -> tuple[str, dict[str, Any]]:
+        assert self._state is not None
+        observation = self.observe(self._state, self._steps_used)
+        valid = self.valid_commands(self._state)
+        text = self.render_text(observation)
+        if error is not None:
+            forms = "; ".join(error.valid or valid)
+            text = f"Invalid command: {error.message}\nValid commands: {forms}\n\n{text}"
+        self._text = text
+        info = {
+            "observation": observation.model_dump(mode="json"),
+            "valid_commands": valid,
+            "invalid_action": error is not None,
+            "error": error.message if error is not None else None,
+            "events": list(events),
+            "success": bool(success),
+            "steps_used": self._steps_used,
+            "steps_left": self.max_steps - self._steps_used,
+        }
+        return text, info

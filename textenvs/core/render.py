@@ -1,0 +1,40 @@
+"""Small helpers for the text an agent reads: labelled grids and status lines.
+
+Everything returned is printable ASCII (the observation space's charset).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def grid(
+    rows: Sequence[Sequence[str]],
+    *,
+    col_labels: Sequence[str],
+    row_labels: Sequence[str],
+    corner: str = "",
+) -> str:
+    """A table of cells with column labels on top and row labels on the left.
+
+    Rows are given top first; every cell is right-aligned to the widest cell or label.
+    """
+    width = max(len(c) for c in [*col_labels, *(cell for row in rows for cell in row)])
+    left = max(len(corner), *(len(label) for label in row_labels))
+    header = corner.rjust(left) + " " + " ".join(c.rjust(width) for c in col_labels)
+    body = [
+        label.rjust(left) + " " + " ".join(cell.rjust(width) for cell in row)
+        for label, row in zip(row_labels, rows, strict=True)
+    ]
+    return "\n".join([header.rstrip(), *(line.rstrip() for line in body)])
+
+
+def status(pairs: Sequence[tuple[str, object]]) -> str:
+    """'Name: value' lines, names padded so the values line up."""
+    width = max(len(name) for name, _ in pairs)
+    return "\n".join(f"{(name + ':').ljust(width + 1)} {value}" for name, value in pairs)
+
+
+def legend(items: Sequence[tuple[str, str]]) -> str:
+    """'Legend: @ you, ? unseen, ...' from (symbol, meaning) pairs."""
+    return "Legend: " + ", ".join(f"{symbol} {meaning}" for symbol, meaning in items)

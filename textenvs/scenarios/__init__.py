@@ -1,0 +1,1 @@
+"""One package per scenario: state / rules / render / parse / env."""

@@ -1,0 +1,17 @@
+"""Inverted-Symbol Treasure Hunt Grid."""
+
+from textenvs.scenarios.treasure_hunt.env import TreasureHuntEnv
+from textenvs.scenarios.treasure_hunt.state import (
+    Action,
+    TreasureHuntAction,
+    TreasureObservation,
+    TreasureState,
+)
+
+__all__ = [
+    "Action",
+    "TreasureHuntAction",
+    "TreasureHuntEnv",
+    "TreasureObservation",
+    "TreasureState",
+]

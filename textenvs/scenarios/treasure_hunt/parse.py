@@ -1,0 +1,22 @@
+"""Treasure Hunt commands: text -> Action."""
+
+from __future__ import annotations
+
+from textenvs.core.parsing import PhraseGrammar
+from textenvs.scenarios.treasure_hunt.state import Action
+
+GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
+    {
+        Action.NORTH: ["north", "n", "move north", "MoveNorth", "go north", "up"],
+        Action.SOUTH: ["south", "s", "move south", "MoveSouth", "go south", "down"],
+        Action.EAST: ["east", "e", "move east", "MoveEast", "go east", "right"],
+        Action.WEST: ["west", "w", "move west", "MoveWest", "go west", "left"],
+        Action.REVEAL: ["reveal", "r", "Reveal tile"],
+        Action.WAIT: ["wait", "stay", "Wait"],
+    },
+    describe=lambda action: action.value,
+)
+
+
+def parse(text: str) -> Action:
+    return GRAMMAR.parse(text)

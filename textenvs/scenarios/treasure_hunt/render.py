@@ -1,0 +1,86 @@
+"""Treasure Hunt observation -> text (the only place that writes what the agent reads)."""
+
+from __future__ import annotations
+
+from textenvs.core.render import grid, legend, status
+from textenvs.scenarios.treasure_hunt.state import (
+    SIZE,
+    STEP_BUDGET,
+    WINDOW,
+    Icon,
+    TreasureObservation,
+    TreasureState,
+)
+
+SYMBOLS = {"unseen": "?", "empty": ".", "flower": "F", "bomb": "B", "outside": "#"}
+LEGEND = legend(
+    [
+        ("@", "you"),
+        ("?", "Unseen"),
+        (".", "Empty"),
+        ("B", "Bomb"),
+        ("F", "Flower"),
+        ("#", "outside the grid"),
+    ]
+)
+HALF = WINDOW // 2
+STATUS_LINES = {
+    "found_treasure": "EPISODE OVER: you stepped onto the Bomb, the treasure. You win.",
+    "hit_trap": "EPISODE OVER: you stepped onto a Flower, a trap. You lose.",
+    "out_of_steps": "EPISODE OVER: no steps left. You lose.",
+}
+
+
+def observe(state: TreasureState, steps_used: int) -> TreasureObservation:
+    x, y = state.position
+    rows = []
+    for wy in range(y + HALF, y - HALF - 1, -1):
+        row = []
+        for wx in range(x - HALF, x + HALF + 1):
+            if not (0 <= wx < SIZE and 0 <= wy < SIZE):
+                row.append("outside")
+            elif (wx, wy) in state.revealed:
+                row.append(state.icon((wx, wy)).value)
+            else:
+                row.append("unseen")
+        rows.append(row)
+    standing_on = state.icon(state.position)
+    if standing_on is Icon.BOMB:
+        status = "found_treasure"
+    elif standing_on is Icon.FLOWER:
+        status = "hit_trap"
+    else:
+        status = "out_of_steps" if steps_used >= STEP_BUDGET else "playing"
+    return TreasureObservation(
+        x=x,
+        y=y,
+        steps_left=STEP_BUDGET - steps_used,
+        window=rows,
+        standing_on=standing_on.value,
+        status=status,
+    )
+
+
+def render(obs: TreasureObservation) -> str:
+    cells = [[SYMBOLS[c] for c in row] for row in obs.window]
+    cells[HALF][HALF] = "@"
+    view = grid(
+        cells,
+        col_labels=[str(obs.x + dx) for dx in range(-HALF, HALF + 1)],
+        row_labels=[f"y={obs.y + dy}" for dy in range(HALF, -HALF - 1, -1)],
+        corner="x=",
+    )
+    head = status(
+        [
+            (
+                "Position",
+                f"x={obs.x}, y={obs.y} (grid x 0-{SIZE - 1} west to east, "
+                f"y 0-{SIZE - 1} south to north)",
+            ),
+            ("Standing on", obs.standing_on.capitalize()),
+            ("Steps left", f"{obs.steps_left} of {STEP_BUDGET}"),
+        ]
+    )
+    if obs.status != "playing":
+        head += "\n" + STATUS_LINES[obs.status]
+    return f"{head}\n\n5x5 view, north at the top:\n{view}\n{LEGEND}"
