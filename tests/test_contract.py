@@ -56,7 +56,7 @@ def test_random_episodes_end_within_budget_and_stay_in_charset(env_name: str, se
 
     for _ in range(env.max_steps):
         command = asyncio.run(agent.act(text, info)).command
-        text, reward, terminated, truncated, info = env.step(command)
+        text, _reward, terminated, truncated, info = env.step(command)
         assert env.observation_space.contains(text), text
         assert set(info) >= INFO_KEYS
         if terminated or truncated:
@@ -150,7 +150,7 @@ def test_bad_commands_waste_one_turn(env_name: str, command: str) -> None:
     env = textenvs.make(env_name)
     env.reset(seed=3)
     state = env._state
-    text, reward, terminated, truncated, info = env.step(command)
+    text, reward, terminated, _truncated, info = env.step(command)
     assert info["invalid_action"] and info["error"]
     assert text.startswith("Invalid command: ")
     assert env.observation_space.contains(text)
