@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,3 +33,27 @@ def transcript_digest(result: EpisodeResult) -> str:
 @pytest.fixture(params=ENV_NAMES)
 def env_name(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+GOLDEN_DIR = Path(__file__).parent / "scenarios" / "golden"
+
+
+def render_transcript(result: EpisodeResult) -> str:
+    """A readable transcript: each observation, the command sent, rewards, the outcome."""
+    parts = []
+    for turn in result.turns:
+        parts.append(turn.observation)
+        parts.append(f"> {turn.command}" + (f"   [reward {turn.reward:+g}]" if turn.reward else ""))
+    parts.append(result.final_observation)
+    parts.append(f"outcome={result.outcome} return={result.total_reward:g} steps={result.steps}")
+    return "\n\n".join(parts) + "\n"
+
+
+def assert_golden(name: str, text: str) -> None:
+    """Compare with tests/scenarios/golden/<name>.txt; TEXTENVS_UPDATE_GOLDEN=1 rewrites it."""
+    path = GOLDEN_DIR / f"{name}.txt"
+    if os.environ.get("TEXTENVS_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"no golden file {path}; run with TEXTENVS_UPDATE_GOLDEN=1 once"
+    assert text == path.read_text(encoding="utf-8"), f"transcript differs from {path}"
