@@ -112,6 +112,11 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
     def valid_commands(self, state: S) -> list[str]:
         """The command forms accepted now."""
 
+    def narrate(self, events: tuple[Event, ...]) -> str:
+        """A line on what the last step did (e.g. a blocked move), put above the
+        observation text; empty for nothing worth saying."""
+        return ""
+
     def on_budget_exhausted(self, state: S) -> Transition[S]:
         """Called once when the budget runs out without termination (final scoring)."""
         return Transition(state)
@@ -201,6 +206,9 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
         observation = self.observe(self._state, self._steps_used)
         valid = self.valid_commands(self._state)
         text = self.render_text(observation)
+        narration = self.narrate(events)
+        if narration:
+            text = f"{narration}\n{text}"
         if error is not None:
             forms = "; ".join(error.valid or valid)
             text = f"Invalid command: {error.message}\nValid commands: {forms}\n\n{text}"

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from textenvs.core.env import TextEnv, Transition
+from textenvs.core.env import Event, TextEnv, Transition
 from textenvs.scenarios.treasure_hunt import parse as parsing
 from textenvs.scenarios.treasure_hunt import render, rules
 from textenvs.scenarios.treasure_hunt.state import (
@@ -98,6 +98,9 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
 
     def parse(self, text: str) -> Action:
         return parsing.parse(text)
+
+    def narrate(self, events: tuple[Event, ...]) -> str:
+        return render.narrate(events)
 
     def valid_commands(self, state: TreasureState) -> list[str]:
         return list(parsing.GRAMMAR.valid)

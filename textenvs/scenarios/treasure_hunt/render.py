@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textenvs.core.render import grid, legend, status
 from textenvs.scenarios.treasure_hunt.state import (
     SIZE,
@@ -84,3 +86,19 @@ def render(obs: TreasureObservation) -> str:
     if obs.status != "playing":
         head += "\n" + STATUS_LINES[obs.status]
     return f"{head}\n\n5x5 view, north at the top:\n{view}\n{LEGEND}"
+
+
+def narrate(events: tuple[dict[str, Any], ...]) -> str:
+    """What the last command did, when the view alone would not make it plain."""
+    for event in events:
+        x, y = event.get("at", (0, 0))
+        if event["type"] == "bump":
+            return (
+                f"Last command: {event['direction']} - blocked by the edge of the grid; "
+                f"you stay at x={x}, y={y}."
+            )
+        if event["type"] == "reveal" and "direction" not in event and event.get("own"):
+            return f"Last command: reveal - your tile (x={x}, y={y}) is {event['icon']}."
+        if event["type"] == "wait":
+            return "Last command: wait - you stay where you are."
+    return ""

@@ -45,7 +45,7 @@ def step(state: TreasureState, action: Action) -> Transition[TreasureState]:
         return Transition(state, events=({"type": "wait", "at": list(here)},))
     if action is Action.REVEAL:
         # Reveal shows the agent's own tile, which stepping onto it already revealed.
-        event = {"type": "reveal", "at": list(here), "icon": state.icon(here).value}
+        event = {"type": "reveal", "at": list(here), "icon": state.icon(here).value, "own": True}
         return Transition(state, events=(event,))
 
     dx, dy = MOVES[action]
