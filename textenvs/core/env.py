@@ -97,11 +97,12 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
         """Apply one parsed action; `step_index` counts from 0."""
 
     @abstractmethod
-    def observe(self, state: S, steps_used: int) -> BaseModel:
-        """Exactly what the agent may see (no hidden state), as a JSON-able model."""
+    def observe(self, state: S, steps_used: int) -> BaseModel | dict[str, Any]:
+        """Exactly what the agent may see (no hidden state): a pydantic model, or on hot
+        paths the equivalent JSON-able dict (the model then documents it)."""
 
     @abstractmethod
-    def render_text(self, observation: BaseModel) -> str:
+    def render_text(self, observation: Any) -> str:
         """The observation as the text an agent reads."""
 
     @abstractmethod
@@ -214,7 +215,9 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
             text = f"Invalid command: {error.message}\nValid commands: {forms}\n\n{text}"
         self._text = text
         info = {
-            "observation": observation.model_dump(mode="json"),
+            "observation": observation
+            if isinstance(observation, dict)
+            else observation.model_dump(mode="json"),
             "valid_commands": valid,
             "invalid_action": error is not None,
             "error": error.message if error is not None else None,
