@@ -59,6 +59,9 @@ def test_random_episodes_end_within_budget_and_stay_in_charset(env_name: str, se
         text, _reward, terminated, truncated, info = env.step(command)
         assert env.observation_space.contains(text), text
         assert set(info) >= INFO_KEYS
+        if env.observation_model is not None:  # observe() gives dicts: check their shape
+            model = env.observation_model.model_validate(info["observation"])
+            assert model.model_dump(mode="json") == info["observation"]
         if terminated or truncated:
             break
     assert terminated or truncated

@@ -68,6 +68,8 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
     max_steps: ClassVar[int]
     #: pydantic model of one structured action (function calling)
     action_schema: ClassVar[type[ActionSchema]]
+    #: pydantic model of `info["observation"]`, when `observe` returns a plain dict
+    observation_model: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:

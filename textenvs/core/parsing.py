@@ -177,6 +177,19 @@ def suggest(text: str, vocabulary: Sequence[str], limit: int = 3) -> list[str]:
     return out[:limit]
 
 
+@dataclass(frozen=True)
+class _Rejected:
+    """A memoised parse failure (a fresh ParseError is raised from it each time)."""
+
+    reason: str
+    valid: list[str]
+    suggestions: list[str]
+
+
+_CACHED_TEXT_CHARS = 200
+_CACHE_ENTRIES = 4096
+
+
 def _form(main: str, aliases: Sequence[str]) -> str:
     """'north (n, MoveNorth)': the main spelling, then the other accepted ones."""
     others = [a for a in aliases if normalise(a) != normalise(main)]
@@ -192,6 +205,7 @@ class PhraseGrammar(Generic[A]):
 
     def __init__(self, aliases: dict[A, Sequence[str]], describe: Callable[[A], str] = str):
         self._describe = describe
+        self._cache: dict[str, A | _Rejected] = {}
         self._exact: dict[str, A] = {}
         for action, names in aliases.items():
             for name in names:
@@ -213,11 +227,25 @@ class PhraseGrammar(Generic[A]):
         ]
 
     def parse(self, text: str) -> A:
-        return resolve(
-            text,
-            exact=self.exact,
-            scan=self.scan,
-            valid=self.valid,
-            vocabulary=list(self._exact),
-            describe=self._describe,
-        )
+        # Agents repeat the same few short replies; parsing is a pure function of the
+        # text, so short texts are memoised (bounded: the cache is dropped when full).
+        cached = self._cache.get(text) if isinstance(text, str) else None
+        if cached is None:
+            try:
+                cached = resolve(
+                    text,
+                    exact=self.exact,
+                    scan=self.scan,
+                    valid=self.valid,
+                    vocabulary=list(self._exact),
+                    describe=self._describe,
+                )
+            except ParseError as exc:
+                cached = _Rejected(exc.reason, exc.valid, exc.suggestions)
+            if isinstance(text, str) and len(text) <= _CACHED_TEXT_CHARS:
+                if len(self._cache) >= _CACHE_ENTRIES:
+                    self._cache.clear()
+                self._cache[text] = cached
+        if isinstance(cached, _Rejected):
+            raise ParseError(cached.reason, cached.valid, cached.suggestions)
+        return cached

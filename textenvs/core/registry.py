@@ -31,6 +31,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         "textenvs.scenarios.treasure_hunt.env:TreasureHuntEnv",
         "Inverted-Symbol Treasure Hunt Grid",
     ),
+    Scenario(
+        "em-anomaly",
+        "textenvs/EMAnomaly-v0",
+        "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
+        "Electromagnetic Field Anomaly Mapping",
+    ),
 )
 
 

@@ -19,14 +19,20 @@ def grid(
 
     Rows are given top first; every cell is right-aligned to the widest cell or label.
     """
-    width = max(len(c) for c in [*col_labels, *(cell for row in rows for cell in row)])
-    left = max(len(corner), *(len(label) for label in row_labels))
-    header = corner.rjust(left) + " " + " ".join(c.rjust(width) for c in col_labels)
-    body = [
-        label.rjust(left) + " " + " ".join(cell.rjust(width) for cell in row)
+    width = max(map(len, col_labels))
+    for row in rows:
+        width = max(width, *map(len, row))
+    left = max(len(corner), *map(len, row_labels))
+
+    def join(cells: Sequence[str]) -> str:
+        return " ".join([c.rjust(width) for c in cells]) if width > 1 else " ".join(cells)
+
+    lines = [f"{corner.rjust(left)} {join(col_labels)}".rstrip()]
+    lines += [
+        f"{label.rjust(left)} {join(row)}".rstrip()
         for label, row in zip(row_labels, rows, strict=True)
     ]
-    return "\n".join([header.rstrip(), *(line.rstrip() for line in body)])
+    return "\n".join(lines)
 
 
 def status(pairs: Sequence[tuple[str, object]]) -> str:

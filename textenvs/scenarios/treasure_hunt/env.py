@@ -79,6 +79,7 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
     version = "0"
     max_steps = STEP_BUDGET
     action_schema = TreasureHuntAction
+    observation_model = TreasureObservation
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> TreasureState:
         if options:
@@ -90,10 +91,10 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
     ) -> Transition[TreasureState]:
         return rules.step(state, action)
 
-    def observe(self, state: TreasureState, steps_used: int) -> TreasureObservation:
+    def observe(self, state: TreasureState, steps_used: int) -> dict[str, Any]:
         return render.observe(state, steps_used)
 
-    def render_text(self, observation: TreasureObservation) -> str:  # type: ignore[override]
+    def render_text(self, observation: dict[str, Any]) -> str:
         return render.render(observation)
 
     def parse(self, text: str) -> Action:

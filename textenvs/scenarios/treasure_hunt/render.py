@@ -10,7 +10,6 @@ from textenvs.scenarios.treasure_hunt.state import (
     STEP_BUDGET,
     WINDOW,
     Icon,
-    TreasureObservation,
     TreasureState,
 )
 
@@ -33,58 +32,66 @@ STATUS_LINES = {
 }
 
 
-def observe(state: TreasureState, steps_used: int) -> TreasureObservation:
+def observe(state: TreasureState, steps_used: int) -> dict[str, Any]:
+    """The agent's view as a `TreasureObservation`-shaped dict (built directly: this runs
+    every step, and the pydantic model documents and validates it in the tests)."""
     x, y = state.position
+    revealed, icons = state.revealed, state.icons
     rows = []
     for wy in range(y + HALF, y - HALF - 1, -1):
-        row = []
-        for wx in range(x - HALF, x + HALF + 1):
-            if not (0 <= wx < SIZE and 0 <= wy < SIZE):
-                row.append("outside")
-            elif (wx, wy) in state.revealed:
-                row.append(state.icon((wx, wy)).value)
-            else:
-                row.append("unseen")
-        rows.append(row)
-    standing_on = state.icon(state.position)
+        if not 0 <= wy < SIZE:
+            rows.append(["outside"] * WINDOW)
+            continue
+        rows.append(
+            [
+                "outside"
+                if not 0 <= wx < SIZE
+                else icons[wy][wx].value
+                if (wx, wy) in revealed
+                else "unseen"
+                for wx in range(x - HALF, x + HALF + 1)
+            ]
+        )
+    standing_on = icons[y][x]
     if standing_on is Icon.BOMB:
         status = "found_treasure"
     elif standing_on is Icon.FLOWER:
         status = "hit_trap"
     else:
         status = "out_of_steps" if steps_used >= STEP_BUDGET else "playing"
-    return TreasureObservation(
-        x=x,
-        y=y,
-        steps_left=STEP_BUDGET - steps_used,
-        window=rows,
-        standing_on=standing_on.value,
-        status=status,
-    )
+    return {
+        "x": x,
+        "y": y,
+        "steps_left": STEP_BUDGET - steps_used,
+        "window": rows,
+        "standing_on": standing_on.value,
+        "status": status,
+    }
 
 
-def render(obs: TreasureObservation) -> str:
-    cells = [[SYMBOLS[c] for c in row] for row in obs.window]
+def render(obs: dict[str, Any]) -> str:
+    x, y = obs["x"], obs["y"]
+    cells = [[SYMBOLS[c] for c in row] for row in obs["window"]]
     cells[HALF][HALF] = "@"
     view = grid(
         cells,
-        col_labels=[str(obs.x + dx) for dx in range(-HALF, HALF + 1)],
-        row_labels=[f"y={obs.y + dy}" for dy in range(HALF, -HALF - 1, -1)],
+        col_labels=[str(x + dx) for dx in range(-HALF, HALF + 1)],
+        row_labels=[f"y={y + dy}" for dy in range(HALF, -HALF - 1, -1)],
         corner="x=",
     )
     head = status(
         [
             (
                 "Position",
-                f"x={obs.x}, y={obs.y} (grid x 0-{SIZE - 1} west to east, "
+                f"x={x}, y={y} (grid x 0-{SIZE - 1} west to east, "
                 f"y 0-{SIZE - 1} south to north)",
             ),
-            ("Standing on", obs.standing_on.capitalize()),
-            ("Steps left", f"{obs.steps_left} of {STEP_BUDGET}"),
+            ("Standing on", obs["standing_on"].capitalize()),
+            ("Steps left", f"{obs['steps_left']} of {STEP_BUDGET}"),
         ]
     )
-    if obs.status != "playing":
-        head += "\n" + STATUS_LINES[obs.status]
+    if obs["status"] != "playing":
+        head += "\n" + STATUS_LINES[obs["status"]]
     return f"{head}\n\n5x5 view, north at the top:\n{view}\n{LEGEND}"
 
 
