@@ -6,7 +6,7 @@ from typing import Any
 
 from textenvs.agents.base import Agent, Decision, EpisodeContext
 
-AGENTS = ("random", "scripted", "human")
+AGENTS = ("random", "scripted", "human", "llm")
 
 
 def make_agent(name: str, **options: Any) -> Agent:
@@ -23,6 +23,10 @@ def make_agent(name: str, **options: Any) -> Agent:
         from textenvs.agents.human import HumanAgent
 
         return HumanAgent(**options)
+    if name == "llm":
+        from textenvs.agents.llm import LLMAgent
+
+        return LLMAgent(**options)
     raise ValueError(f"unknown agent '{name}'. Known: {', '.join(AGENTS)}")
 
 

@@ -7,6 +7,7 @@ import secrets
 from typing import Any
 
 from textenvs.agents import AGENTS, Agent, make_agent
+from textenvs.agents.llm.options import add_llm_options, llm_config_from_args
 from textenvs.evals.episode import EpisodeResult, Turn
 
 
@@ -16,11 +17,14 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         required=True,
         choices=[a for a in AGENTS if a != "human"],
         help="who plays: 'random' (uniform random commands), 'scripted' (the scenario's "
-        "heuristic, reads only the observation)",
+        "heuristic, reads only the observation), 'llm' (an OpenAI-compatible model)",
     )
+    add_llm_options(parser)
 
 
 def agent_from_args(args: argparse.Namespace) -> Agent:
+    if args.agent == "llm":
+        return make_agent("llm", config=llm_config_from_args(args))
     return make_agent(args.agent)
 
 

@@ -1,0 +1,382 @@
+"""The `llm` agent: plays any scenario through an OpenAI-compatible chat endpoint.
+
+One turn: the rules are the system message, the last K turns the history, the new
+observation a user message. The reply is read either as free text (the scenario's own
+parser) or as a function call with the scenario's action schema. An unreadable reply is
+re-asked up to `reasks` times with the parser's message, then stepped anyway (the env
+wastes the turn). API faults follow `faults.py`. Nothing here raises out of `act`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import re
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from pydantic import ValidationError
+
+from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.agents.llm import faults
+from textenvs.agents.llm.config import LLMConfig
+from textenvs.core.parsing import ParseError
+
+log = logging.getLogger("textenvs.agents.llm")
+
+TOOL_NAME = "act"
+TOOLS_NOTE = (
+    "\n\nAnswer every turn by calling the function `act` exactly once with your command; "
+    "do not write the command as text."
+)
+_MARKED = re.compile(r"^\W*(?:final\s+)?(?:action|command)\s*[:=]\s*(.+?)\s*$", re.I | re.M)
+
+Message = dict[str, Any]
+
+
+@dataclass
+class _Reading:
+    """One reply, read: a command, or why there is none."""
+
+    command: str | None
+    raw: str
+    assistant: Message
+    problem: str | None = None  # parse error or reply-fault text, sent back on a re-ask
+    fault: str | None = None  # reply_fault() class
+    tool_ids: list[str] = field(default_factory=list)
+
+
+class LLMAgent(Agent):
+    name = "llm"
+
+    def __init__(self, config: LLMConfig | None = None, **options: Any) -> None:
+        if config is not None and options:
+            config = config.model_copy(update=options)
+            config = LLMConfig.model_validate(config.model_dump())
+        self.cfg = config if config is not None else LLMConfig(**options)
+        self._client: openai.AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._secret = ""  # the key in use, kept only to redact it from anything we emit
+        self._history: deque[list[Message]] = deque(maxlen=self.cfg.history)
+        self._system = ""
+        self._turn = 0
+        self._rng = random.Random(0)
+
+    # ----- Agent protocol ---------------------------------------------------------------
+
+    def reset(self, context: EpisodeContext) -> None:
+        super().reset(context)
+        from textenvs.prompts import system_prompt
+
+        try:
+            system = system_prompt(context.env_name)
+        except FileNotFoundError:
+            system = context.rules
+        self._system = system + (TOOLS_NOTE if self.cfg.action_mode == "tools" else "")
+        self._history = deque(maxlen=self.cfg.history)
+        self._turn = 0
+        # jitter only: seeded so runs are repeatable, never the global `random`
+        self._rng = random.Random(f"{context.seed}:{self.cfg.seed}")
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, **self.cfg.public()}
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        started = time.perf_counter()
+        self._turn += 1
+        record: dict[str, Any] = {"turn": self._turn, "attempts": 0, "request_errors": []}
+        usage: dict[str, int] = {}
+        try:
+            decision = await self._play_turn(observation, info, record, usage)
+        except faults.AgentFault as exc:
+            decision = Decision("", outcome=exc.outcome, error=exc.message)
+        except Exception as exc:  # a bug or an odd server must not end the batch
+            log.error("llm agent failed:\n%s", self._redact(traceback.format_exc()))
+            decision = Decision("", outcome="agent_error", error=f"{type(exc).__name__}: {exc}")
+        usage["requests"] = record["attempts"]  # every HTTP attempt, failed ones included
+        decision.usage = usage
+        decision.reasks = record.get("reasks", 0)
+        decision.latency_s = time.perf_counter() - started
+        # everything that leaves the agent is scrubbed of the key
+        decision.record = self._redact(record)
+        decision.command = self._redact(decision.command)
+        if decision.raw is not None:
+            decision.raw = self._redact(decision.raw)
+        if decision.error is not None:
+            decision.error = self._redact(decision.error)
+        return decision
+
+    # ----- one turn ----------------------------------------------------------------------
+
+    async def _play_turn(
+        self, observation: str, info: dict[str, Any], record: dict[str, Any], usage: dict[str, int]
+    ) -> Decision:
+        turn: list[Message] = [{"role": "user", "content": observation}]
+        if self._turn == 1:
+            record["system"] = self._system
+        record.update(replies=[], parse_errors=[], reply_faults=[], reasks=0)
+        record["history_turns"] = len(self._history)
+        reading: _Reading | None = None
+        for ask in range(self.cfg.reasks + 1):
+            messages = [{"role": "system", "content": self._system}]
+            messages += [m for past in self._history for m in past] + turn
+            record["context_messages"] = len(messages)
+            completion = await self._complete(messages, record)
+            reading = self._read(completion, record, usage)
+            turn.append(reading.assistant)
+            if reading.command is not None:
+                turn += self._tool_replies(reading, f"Command sent: {reading.command}")
+                break
+            if ask < self.cfg.reasks:
+                record["reasks"] += 1
+                turn += self._reask(reading, info)
+            else:
+                turn += self._tool_replies(reading, f"Not read: {reading.problem}")
+        assert reading is not None
+        self._history.append(turn)
+        record["messages"] = turn
+        # stepped anyway when never read: the env records a wasted turn
+        command = reading.command if reading.command is not None else _visible(reading.raw)
+        record["command"] = command
+        return Decision(command, raw=reading.raw)
+
+    def _reask(self, reading: _Reading, info: dict[str, Any]) -> list[Message]:
+        forms = "; ".join(str(c) for c in info.get("valid_commands", []))
+        text = f"{reading.problem}\nValid commands: {forms}\nReply again with one command."
+        if reading.tool_ids:
+            return self._tool_replies(reading, text)
+        return [{"role": "user", "content": text}]
+
+    @staticmethod
+    def _tool_replies(reading: _Reading, text: str) -> list[Message]:
+        # every tool call must be answered, or the next request is malformed
+        return [{"role": "tool", "tool_call_id": i, "content": text} for i in reading.tool_ids]
+
+    # ----- reading a reply ------------------------------------------------------------
+
+    def _read(self, completion: Any, record: dict[str, Any], usage: dict[str, int]) -> _Reading:
+        _add_usage(usage, completion)
+        choice = completion.choices[0] if getattr(completion, "choices", None) else None
+        message = choice.message if choice is not None else None
+        content = (message.content if message is not None else None) or ""
+        visible, thoughts = faults.split_think(content)
+        extra = (message.model_extra or {}) if message is not None else {}
+        for key in ("reasoning_content", "reasoning"):
+            if isinstance(extra.get(key), str) and extra[key].strip():
+                thoughts.insert(0, extra[key].strip())
+        calls = list((message.tool_calls if message is not None else None) or [])
+        calls = [c for c in calls if getattr(c, "function", None) is not None]
+        finish = choice.finish_reason if choice is not None else None
+        reasoning_tokens = _reasoning_tokens(completion)
+        fault = faults.reply_fault(
+            visible=visible,
+            has_tool_call=bool(calls),
+            refusal=getattr(message, "refusal", None),
+            finish_reason=finish,
+            reasoning=bool(thoughts) or reasoning_tokens > 0,
+        )
+        assistant: Message = {"role": "assistant", "content": visible}
+        tool_ids = [c.id for c in calls]
+        if calls:
+            assistant["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.function.name, "arguments": c.function.arguments},
+                }
+                for c in calls
+            ]
+        raw = content or (calls[0].function.arguments if calls else "")
+        reading = _Reading(None, raw, assistant, fault=fault, tool_ids=tool_ids)
+        if fault is not None:
+            reading.problem = faults.REASK_FOR_FAULT[fault]
+            record["reply_faults"].append(fault)
+            usage[f"reply_{fault}"] = usage.get(f"reply_{fault}", 0) + 1
+        elif calls:
+            reading.command, reading.problem = self._read_tools(calls)
+        else:
+            reading.command, reading.problem = self._read_text(visible)
+        if reading.problem is not None and fault is None:
+            record["parse_errors"].append(reading.problem)
+        record["replies"].append(
+            {
+                "content": content,
+                "reasoning": "\n\n".join(thoughts) or None,
+                "tool_calls": assistant.get("tool_calls"),
+                "finish_reason": finish,
+                "fault": fault,
+                "error": reading.problem,
+            }
+        )
+        return reading
+
+    def _read_text(self, visible: str) -> tuple[str | None, str | None]:
+        try:
+            action = self.context.parse(visible)
+        except ParseError as exc:
+            return None, f"Your command could not be read: {exc.message}"
+        return _short_command(visible, action, self.context.parse), None
+
+    def _read_tools(self, calls: list[Any]) -> tuple[str | None, str | None]:
+        commands = []
+        for call in calls:
+            if call.function.name != TOOL_NAME:
+                return None, f"Unknown function {call.function.name!r}: call {TOOL_NAME!r}."
+            try:
+                arguments = json.loads(call.function.arguments or "{}")
+                command = self.context.command_for(arguments)
+                self.context.parse(command)
+            except (json.JSONDecodeError, TypeError) as exc:
+                return None, f"The function arguments are not a JSON object: {exc}"
+            except ValidationError as exc:
+                return None, f"The function arguments do not match the schema: {_brief(exc)}"
+            except ParseError as exc:
+                return None, f"Your command could not be read: {exc.message}"
+            commands.append(command)
+        if len(set(commands)) > 1:
+            return None, f"Call {TOOL_NAME!r} once per reply, not with {len(commands)} commands."
+        return commands[0], None
+
+    # ----- the API call with retries --------------------------------------------------
+
+    async def _complete(self, messages: list[Message], record: dict[str, Any]) -> Any:
+        client = await self._client_for_loop()
+        request: dict[str, Any] = {"model": self.cfg.model, "messages": messages}
+        cfg = self.cfg
+        if cfg.temperature is not None:
+            request["temperature"] = cfg.temperature
+        if cfg.max_tokens is not None:
+            request[cfg.max_tokens_field] = cfg.max_tokens
+        if cfg.seed is not None:
+            request["seed"] = cfg.seed
+        if cfg.reasoning_effort:
+            request["reasoning_effort"] = cfg.reasoning_effort
+        if cfg.extra_body:
+            request["extra_body"] = dict(cfg.extra_body)
+        if cfg.action_mode == "tools":
+            request["tools"] = [self._tool()]
+            request["tool_choice"] = cfg.tool_choice
+        for attempt in range(1, cfg.max_attempts + 1):
+            record["attempts"] += 1
+            try:
+                call = client.chat.completions.create(**request)
+                return await asyncio.wait_for(call, cfg.total_timeout_s)
+            except Exception as exc:
+                fault = faults.classify(exc)
+            text = self._redact(fault.message)
+            if fault.kind == "context_overflow":
+                raise faults.AgentFault("context_overflow", text)
+            if fault.kind == "fatal" or attempt == cfg.max_attempts:
+                raise faults.AgentFault(
+                    "agent_error", f"{text} (after {attempt} attempt{'s' * (attempt > 1)})"
+                )
+            wait = faults.backoff_s(
+                attempt,
+                base=cfg.backoff_base_s,
+                cap=cfg.backoff_max_s,
+                rng=self._rng,
+                retry_after_s=fault.retry_after_s,
+                retry_after_cap=cfg.retry_after_max_s,
+            )
+            record["request_errors"].append({"attempt": attempt, "error": text, "wait_s": wait})
+            log.warning("llm request attempt %d failed: %s; retrying in %.2fs", attempt, text, wait)
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _tool(self) -> dict[str, Any]:
+        schema = self.context.action_schema.model_json_schema()
+        schema.pop("title", None)
+        return {
+            "type": "function",
+            "function": {
+                "name": TOOL_NAME,
+                "description": "Send one command to the environment.",
+                "parameters": schema,
+            },
+        }
+
+    async def _client_for_loop(self) -> openai.AsyncOpenAI:
+        """A client bound to the running event loop (httpx pools cannot cross loops)."""
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._client_loop is loop:
+            return self._client
+        base_url = self.cfg.resolved_base_url()
+        if self.cfg.is_local:
+            from textenvs.agents.llm import local
+
+            base_url = await asyncio.to_thread(local.ensure_server)
+        try:
+            key = self.cfg.api_key(required=base_url is None)
+        except ValueError as exc:
+            raise faults.AgentFault("agent_error", str(exc)) from None
+        self._secret = key if key != "EMPTY" else ""
+        self._client = openai.AsyncOpenAI(
+            api_key=key,
+            base_url=base_url,
+            max_retries=0,  # the agent's own loop counts every attempt
+            timeout=openai.Timeout(self.cfg.read_timeout_s, connect=self.cfg.connect_timeout_s),
+        )
+        self._client_loop = loop
+        return self._client
+
+    def _redact(self, value: Any) -> Any:
+        """The same value with the API key masked in every string (belt and braces: a
+        server may echo headers in an error body)."""
+        if not self._secret or len(self._secret) < 4:
+            return value
+        if isinstance(value, str):
+            return value.replace(self._secret, "[redacted]")
+        blob = json.dumps(value, default=str)
+        if self._secret not in blob:
+            return value
+        return json.loads(blob.replace(json.dumps(self._secret)[1:-1], "[redacted]"))
+
+
+# ----- helpers -----------------------------------------------------------------------
+
+
+def _add_usage(usage: dict[str, int], completion: Any) -> None:
+    data = getattr(completion, "usage", None)
+    if data is None:
+        return
+    for key in ("prompt_tokens", "completion_tokens"):
+        usage[key] = usage.get(key, 0) + int(getattr(data, key, 0) or 0)
+    usage["reasoning_tokens"] = usage.get("reasoning_tokens", 0) + _reasoning_tokens(completion)
+
+
+def _reasoning_tokens(completion: Any) -> int:
+    details = getattr(getattr(completion, "usage", None), "completion_tokens_details", None)
+    return int(getattr(details, "reasoning_tokens", 0) or 0)
+
+
+def _short_command(text: str, action: Any, parse: Any) -> str:
+    """The shortest part of a reply that reads as the same action (for transcripts): the
+    `Action:` line or the last line, else the whole reply."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    candidates = [m.group(1) for m in _MARKED.finditer(text)][::-1] + lines[-1:]
+    for candidate in candidates:
+        try:
+            if parse(candidate) == action:
+                return candidate
+        except ParseError:
+            continue
+    return text.strip()
+
+
+def _visible(raw: str) -> str:
+    return faults.split_think(raw)[0]
+
+
+def _brief(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())

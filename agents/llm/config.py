@@ -1,0 +1,123 @@
+"""Settings of the `llm` agent: one pydantic model, loadable from a TOML file.
+
+The API key itself is never a setting: only the *name* of the environment variable that
+holds it (`api_key_env`), so a config can be printed, logged and saved with results.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: `--model local` (with no base URL) starts the embedded llama.cpp server (agents/llm/local.py)
+LOCAL_MODEL = "local"
+
+
+class LLMConfig(BaseModel):
+    """Everything that identifies an LLM agent run (all JSON-able, no secrets)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    #: None: `OPENAI_BASE_URL` when set, else the OpenAI API (or the local server for
+    #: model "local")
+    base_url: str | None = None
+    #: the environment variable holding the API key
+    api_key_env: str = "OPENAI_API_KEY"
+
+    # ----- sampling (None: not sent, the server's default applies) ---------------------
+    temperature: float | None = None
+    max_tokens: int | None = Field(default=None, gt=0)
+    #: OpenAI reasoning models want `max_completion_tokens`; most servers take `max_tokens`
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    seed: int | None = None
+    reasoning_effort: str | None = None
+    #: extra JSON fields merged into the request body (e.g. {"top_k": 20})
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    # ----- conversation ----------------------------------------------------------------
+    action_mode: Literal["text", "tools"] = "text"
+    #: tool_choice sent in tools mode ("auto" is the most widely supported)
+    tool_choice: Literal["auto", "required"] = "auto"
+    #: past turns kept in the prompt (0: only the current observation)
+    history: int = Field(default=8, ge=0)
+    #: re-asks per turn after an unparseable reply, before stepping anyway
+    reasks: int = Field(default=1, ge=0)
+
+    # ----- faults ------------------------------------------------------------------
+    #: HTTP attempts per request, the first included (transient faults only are retried)
+    max_attempts: int = Field(default=5, ge=1)
+    backoff_base_s: float = Field(default=1.0, ge=0)
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    #: a longer Retry-After is cut to this (the attempt budget still applies)
+    retry_after_max_s: float = Field(default=60.0, ge=0)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    #: longest silence while waiting for the response
+    read_timeout_s: float = Field(default=120.0, gt=0)
+    #: longest one attempt may take in all
+    total_timeout_s: float = Field(default=300.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> LLMConfig:
+        if not self.model.strip():
+            raise ValueError("model must not be empty")
+        if not self.api_key_env.strip():
+            raise ValueError("api_key_env must name an environment variable")
+        return self
+
+    # ----- loading ------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> LLMConfig:
+        """Read a TOML agent file (keys at the top level or under `[agent]`), then apply
+        `overrides` (None values are ignored, so unset CLI flags keep the file's values)."""
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        if isinstance(data.get("agent"), dict):
+            data = data["agent"]
+        data.pop("name", None)  # `name = "llm"` is allowed, it names the agent
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(data)
+
+    # ----- derived --------------------------------------------------------------------
+
+    @property
+    def is_local(self) -> bool:
+        return self.model == LOCAL_MODEL and self.resolved_base_url() is None
+
+    def resolved_base_url(self) -> str | None:
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    def api_key(self, *, required: bool) -> str:
+        """The key from the environment. Servers that need none (vLLM, llama.cpp, Ollama)
+        get the placeholder "EMPTY" when the variable is unset."""
+        key = os.environ.get(self.api_key_env, "")
+        if key:
+            return key
+        if required:
+            raise ValueError(
+                f"no API key: set the environment variable {self.api_key_env} "
+                "(or give --base-url for a server that needs none)"
+            )
+        return "EMPTY"
+
+    def public(self) -> dict[str, Any]:
+        """JSON-able settings for results files: no key, no credentials in URLs."""
+        data = self.model_dump(mode="json")
+        data["base_url"] = strip_credentials(self.resolved_base_url())
+        return data
+
+
+def strip_credentials(url: str | None) -> str | None:
+    """`https://user:pass@host/v1` -> `https://host/v1`; query strings dropped too."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

