@@ -15,6 +15,8 @@ SUCCESS = "success"
 FAILURE = "failure"  # terminated without success
 TIMEOUT = "timeout"  # the step budget ran out
 AGENT_ERROR = "agent_error"
+INVALID_LIMIT = "invalid_limit"  # `max_invalid` invalid commands in a row
+CONTEXT_OVERFLOW = "context_overflow"  # set by an agent whose prompt no longer fits
 
 
 @dataclass
@@ -81,13 +83,16 @@ async def run_episode(
     *,
     options: dict[str, Any] | None = None,
     on_turn: Callable[[Turn], None] | None = None,
+    max_invalid: int | None = None,
 ) -> EpisodeResult:
     """Play until the episode ends or the agent cannot go on. Agent faults are recorded
-    as outcome `agent_error` and never raised."""
+    as outcome `agent_error` and never raised. `max_invalid` stops the episode (outcome
+    `invalid_limit`) after that many invalid commands in a row."""
     started = time.perf_counter()
     result = EpisodeResult(env=env.name, seed=seed, agent=agent.name)
     observation, info = env.reset(seed=seed, options=options)
     agent.reset(context_for(env, seed))
+    invalid_run = 0
     while True:
         try:
             decision = await agent.act(observation, info)
@@ -122,6 +127,10 @@ async def run_episode(
         if terminated or truncated:
             result.success = bool(info["success"])
             result.outcome = SUCCESS if result.success else (FAILURE if terminated else TIMEOUT)
+            break
+        invalid_run = invalid_run + 1 if info["invalid_action"] else 0
+        if max_invalid is not None and invalid_run >= max_invalid:
+            result.outcome, result.error = INVALID_LIMIT, f"{invalid_run} invalid commands in a row"
             break
     result.final_observation = observation
     result.wall_s = time.perf_counter() - started

@@ -10,7 +10,13 @@ from textenvs import __version__
 from textenvs.core.registry import UnknownEnvError
 
 # Subcommand modules, in the order `--help` lists them.
-COMMANDS = ("textenvs.cli.info", "textenvs.cli.play", "textenvs.cli.run")
+COMMANDS = (
+    "textenvs.cli.info",
+    "textenvs.cli.play",
+    "textenvs.cli.run",
+    "textenvs.cli.eval",
+    "textenvs.cli.report",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

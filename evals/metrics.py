@@ -1,0 +1,166 @@
+"""Scores over episode records: Wilson intervals, standard errors, per-env summaries and
+the paired per-seed comparison of two runs.
+
+An episode record is one line of `episodes.jsonl` (see `textenvs.evals.store`).
+Episodes that ended in `agent_error` are not a measurement of the agent on the scenario
+(the API failed, the agent crashed): they are counted and shown, but kept out of the
+success rate, the return and the step statistics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from textenvs.evals.episode import AGENT_ERROR
+
+Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
+
+Record = dict[str, Any]
+Key = tuple[str, int, int]  # (env, seed, episode)
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for a binomial proportion ((0, 1) when n is 0)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # The bounds at 0/n and n/n are exactly 0 and 1; avoid float noise there.
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return (lo, hi)
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def stderr(values: Sequence[float]) -> float:
+    """Standard error of the mean (sample standard deviation / sqrt(n)); 0 below n=2."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    m = mean(values)
+    return math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1) / n)
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Exact two-sided sign test p-value: ties dropped, H0 says wins ~ Binomial(n, 1/2).
+
+    For paired success/failure this is the exact McNemar test on the discordant pairs.
+    """
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    k = min(wins, losses)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def key_of(record: Record) -> Key:
+    return (str(record["env"]), int(record["seed"]), int(record.get("episode", 0)))
+
+
+def tokens(record: Record) -> dict[str, int]:
+    return {k: int(v) for k, v in (record.get("tokens") or {}).items()}
+
+
+def cost(record: Record, prices: dict[str, float] | None) -> float | None:
+    """Dollar cost of one episode from per-1k-token prices (None without prices)."""
+    if not prices:
+        return None
+    t = tokens(record)
+    return (
+        t.get("prompt", 0) * prices.get("prompt_per_1k", 0.0)
+        + t.get("completion", 0) * prices.get("completion_per_1k", 0.0)
+    ) / 1000
+
+
+def summarize(records: Iterable[Record], prices: dict[str, float] | None = None) -> Record:
+    """Per-env statistics (the `summary.json` shape) for a group of episode records."""
+    records = list(records)
+    scored = [r for r in records if r["outcome"] != AGENT_ERROR]
+    successes = sum(1 for r in scored if r["success"])
+    returns = [float(r["return"]) for r in scored]
+    steps = [int(r["steps"]) for r in scored]
+    invalid = sum(int(r["invalid_actions"]) for r in scored)
+    token_totals: Counter[str] = Counter()
+    for r in records:
+        token_totals.update(tokens(r))
+    costs = [c for r in records if (c := cost(r, prices)) is not None]
+    lo, hi = wilson(successes, len(scored))
+    n = len(records)
+    return {
+        "episodes": n,
+        "scored_episodes": len(scored),
+        "successes": successes,
+        "success_rate": successes / len(scored) if scored else 0.0,
+        "success_ci95": [lo, hi],
+        "mean_return": mean(returns),
+        "return_stderr": stderr(returns),
+        "mean_steps": mean(steps),
+        "steps_stderr": stderr(steps),
+        "invalid_actions": invalid,
+        "invalid_action_rate": invalid / sum(steps) if sum(steps) else 0.0,
+        "reasks": sum(int(r.get("reasks", 0)) for r in records),
+        "agent_errors": n - len(scored),
+        "outcomes": dict(sorted(Counter(r["outcome"] for r in records).items())),
+        "tokens": dict(sorted(token_totals.items())),
+        "tokens_per_episode": token_totals.get("total", 0) / n if n else 0.0,
+        "cost": sum(costs) if costs else None,
+        "cost_per_episode": sum(costs) / n if costs and n else None,
+        "mean_latency_s": mean([float(r.get("latency_s", 0.0)) for r in records]),
+    }
+
+
+def summarize_by_env(
+    records: Iterable[Record], prices: dict[str, float] | None = None
+) -> dict[str, Record]:
+    """`{env: summary}` in first-seen order, plus `"all"` pooling every env."""
+    records = list(records)
+    groups: dict[str, list[Record]] = {}
+    for r in records:
+        groups.setdefault(r["env"], []).append(r)
+    out = {env: summarize(rs, prices) for env, rs in groups.items()}
+    out["all"] = summarize(records, prices)
+    return out
+
+
+def compare(a: Iterable[Record], b: Iterable[Record]) -> Record:
+    """Paired comparison of run B against run A on the (env, seed, episode) keys both ran.
+
+    Success: exact McNemar (sign test on pairs where exactly one run succeeded).
+    Return: exact sign test on the per-pair return differences (ties dropped), with the
+    mean difference and its paired standard error. Pairs where either side is an
+    `agent_error` are left out.
+    """
+    by_key_a = {key_of(r): r for r in a if r["outcome"] != AGENT_ERROR}
+    by_key_b = {key_of(r): r for r in b if r["outcome"] != AGENT_ERROR}
+    keys = sorted(by_key_a.keys() & by_key_b.keys())
+    b_only = sum(1 for k in keys if by_key_b[k]["success"] and not by_key_a[k]["success"])
+    a_only = sum(1 for k in keys if by_key_a[k]["success"] and not by_key_b[k]["success"])
+    diffs = [float(by_key_b[k]["return"]) - float(by_key_a[k]["return"]) for k in keys]
+    up = sum(1 for d in diffs if d > 0)
+    down = sum(1 for d in diffs if d < 0)
+    n = len(keys)
+    rate_a = sum(1 for k in keys if by_key_a[k]["success"]) / n if n else 0.0
+    rate_b = sum(1 for k in keys if by_key_b[k]["success"]) / n if n else 0.0
+    return {
+        "pairs": n,
+        "success_rate_a": rate_a,
+        "success_rate_b": rate_b,
+        "success_diff": rate_b - rate_a,
+        "b_only_success": b_only,
+        "a_only_success": a_only,
+        "success_p": sign_test(b_only, a_only),
+        "mean_return_diff": mean(diffs),
+        "return_diff_stderr": stderr(diffs),
+        "return_up": up,
+        "return_down": down,
+        "return_p": sign_test(up, down),
+    }

@@ -1,0 +1,230 @@
+"""Batch evaluation: envs x seeds x episodes-per-seed with bounded asyncio concurrency.
+
+C workers pull (env, seed, episode) keys from one queue, so at most C episodes (and so
+at most C LLM calls) are in flight. Each worker owns its env instances and builds a
+fresh agent per episode from the factory. Agents that only compute never await; a thin
+wrapper hands the loop back every few milliseconds so the progress display and the
+other episodes keep moving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import textenvs
+from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.core.env import TextEnv
+from textenvs.evals import store
+from textenvs.evals.episode import AGENT_ERROR, EpisodeResult, run_episode
+from textenvs.evals.metrics import Key, Record, key_of, summarize_by_env
+
+AgentFactory = Callable[[], Agent]
+YIELD_EVERY_S = 0.005  # a CPU-bound agent gives the loop back at least this often
+
+
+def parse_seeds(spec: str) -> list[int]:
+    """`"0-99"`, `"3"`, `"0-4,10,20-22"` -> sorted unique seeds."""
+    seeds: set[int] = set()
+    for part in spec.replace(" ", "").split(","):
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not match:
+            raise ValueError(f"bad seed range '{part}': use N, N-M or a comma list of those")
+        lo, hi = int(match[1]), int(match[2] or match[1])
+        if hi < lo:
+            raise ValueError(f"bad seed range '{part}': {hi} < {lo}")
+        seeds.update(range(lo, hi + 1))
+    return sorted(seeds)
+
+
+def resolve_envs(spec: str) -> list[str]:
+    """`"all"` (every registered scenario, at run time) or a comma list of names."""
+    if spec.strip().lower() == "all":
+        return textenvs.names()
+    return [textenvs.get(name).name for name in spec.split(",") if name.strip()]
+
+
+@dataclass
+class EvalPlan:
+    envs: list[str]
+    seeds: list[int]
+    episodes_per_seed: int = 1
+    max_invalid: int | None = None
+    concurrency: int = 8
+
+    def planned(self) -> list[Key]:
+        return [
+            (env, seed, k)
+            for env in self.envs
+            for seed in self.seeds
+            for k in range(self.episodes_per_seed)
+        ]
+
+
+def build_config(
+    plan: EvalPlan,
+    agent: Agent,
+    *,
+    agent_options: dict[str, Any],
+    prices: dict[str, float] | None,
+    seeds_spec: str,
+    command: Sequence[str] = (),
+) -> dict[str, Any]:
+    """`config.json`: what identifies the run (compared on resume) plus volatile notes."""
+    return {
+        "textenvs_version": textenvs.__version__,
+        "envs": {name: textenvs.get(name).load().version for name in plan.envs},
+        "seeds": seeds_spec,
+        "seed_list": plan.seeds,
+        "episodes_per_seed": plan.episodes_per_seed,
+        "max_invalid": plan.max_invalid,
+        "agent": agent.config(),
+        "agent_options": agent_options,
+        "prices": prices,
+        "python": platform.python_version(),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "concurrency": plan.concurrency,
+        "command": list(command),
+    }
+
+
+def episode_record(result: EpisodeResult, key: Key, model: str | None, trajectory: str) -> Record:
+    """One `episodes.jsonl` line."""
+    usage = result.usage
+    prompt = int(usage.get("prompt_tokens", usage.get("prompt", 0)))
+    completion = int(usage.get("completion_tokens", usage.get("completion", 0)))
+    total = int(usage.get("total_tokens", usage.get("total", prompt + completion)))
+    return {
+        "env": key[0],
+        "seed": key[1],
+        "episode": key[2],
+        "agent": result.agent,
+        "model": model,
+        "outcome": result.outcome,
+        "success": result.success,
+        "return": result.total_reward,
+        "steps": result.steps,
+        "invalid_actions": result.invalid_actions,
+        "reasks": result.reasks,
+        "tokens": {"prompt": prompt, "completion": completion, "total": total},
+        "latency_s": round(result.latency_s, 4),
+        "wall_s": round(result.wall_s, 4),
+        "error": result.error,
+        "trajectory": trajectory,
+    }
+
+
+class _Yielding(Agent):
+    """Delegates to `inner`, yielding to the event loop when it has held it too long."""
+
+    def __init__(self, inner: Agent) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._since = time.perf_counter()
+
+    def reset(self, context: EpisodeContext) -> None:
+        super().reset(context)
+        self.inner.reset(context)
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        now = time.perf_counter()
+        if now - self._since > YIELD_EVERY_S:
+            await asyncio.sleep(0)
+            self._since = time.perf_counter()
+        return await self.inner.act(observation, info)
+
+
+Progress = Callable[[Record], None]
+
+
+async def _play(
+    env: TextEnv[Any, Any], factory: AgentFactory, key: Key, max_invalid: int | None
+) -> EpisodeResult:
+    """One episode with a fresh agent. A crash outside `act` (agent set-up or reset, or
+    the env itself) is recorded as `agent_error` with its message, so one bad episode
+    is reported instead of ending a long batch."""
+    agent: Agent | None = None
+    try:
+        agent = factory()
+        return await run_episode(env, _Yielding(agent), key[1], max_invalid=max_invalid)
+    except Exception as exc:
+        name = agent.name if agent is not None else "?"
+        error = f"episode crashed: {type(exc).__name__}: {exc}"
+        return EpisodeResult(env=key[0], seed=key[1], agent=name, outcome=AGENT_ERROR, error=error)
+    finally:
+        if agent is not None:
+            await agent.aclose()
+
+
+async def run_eval(
+    plan: EvalPlan,
+    run_dir: Path,
+    factory: AgentFactory,
+    config: dict[str, Any],
+    *,
+    resume: bool = False,
+    on_start: Callable[[int, int], None] | None = None,
+    on_episode: Progress | None = None,
+) -> dict[str, Any]:
+    """Run every planned episode not yet in `run_dir`; returns the written summary.
+
+    `on_start(total, already_done)` is called once, `on_episode(record)` per episode.
+    """
+    done = store.prepare(run_dir, config, resume=resume)
+    todo = [key for key in plan.planned() if key not in done]
+    if on_start is not None:
+        on_start(len(plan.planned()), len(plan.planned()) - len(todo))
+    model = config["agent"].get("model")
+    log = store.EpisodeLog(run_dir)
+    queue: Iterator[Key] = iter(todo)
+
+    async def worker() -> None:
+        envs: dict[str, TextEnv[Any, Any]] = {}
+        for key in queue:  # a shared iterator: each key goes to exactly one worker
+            if key[0] not in envs:
+                envs[key[0]] = textenvs.make(key[0])
+            env = envs[key[0]]
+            result = await _play(env, factory, key, plan.max_invalid)
+            data = {"key": list(key), "model": model, **result.to_dict()}
+            rel = await asyncio.to_thread(store.write_trajectory, run_dir, key, data)
+            record = episode_record(result, key, model, rel)
+            log.append(record)  # in the loop thread: lines never interleave
+            await asyncio.to_thread(log.sync)  # fsyncs overlap with other episodes
+            if on_episode is not None:
+                on_episode(record)
+
+    try:
+        workers = max(1, min(plan.concurrency, len(todo)))
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(worker())
+    finally:
+        log.close()
+    return write_summary(run_dir, config)
+
+
+def write_summary(run_dir: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """Recompute `summary.json` from every recorded episode and write it atomically."""
+    records = store.read_episodes(run_dir)
+    planned = len(config["envs"]) * len(config["seed_list"]) * config["episodes_per_seed"]
+    summary = {
+        "agent": config["agent"],
+        "planned_episodes": planned,
+        "recorded_episodes": len(records),
+        "complete": len({key_of(r) for r in records}) >= planned,
+        "by_env": summarize_by_env(records, config.get("prices")),
+    }
+    store.write_json_atomic(run_dir / store.SUMMARY, summary)
+    return summary
+
+
+def default_command() -> list[str]:
+    return ["textenvs", *sys.argv[1:]]

@@ -1,0 +1,148 @@
+"""The eval runner in-process: storage, resume, outcomes, bounded concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from textenvs.agents import make_agent
+from textenvs.agents.base import Agent, Decision
+from textenvs.evals import runner, store
+from textenvs.evals.metrics import key_of
+
+ENV = "treasure-hunt"  # the reference scenario; other scenarios are covered by the CLI test
+
+
+def plan_and_config(agent: Agent, **plan: Any) -> tuple[runner.EvalPlan, dict[str, Any]]:
+    p = runner.EvalPlan(envs=[ENV], seeds=plan.pop("seeds", [0, 1, 2]), **plan)
+    cfg = runner.build_config(p, agent, agent_options={}, prices=None, seeds_spec="test")
+    return p, cfg
+
+
+def run(tmp: Path, factory: Any, resume: bool = False, **plan: Any) -> dict[str, Any]:
+    p, cfg = plan_and_config(factory(), **plan)
+    return asyncio.run(runner.run_eval(p, tmp, factory, cfg, resume=resume))
+
+
+def test_parse_seeds() -> None:
+    assert runner.parse_seeds("0-3") == [0, 1, 2, 3]
+    assert runner.parse_seeds("5") == [5]
+    assert runner.parse_seeds("0-2, 10,1") == [0, 1, 2, 10]
+    for bad in ("3-1", "a", "1-", ""):
+        with pytest.raises(ValueError):
+            runner.parse_seeds(bad)
+
+
+def test_all_means_every_registered_scenario() -> None:
+    import textenvs
+
+    assert runner.resolve_envs("all") == textenvs.names()
+
+
+def test_files_and_summary(tmp_path: Path) -> None:
+    summary = run(tmp_path, lambda: make_agent("random"), episodes_per_seed=2)
+    records = store.read_episodes(tmp_path)
+    assert sorted(key_of(r) for r in records) == [(ENV, s, k) for s in range(3) for k in range(2)]
+    for r in records:
+        data = json.loads((tmp_path / r["trajectory"]).read_text())
+        assert data["steps"] == r["steps"] == len(data["turns"])
+    on_disk = json.loads((tmp_path / store.SUMMARY).read_text())
+    assert on_disk == summary and summary["complete"]
+    s = summary["by_env"][ENV]
+    assert s["episodes"] == 6 and s["successes"] == sum(r["success"] for r in records)
+    config = json.loads((tmp_path / store.CONFIG).read_text())
+    assert list(config["envs"]) == [ENV]
+    assert config["seed_list"] == [0, 1, 2] and config["agent"]["name"] == "random"
+
+
+def test_resume_repairs_torn_line_and_reruns_only_missing(tmp_path: Path) -> None:
+    run(tmp_path, lambda: make_agent("random"), seeds=list(range(6)))
+    path = tmp_path / store.EPISODES
+    lines = path.read_bytes().splitlines(keepends=True)
+    # Simulate a kill: two episodes lost, the next one half-written.
+    path.write_bytes(b"".join(lines[:3]) + lines[3][:25])
+    assert len(store.read_episodes(tmp_path)) == 3  # the torn tail is ignored
+    run(tmp_path, lambda: make_agent("random"), resume=True, seeds=list(range(6)))
+    keys = Counter(key_of(r) for r in store.read_episodes(tmp_path))
+    assert keys == Counter({(ENV, s, 0): 1 for s in range(6)})
+    assert path.read_bytes().endswith(b"\n")
+
+
+def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / store.EPISODES).write_text('{"env": 1}\nnot json\n{"env": 2}\n')
+    with pytest.raises(store.RunDirError, match="line 2"):
+        store.read_episodes(tmp_path)
+
+
+def test_resume_refuses_a_different_config(tmp_path: Path) -> None:
+    run(tmp_path, lambda: make_agent("random"), seeds=[0])
+    with pytest.raises(store.RunDirError, match=r"max_invalid, seed_list"):
+        run(tmp_path, lambda: make_agent("random"), resume=True, seeds=[0, 1], max_invalid=2)
+    with pytest.raises(store.RunDirError, match=r"agent\.name"):
+        run(tmp_path, lambda: make_agent("scripted"), resume=True, seeds=[0])
+    with pytest.raises(store.RunDirError, match="--resume"):
+        run(tmp_path, lambda: make_agent("random"), seeds=[0])
+    # concurrency is not part of a run's identity
+    run(tmp_path, lambda: make_agent("random"), resume=True, seeds=[0], concurrency=3)
+
+
+class Garbage(Agent):
+    name = "garbage"
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        return Decision("xyzzy plugh")
+
+
+class Crashing(Agent):
+    name = "crashing"
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        raise RuntimeError("model exploded")
+
+
+class Overflowing(Agent):
+    name = "overflowing"
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        return Decision("", outcome="context_overflow", error="prompt of 9000 tokens > 8192")
+
+
+def test_outcomes_are_classified(tmp_path: Path) -> None:
+    limited = run(tmp_path / "a", Garbage, max_invalid=3)["by_env"][ENV]
+    assert limited["outcomes"] == {"invalid_limit": 3}
+    assert limited["mean_steps"] == 3 and limited["invalid_action_rate"] == 1.0
+    no_limit = run(tmp_path / "b", Garbage)["by_env"][ENV]
+    assert no_limit["outcomes"] == {"timeout": 3}
+    crashed = run(tmp_path / "c", Crashing)["by_env"][ENV]
+    assert crashed["outcomes"] == {"agent_error": 3} and crashed["scored_episodes"] == 0
+    errors = {r["error"] for r in store.read_episodes(tmp_path / "c")}
+    assert errors == {"RuntimeError: model exploded"}
+    overflow = run(tmp_path / "d", Overflowing)["by_env"][ENV]
+    assert overflow["outcomes"] == {"context_overflow": 3} and overflow["successes"] == 0
+
+
+class Slow(Agent):
+    """Waits like a network call; counts how many episodes are in flight."""
+
+    name = "slow"
+    in_flight = 0
+    peak = 0
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        Slow.in_flight += 1
+        Slow.peak = max(Slow.peak, Slow.in_flight)
+        await asyncio.sleep(0.002)
+        Slow.in_flight -= 1
+        return Decision("garbage")
+
+
+def test_concurrency_is_bounded(tmp_path: Path) -> None:
+    Slow.peak = 0
+    summary = run(tmp_path, Slow, seeds=list(range(8)), concurrency=3, max_invalid=2)
+    assert summary["recorded_episodes"] == 8
+    assert Slow.peak == 3

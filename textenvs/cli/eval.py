@@ -1,0 +1,210 @@
+"""`textenvs eval --env ENV|all --agent AGENT --seeds 0-99 --out DIR`: a batch eval."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from textenvs.cli.common import add_agent_options, agent_from_args
+from textenvs.evals import runner
+from textenvs.evals.metrics import Record
+from textenvs.evals.store import RunDirError
+
+# Our own options; every other attribute of the parsed args is an agent option.
+EVAL_OPTIONS = frozenset(
+    {
+        "command",
+        "handler",
+        "env",
+        "seeds",
+        "episodes_per_seed",
+        "concurrency",
+        "out",
+        "resume",
+        "max_invalid",
+        "price_per_1k_prompt",
+        "price_per_1k_completion",
+    }
+)
+SECRET_WORDS = ("key", "secret", "token", "password", "auth")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="run an agent on scenarios across many seeds and score it",
+        description="Run ENV x SEEDS episodes with an agent; results go to DIR "
+        "(config.json, episodes.jsonl, trajectories/, summary.json). Crash-safe: "
+        "rerun with --resume to finish an interrupted run.",
+    )
+    p.add_argument("--env", required=True, help="scenario name, a comma list, or 'all'")
+    add_agent_options(p)
+    p.add_argument("--seeds", default="0-99", help="seeds: N, N-M or a comma list (0-99)")
+    p.add_argument("--episodes-per-seed", type=_positive, default=1, metavar="K")
+    p.add_argument(
+        "--concurrency", type=_positive, default=8, metavar="C", help="episodes in flight (8)"
+    )
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue the run in DIR")
+    p.add_argument(
+        "--max-invalid",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="end an episode after N invalid commands in a row (outcome invalid_limit)",
+    )
+    p.add_argument("--price-per-1k-prompt", type=float, default=None, metavar="USD")
+    p.add_argument("--price-per-1k-completion", type=float, default=None, metavar="USD")
+    p.set_defaults(handler=_eval)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def agent_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The agent's CLI options for `config.json`: JSON-able values, secrets dropped."""
+    out: dict[str, Any] = {}
+    for name, value in sorted(vars(args).items()):
+        if name in EVAL_OPTIONS or any(word in name.lower() for word in SECRET_WORDS):
+            continue
+        if value is None or isinstance(value, str | int | float | bool):
+            out[name] = value
+    return out
+
+
+def _eval(args: argparse.Namespace) -> int:
+    console = Console(stderr=True)
+    try:
+        plan = runner.EvalPlan(
+            envs=runner.resolve_envs(args.env),
+            seeds=runner.parse_seeds(args.seeds),
+            episodes_per_seed=args.episodes_per_seed,
+            max_invalid=args.max_invalid,
+            concurrency=args.concurrency,
+        )
+    except ValueError as exc:
+        console.print(f"textenvs eval: error: {exc}")
+        return 2
+    prices = None
+    if args.price_per_1k_prompt is not None or args.price_per_1k_completion is not None:
+        prices = {
+            "prompt_per_1k": args.price_per_1k_prompt or 0.0,
+            "completion_per_1k": args.price_per_1k_completion or 0.0,
+        }
+    probe = agent_from_args(args)  # fails early on bad agent options
+    asyncio.run(probe.aclose())
+    config = runner.build_config(
+        plan,
+        probe,
+        agent_options=agent_options(args),
+        prices=prices,
+        seeds_spec=args.seeds,
+        command=runner.default_command(),
+    )
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("success {task.fields[ok]}/{task.fields[n]}"),
+        TextColumn("[red]{task.fields[errors]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+    state = {"task": None, "ok": 0, "n": 0, "errors": 0}
+
+    def on_start(total: int, done: int) -> None:
+        state["task"] = progress.add_task(
+            f"{probe.name} on {len(plan.envs)} env(s)", total=total, completed=done, ok=0, n=0,
+            errors="",
+        )  # fmt: skip
+        if done:
+            console.print(f"resuming: {done} of {total} episodes already recorded")
+
+    def on_episode(record: Record) -> None:
+        state["n"] += 1
+        state["ok"] += int(record["success"])
+        state["errors"] += int(record["outcome"] == "agent_error")
+        errors = f"{state['errors']} agent errors" if state["errors"] else ""
+        progress.update(
+            state["task"], advance=1, ok=state["ok"], n=state["n"], errors=errors
+        )  # fmt: skip
+
+    try:
+        with progress:
+            summary = asyncio.run(
+                runner.run_eval(
+                    plan,
+                    args.out,
+                    lambda: agent_from_args(args),
+                    config,
+                    resume=args.resume,
+                    on_start=on_start,
+                    on_episode=on_episode,
+                )
+            )
+    except RunDirError as exc:
+        console.print(f"textenvs eval: error: {exc}")
+        return 2
+    except KeyboardInterrupt:
+        console.print(
+            f"interrupted; finished episodes are saved. Resume with --resume --out {args.out}"
+        )
+        return 130
+    out = Console()
+    if not out.is_terminal:  # piped or logged: do not squeeze the table into 80 columns
+        out = Console(width=120)
+    out.print(results_table(summary, str(args.out)))
+    print(f"results in {args.out}/ - write a report with: textenvs report {args.out}")
+    return 0 if summary["complete"] else 1
+
+
+def results_table(summary: dict[str, Any], title: str) -> Table:
+    table = Table(title=f"{summary['agent'].get('name')} - {title}", title_justify="left")
+    for column in ("env", "episodes", "success", "95% CI", "return", "steps", "invalid"):
+        left = column == "env"
+        table.add_column(column, justify="left" if left else "right", no_wrap=left)
+    table.add_column("errors", justify="right")
+    priced = any(s["cost"] is not None for s in summary["by_env"].values())
+    tokens = any(s["tokens_per_episode"] for s in summary["by_env"].values())
+    if tokens:
+        table.add_column("tokens/ep", justify="right")
+    if priced:
+        table.add_column("$/ep", justify="right")
+    envs = list(summary["by_env"])
+    for env, s in summary["by_env"].items():
+        lo, hi = s["success_ci95"]
+        row = [
+            env,
+            str(s["episodes"]),
+            f"{s['successes']}/{s['scored_episodes']} {s['success_rate']:.0%}",
+            f"{lo:.0%}-{hi:.0%}",
+            f"{s['mean_return']:.2f}±{s['return_stderr']:.2f}",
+            f"{s['mean_steps']:.1f}",
+            f"{s['invalid_action_rate']:.1%}",
+            f"[red]{s['agent_errors']}[/]" if s["agent_errors"] else "0",
+        ]
+        if tokens:
+            row.append(f"{s['tokens_per_episode']:.0f}")
+        if priced:
+            row.append(f"{s['cost_per_episode']:.4f}")
+        table.add_row(*row, end_section=len(envs) > 1 and env == envs[-2])
+    return table
