@@ -15,6 +15,8 @@ from textenvs.agents.base import Agent, Decision, EpisodeContext
 # CLI env name -> "module:Class" of its policy.
 POLICIES: dict[str, str] = {
     "treasure-hunt": "textenvs.agents.scripted.treasure_hunt:TreasureHuntPolicy",
+    "magnetic-field": "textenvs.agents.scripted.magnetic_field:MagneticFieldPolicy",
+    "megacity": "textenvs.agents.scripted.megacity:MegacityPolicy",
 }
 
 

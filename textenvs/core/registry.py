@@ -32,10 +32,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         "Inverted-Symbol Treasure Hunt Grid",
     ),
     Scenario(
-        "em-anomaly",
-        "textenvs/EMAnomaly-v0",
-        "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
-        "Electromagnetic Field Anomaly Mapping",
+        "magnetic-field",
+        "textenvs/MagneticField-v0",
+        "textenvs.scenarios.magnetic_field.env:MagneticFieldEnv",
+        "Magnetic Field Pattern Recognition",
+    ),
+    Scenario(
+        "megacity",
+        "textenvs/Megacity-v0",
+        "textenvs.scenarios.megacity.env:MegacityEnv",
+        "Subterranean Megacity",
     ),
 )
 

@@ -1,0 +1,369 @@
+"""Megacity: physics properties, every reward term, terminations, parsing, golden runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import textenvs
+from tests.conftest import assert_golden, play, render_transcript, transcript_digest
+from textenvs.core.parsing import ParseError
+from textenvs.scenarios.megacity import physics as p
+from textenvs.scenarios.megacity import research, rules
+from textenvs.scenarios.megacity.parse import parse
+from textenvs.scenarios.megacity.state import Action, MegacityState, Seam
+
+WAIT = Action("wait")
+
+
+def base_state(**changes: object) -> MegacityState:
+    """A hand-made world: row-1 seam pulling east, column-A seam pulling north, airflow
+    north 3 everywhere, flat stress 40, one fault at E5."""
+    seams = (
+        Seam(tuple((c, 0) for c in range(5)), "east"),
+        Seam(tuple((0, r) for r in range(5)), "north"),
+    )
+    state = MegacityState(
+        stress=tuple(tuple(40 for _ in range(5)) for _ in range(5)),
+        seams=seams,
+        faults=((4, 4),),
+        base_flow=tuple(tuple((0, 3) for _ in range(5)) for _ in range(5)),
+    )
+    return replace(state, **changes)
+
+
+def terms(transition: object) -> dict[str, float]:
+    return next(e["terms"] for e in transition.events if e["type"] == "reward")  # type: ignore[attr-defined]
+
+
+def city(cells: list[tuple[int, int]], **changes: object) -> MegacityState:
+    """Supported (basalt) district chambers at `cells`."""
+    state = base_state(
+        chambers=tuple(cells),
+        supports=tuple((c, "basalt") for c in cells),
+        districts=tuple(cells),
+    )
+    return replace(state, **changes)
+
+
+# ----- determinism and the world generator ----------------------------------------------
+
+
+def test_same_seed_same_world_and_different_seeds_differ() -> None:
+    a = textenvs.make("megacity")
+    b = textenvs.make("megacity")
+    a.reset(seed=4)
+    b.reset(seed=4)
+    assert a._state == b._state
+    b.reset(seed=5)
+    assert a._state != b._state
+    assert transcript_digest(play("megacity", "scripted", 3)) == transcript_digest(
+        play("megacity", "scripted", 3)
+    )
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_initial_maps_follow_the_generator(seed: int) -> None:
+    state = rules.initial_state(np.random.default_rng(seed))
+    assert (state.integrity, state.air, state.power, state.districts) == (100, 85, 50, ())
+    assert all(0 <= v <= 100 for row in state.stress for v in row)
+    assert len(state.seams) == 2 and len(state.faults) == rules.FAULTS
+    assert not set(state.faults) & p.seam_cells(state)
+    # The base field is a prevailing current: every cell has strength 1-4.
+    assert all(1 <= p.strength(v) <= 4 for row in state.base_flow for v in row)
+
+
+# ----- physics ----------------------------------------------------------------------------
+
+
+def test_airflow_reverses_every_eight_steps_and_shafts_do_not() -> None:
+    env = textenvs.make("megacity")
+    _text, info = env.reset(seed=2)
+    first = info["observation"]["airflow"]
+    seen = [first]
+    for _ in range(17):
+        _text, *_rest, info = env.step("wait")
+        seen.append(info["observation"]["airflow"])
+    flipped = [[_negate(v) for v in row] for row in first]
+    assert all(seen[i] == first for i in range(8))
+    assert all(seen[i] == flipped for i in range(8, 16))
+    assert seen[16] == seen[17] == first
+    state = base_state(vents=(((1, 1), "east"),))
+    normal = p.flow_field(state.base_flow, state.vents, 0)
+    reversed_ = p.flow_field(state.base_flow, state.vents, 8)
+    assert normal[1][1] == (2, 3) and reversed_[1][1] == (2, -3)
+    assert normal[1][0] == (0, 3)  # the shaft starts at B2 and runs east only
+
+
+def _negate(text: str) -> str:
+    swap = {"N": "S", "S": "N", "E": "W", "W": "E"}
+    return "".join(swap.get(ch, ch) for ch in text)
+
+
+def test_sideways_gravity_moves_stress_downstream_along_seams() -> None:
+    state = base_state()
+    after = p.seam_flow(state.stress, state)
+    row1 = after[0]
+    assert row1[4] > 40 and row1[1] == 40  # B1 gives 6 and receives 6
+    assert sum(sum(r) for r in after) == sum(sum(r) for r in state.stress)
+    tapped = replace(state, conduits=((1, 0),))
+    assert p.seam_flow(tapped.stress, tapped)[0][2] > row1[2]  # conduit amplifies the pull
+
+
+def test_excavation_loads_neighbours_and_relieves_distant_seam_cells() -> None:
+    state = base_state()
+    after = p.excavation_transfer(state, (1, 0))  # B1 on the row-1 seam
+    assert after[1][1] == 40 + p.EXCAVATE_NEIGHBOUR_LOAD  # B2 above it
+    assert after[0][3] == after[0][4] == 40 - p.SEAM_RELIEF  # D1, E1 downstream
+    assert after[0][2] == 40 + p.EXCAVATE_NEIGHBOUR_LOAD  # C1 adjacent: loaded
+    fault = p.excavation_transfer(state, (4, 4))
+    assert fault[3][4] == 40 + p.FAULT_NEIGHBOUR_LOAD
+
+
+def test_materials_answer_sideways_pull_differently() -> None:
+    on_seam = (2, 0)
+    for material, expected in [("basalt", 30), ("timber", 5), ("mycelium", 0)]:
+        state = base_state(chambers=(on_seam,), supports=((on_seam, material),))
+        assert p.chamber_excess(state, on_seam) == expected, material
+    off = (2, 2)
+    assert p.chamber_excess(base_state(chambers=(off,)), off) == 10  # bare: 40 - 30
+    assert p.chamber_excess(base_state(chambers=(off,), supports=((off, "basalt"),)), off) == 0
+
+
+# ----- one focused test per reward term -------------------------------------------------
+
+
+def test_integrity_gain_pays_two_per_point() -> None:
+    state = base_state(chambers=((2, 2),))
+    state = replace(state, integrity=p.integrity_of(state))
+    assert state.integrity == 90
+    out = rules.step(state, Action("support", ((2, 2),), "basalt"))
+    assert out.state.integrity == 100 and terms(out)["integrity_gain"] == 20.0
+    assert "integrity_gain" not in terms(rules.step(out.state, WAIT))
+
+
+def test_air_gain_pays_one_per_point() -> None:
+    out = rules.step(base_state(air=70), WAIT)
+    assert out.state.air == 70 + p.AIR_RATE and terms(out)["air_gain"] == p.AIR_RATE
+    assert "air_gain" not in terms(rules.step(base_state(), WAIT))
+
+
+def test_district_activation_pays_five_and_checks_support_and_air() -> None:
+    cell = (2, 2)
+    ready = base_state(chambers=(cell,), supports=((cell, "basalt"),))
+    out = rules.step(ready, Action("district", (cell,)))
+    assert out.state.districts == (cell,) and terms(out)["district"] == 5.0
+    unsupported = rules.step(base_state(chambers=(cell,)), Action("district", (cell,)))
+    assert (
+        "district" not in terms(unsupported) and "no support column" in unsupported.state.report[0]
+    )
+    still = replace(ready, base_flow=tuple(tuple((0, 1) for _ in range(5)) for _ in range(5)))
+    weak = rules.step(still, Action("district", (cell,)))
+    assert "district" not in terms(weak) and "too weak" in weak.state.report[0]
+
+
+def test_power_above_80_pays_three_only_the_first_time() -> None:
+    out = rules.step(base_state(power=80), WAIT)
+    assert out.state.power == 82 and terms(out)["power_first_above_80"] == 3.0
+    again = rules.step(replace(out.state, power=80), WAIT)
+    assert "power_first_above_80" not in terms(again)
+    assert "power_first_above_80" not in terms(rules.step(base_state(power=70), WAIT))
+
+
+def test_each_fully_decoded_rule_pays_four() -> None:
+    clue = rules.step(base_state(), Action("research"))
+    assert clue.state.research == 1 and "rule_decoded" not in terms(clue)
+    decoded = rules.step(clue.state, Action("research"))
+    assert terms(decoded)["rule_decoded"] == 4.0
+    done = base_state(research=research.TOTAL_POINTS)
+    refused = rules.step(done, Action("research"))
+    assert refused.state.power == done.power + p.POWER_BASE_GEN  # nothing spent
+
+
+def test_steady_half_point_needs_both_thresholds() -> None:
+    assert terms(rules.step(base_state(), WAIT))["steady"] == 0.5
+    low_air = rules.step(base_state(air=58), WAIT)  # air 61 > 60 after the step
+    assert low_air.state.air == 61 and terms(low_air)["steady"] == 0.5
+    assert "steady" not in terms(rules.step(base_state(air=50), WAIT))
+
+
+def test_integrity_below_80_costs_two_per_point() -> None:
+    state = base_state(
+        chambers=((2, 2),), stress=tuple(tuple(65 for _ in range(5)) for _ in range(5))
+    )
+    out = rules.step(state, WAIT)  # bare chamber: 65 - 30 = 35 excess
+    assert out.state.integrity == 65 and terms(out)["integrity_low"] == -30.0
+    assert "steady" not in terms(out)
+
+
+def test_air_below_60_costs_one_per_point() -> None:
+    out = rules.step(base_state(air=40), WAIT)
+    assert out.state.air == 43 and terms(out)["air_low"] == -17.0
+
+
+def test_collapse_is_minus_40_and_terminates() -> None:
+    heavy = tuple(tuple(90 for _ in range(5)) for _ in range(5))
+    state = base_state(chambers=((1, 2), (3, 2)), stress=heavy)
+    out = rules.step(state, Action("excavate", ((2, 3),)))
+    assert out.terminated and not out.success and out.state.outcome == "collapse"
+    assert out.state.integrity == 0 and terms(out)["catastrophe"] == -40.0
+
+
+def test_suffocation_is_minus_40_and_terminates() -> None:
+    breathless = tuple(tuple((0, 0) for _ in range(5)) for _ in range(5))
+    cells = [(1, 1), (3, 1), (1, 3), (3, 3), (2, 2), (4, 2)]
+    out = rules.step(city(cells, air=2, base_flow=breathless), WAIT)
+    assert out.terminated and out.state.air == 0 and out.state.outcome == "suffocation"
+    assert terms(out)["catastrophe"] == -40.0
+    assert not rules.step(city(cells, air=9, base_flow=breathless), WAIT).terminated
+
+
+def test_victory_pays_40_at_step_40_and_terminates() -> None:
+    six = [(1, 1), (3, 1), (1, 3), (3, 3), (2, 2), (4, 2)]
+    rich = tuple(tuple((0, 5) for _ in range(5)) for _ in range(5))
+    won = rules.step(city(six, steps=39, power=60, base_flow=rich), WAIT)
+    assert won.terminated and won.success and terms(won)["victory"] == 40.0
+    assert not rules.step(city(six, steps=38, power=60, base_flow=rich), WAIT).terminated
+    five = rules.step(city(six[:5], steps=39, power=60, base_flow=rich), WAIT)
+    assert not five.terminated and "victory" not in terms(five)
+    brownout = rules.step(city(six, steps=39, power=0, base_flow=rich), WAIT)
+    assert brownout.state.brownout and not brownout.terminated
+
+
+def test_env_truncates_at_step_40_without_victory() -> None:
+    env = textenvs.make("megacity")
+    env.reset(seed=0)
+    for _ in range(39):
+        assert env.step("wait")[2:4] == (False, False)
+    _text, _reward, terminated, truncated, info = env.step("wait")
+    assert truncated and not terminated and not info["success"]
+    assert info["observation"]["status"] == "out_of_steps"
+
+
+# ----- commands ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("excavate B3", "excavate B3"),
+        ("Dig c2", "excavate C2"),
+        ("support C2 basalt", "support C2 basalt"),
+        ("place support at c2 with timber", "support C2 timber"),
+        ("support mycelium D4", "support D4 mycelium"),
+        ("vent A1 east", "vent A1 east"),
+        ("vent a1 e", "vent A1 east"),
+        ("dig a ventilation shaft from A1 towards the north", "vent A1 north"),
+        ("conduit B2 B3 B4", "conduit B2 B3 B4"),
+        ("install power conduit on b2, b3", "conduit B2 B3"),
+        ("district B3", "district B3"),
+        ("Build district core at e5.", "district E5"),
+        ("research", "research"),
+        ("scan", "scan"),
+        ("wait", "wait"),
+        ("I think the air is fine.\n\nAction: `excavate B3`", "excavate B3"),
+        ("**district b3** looks ready", "district B3"),
+    ],
+)
+def test_commands_parse(text: str, command: str) -> None:
+    assert parse(text).command() == command
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("excavate C9", "C9 is outside the 5x5 grid (A-E, 1-5)."),
+        ("Action: district F1", "F1 is outside the 5x5 grid (A-E, 1-5)."),
+        ("conduit B2 B4", "B2 and B4 are not adjacent"),
+        ("conduit B1 B2 B3 B4", "at most 3 cells"),
+        ("conduit B2 B3 B2", "cannot visit a cell twice"),
+        ("support C2 granite", "'granite' is not a support material"),
+        ("vent A1 up", "'up' is not a direction"),
+        ("support C2", "incomplete; use support CELL MATERIAL"),
+        ("excavate B3 then district B3", "names 2 different commands"),
+        ("build something nice", "no command found"),
+    ],
+)
+def test_bad_commands_say_what_is_wrong(text: str, message: str) -> None:
+    with pytest.raises(ParseError) as caught:
+        parse(text)
+    assert message in caught.value.message
+
+
+def test_invalid_command_wastes_a_turn_with_the_reason() -> None:
+    env = textenvs.make("megacity")
+    env.reset(seed=1)
+    state = env._state
+    text, reward, *_rest, info = env.step("excavate C9")
+    assert text.startswith("Invalid command: C9 is outside the 5x5 grid (A-E, 1-5).")
+    assert env._state == state and reward == 0 and info["steps_used"] == 1
+
+
+def test_random_commands_are_well_formed_and_cover_every_form() -> None:
+    env = textenvs.make("megacity")
+    _text, info = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    kinds = set()
+    for _ in range(400):
+        command = env.random_command(info, rng)
+        kinds.add(parse(command).kind)
+    assert kinds == {
+        "excavate",
+        "support",
+        "vent",
+        "conduit",
+        "district",
+        "research",
+        "scan",
+        "wait",
+    }
+
+
+def test_locked_material_and_unaffordable_actions_are_refused_for_free() -> None:
+    state = base_state(chambers=((2, 2),))
+    out = rules.step(state, Action("support", ((2, 2),), "lodestone"))
+    assert out.state.supports == () and "locked" in out.state.report[0]
+    poor = rules.step(base_state(power=2), Action("excavate", ((2, 2),)))
+    assert poor.state.chambers == () and "needs 4 power" in poor.state.report[0]
+    unlocked = rules.step(replace(state, research=4), Action("support", ((2, 2),), "lodestone"))
+    assert unlocked.state.supports == (((2, 2), "lodestone"),)
+
+
+# ----- the observation hides the equations ------------------------------------------------
+
+
+def test_observation_never_shows_the_equations_before_research() -> None:
+    """Rule texts, material capacities and constants appear only once research shows the
+    rule text that contains them."""
+    env = textenvs.make("megacity")
+    text, info = env.reset(seed=0)
+    hidden = [text for rule in research.RULES for text in rule[1:]]
+    hidden += [f"still {spec[0]}" for spec in p.MATERIAL_SPECS.values()]
+    hidden += ["every 8 steps", "15%", "SEAM_", "O2_DEMAND"]
+    for _ in range(research.TOTAL_POINTS + 1):
+        shown = [item["text"] for item in info["observation"]["research"] if item["text"]]
+        for secret in hidden:
+            if secret in text or secret in repr(info["observation"]):
+                assert any(secret in revealed for revealed in shown), secret
+        if env._state.research == 0:
+            assert not shown and "Capacities" not in text and "capacity" not in text
+        text, *_rest, info = env.step("research")
+    assert all(rule[2] in text for rule in research.RULES)
+
+
+# ----- agents and golden transcripts ------------------------------------------------------
+
+
+def test_scripted_planner_wins_and_random_does_not() -> None:
+    seeds = range(8)
+    scripted = [play("megacity", "scripted", s) for s in seeds]
+    assert sum(r.success for r in scripted) >= 6
+    assert all(r.steps == 40 for r in scripted if r.success)
+    assert not any(play("megacity", "random", s).success for s in seeds)
+
+
+@pytest.mark.parametrize("agent", ["scripted", "random"])
+def test_golden_transcripts(agent: str) -> None:
+    assert_golden(f"megacity-{agent}-seed0", render_transcript(play("megacity", agent, 0)))

@@ -1,0 +1,93 @@
+"""Magnetic Field observation -> text (the only place that writes what the agent reads)."""
+
+from __future__ import annotations
+
+from textenvs.core.render import grid, legend
+from textenvs.scenarios.magnetic_field import rules
+from textenvs.scenarios.magnetic_field.state import (
+    CREDIT_PER_CHAR,
+    HEX,
+    SIZE,
+    SLOTS,
+    STEP_BUDGET,
+    Hint,
+    MagneticObservation,
+    MagneticState,
+    Pattern,
+)
+
+LEGEND = legend([("0", "empty space"), ("1", "field line segment"), ("2", "intersection")])
+READING = (
+    "How to read it: rows 0-1, 3-4 and 6-7 are read as 2x2 windows at columns 0-1, 1-2,\n"
+    "3-4, 4-5, 6-7 and 7-8 (18 windows, band by band from the top, left to right in each\n"
+    "band). Rows 2, 5 and 8 are never read. Each window's pattern gives 2 bits (from the\n"
+    "hints); bits 1-16 are the four hex characters, 4 bits each, most significant bit\n"
+    "first. Bits 17-32 repeat them and bits 33-36 are their sum mod 16 (a check)."
+)
+HINTS_PER_LINE = 5
+
+
+def pattern_text(pattern: Pattern) -> str:
+    """'ab/cd': top row a b, bottom row c d."""
+    tl, tr, bl, br = pattern
+    return f"{tl}{tr}/{bl}{br}"
+
+
+def observe(state: MagneticState, steps_used: int) -> MagneticObservation:
+    ended = state.ended is not None
+    return MagneticObservation(
+        grid=[list(row) for row in state.grid],
+        step_index=steps_used,
+        steps_left=STEP_BUDGET - steps_used,
+        cursor=state.cursor,
+        slots=list(state.slots),
+        hints=[Hint(pattern=pattern_text(p), bits=format(v, "02b")) for p, v in state.hints],
+        level=state.level,
+        status=state.ended or "playing",
+        answer=state.answer if ended else None,
+        message="".join(HEX[d] for d in state.message) if ended else None,
+        correct=rules.correct_count(state) if ended else None,
+    )
+
+
+def render(obs: MagneticObservation) -> str:
+    field = grid(
+        [[str(v) for v in row] for row in obs.grid],
+        col_labels=[str(c) for c in range(SIZE)],
+        row_labels=[str(r) for r in range(SIZE)],
+        corner="row",
+    )
+    entries = [f"{h.pattern} -> {h.bits}" for h in obs.hints]
+    hint_lines = [
+        "  " + "   ".join(entries[i : i + HINTS_PER_LINE])
+        for i in range(0, len(entries), HINTS_PER_LINE)
+    ]
+    slots = " ".join(
+        f"[{s or '_'}]" if i == obs.cursor else f" {s or '_'} " for i, s in enumerate(obs.slots)
+    )
+    if obs.steps_left > 0:
+        step = f"Step index: {obs.step_index} (steps 0-{STEP_BUDGET - 1}; {obs.steps_left} left)"
+    else:
+        step = f"Step index: {obs.step_index} (all {STEP_BUDGET} steps used)"
+    parts = [
+        f"Magnetic field, 9x9, level {obs.level} (columns 0-8 left to right, "
+        "rows 0-8 top to bottom):",
+        field,
+        LEGEND,
+        "",
+        READING,
+        "",
+        "Encoding hints (pattern ab/cd = top row a b, bottom row c d -> its 2 bits):",
+        *hint_lines,
+        "",
+        step,
+        f"Slots: {slots}   (cursor on slot {obs.cursor + 1} of {SLOTS})",
+    ]
+    if obs.status != "playing":
+        how = "you submitted" if obs.status == "submitted" else "the steps ran out; scored"
+        parts.append(
+            f"EPISODE OVER: {how} {obs.answer}. The message was {obs.message}: "
+            f"{obs.correct} of {SLOTS} characters right "
+            f"(reward {CREDIT_PER_CHAR * (obs.correct or 0):g})."
+        )
+    return "\n".join(parts)

@@ -1,0 +1,11 @@
+"""Subterranean Megacity."""
+
+from textenvs.scenarios.megacity.env import MegacityEnv
+from textenvs.scenarios.megacity.state import (
+    Action,
+    MegacityAction,
+    MegacityObservation,
+    MegacityState,
+)
+
+__all__ = ["Action", "MegacityAction", "MegacityEnv", "MegacityObservation", "MegacityState"]

@@ -1,0 +1,188 @@
+"""Megacity commands: text -> Action, through the core `resolve` policy.
+
+Each command form is a regular expression over the normalised text (lower case, `-`/`_`
+as spaces). A phrase that has a command's shape but bad parameters ("excavate c9") is not
+a command; its precise complaint is raised only when the reply names no valid command.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from textenvs.core.parsing import Found, ParseError, resolve
+from textenvs.scenarios.megacity.state import (
+    COLS,
+    DIRECTIONS,
+    MATERIALS,
+    SIZE,
+    Action,
+    Cell,
+    adjacent,
+    cell_name,
+)
+
+VALID = [
+    "excavate CELL (e.g. excavate B3)",
+    "support CELL MATERIAL (e.g. support C2 basalt; materials: " + ", ".join(MATERIALS) + ")",
+    "vent CELL DIRECTION (e.g. vent A1 east; north, south, east or west)",
+    "conduit CELL [CELL [CELL]] (1-3 adjacent cells in a path, e.g. conduit B2 B3 B4)",
+    "district CELL (e.g. district B3)",
+    "research",
+    "scan",
+    "wait",
+]
+GRID_TEXT = f"the {SIZE}x{SIZE} grid (A-{COLS[-1]}, 1-{SIZE})"
+SHORT_DIRECTIONS = {"n": "north", "s": "south", "e": "east", "w": "west"}
+MAX_CONDUIT = 3
+
+_CELL = r"[a-z]\d{1,2}"
+_SEP = r"(?:\s*,\s*|\s+(?:to|and|then|through)\s+|\s+)"
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (kind, re.compile(pattern))
+    for kind, pattern in [
+        (
+            "vent",
+            r"\b(?:dig\s+(?:a\s+)?)?(?:ventilation\s+shaft|vent\s+shaft|shaft|ventilate|vent)"
+            rf"\s+(?:(?:at|from|in)\s+)?(?P<c1>{_CELL})\s+(?:(?:to(?:wards?)?|going|heading"
+            r"|facing|pointing)\s+)?(?:the\s+)?(?P<d>[a-z]+)\b",
+        ),
+        (
+            "vent",
+            r"\b(?:dig\s+(?:a\s+)?)?(?:ventilation\s+shaft|vent\s+shaft|shaft|vent)\s+"
+            rf"(?P<d>north|south|east|west)\s+(?:(?:from|at)\s+)?(?P<c1>{_CELL})\b",
+        ),
+        ("excavate", rf"\b(?:excavate|dig\s+out|dig|mine)\s+(?:cell\s+)?(?P<c1>{_CELL})\b"),
+        (
+            "support",
+            r"\b(?:place\s+(?:a\s+)?)?(?:support(?:\s+column)?|column)\s+(?:(?:at|on|in)\s+)?"
+            rf"(?P<c1>{_CELL})\s+(?:(?:with|using|of|made\s+of|in)\s+)?(?P<m>[a-z]+)\b",
+        ),
+        (
+            "support",
+            r"\b(?:place\s+(?:a\s+)?)?(?:support(?:\s+column)?|column)\s+"
+            r"(?!at\b|on\b|in\b|column\b)(?P<m>[a-z]+)\s+(?:(?:column|support)\s+)?"
+            rf"(?:(?:at|on|in)\s+)?(?P<c1>{_CELL})\b",
+        ),
+        (
+            "conduit",
+            r"\b(?:install\s+(?:a\s+)?)?(?:power\s+)?conduits?\s+(?:(?:on|along|at|through|"
+            rf"over|from|in)\s+)?(?P<cells>{_CELL}(?:{_SEP}{_CELL})*)\b",
+        ),
+        (
+            "district",
+            r"\b(?:build\s+(?:a\s+)?)?district(?:\s+core)?\s+(?:(?:at|on|in)\s+)?"
+            rf"(?P<c1>{_CELL})\b",
+        ),
+        ("research", r"\bresearch(?:\s+(?:the\s+)?anomal(?:y|ies))?\b"),
+        ("scan", r"\b(?:diagnostic\s+scan|scan)\b"),
+        ("wait", r"\bwait\b"),
+    ]
+]
+_USAGE = {
+    "excavate": "excavate CELL, e.g. excavate B3",
+    "dig": "excavate CELL, e.g. excavate B3",
+    "support": "support CELL MATERIAL, e.g. support C2 basalt",
+    "column": "support CELL MATERIAL, e.g. support C2 basalt",
+    "vent": "vent CELL DIRECTION, e.g. vent A1 east",
+    "shaft": "vent CELL DIRECTION, e.g. vent A1 east",
+    "conduit": "conduit CELL [CELL [CELL]], e.g. conduit B2 B3 B4",
+    "district": "district CELL, e.g. district B3",
+}
+VOCABULARY = [
+    "excavate", "support", "vent", "conduit", "district", "research", "scan", "wait",
+    *MATERIALS, *DIRECTIONS,
+]  # fmt: skip
+
+
+class BadParameter(ValueError):
+    """A command-shaped phrase with a parameter that is not valid."""
+
+
+def to_cell(token: str) -> Cell:
+    col, row = token[0], int(token[1:])
+    if col not in COLS.lower() or not 1 <= row <= SIZE:
+        raise BadParameter(f"{token.upper()} is outside {GRID_TEXT}.")
+    return COLS.lower().index(col), row - 1
+
+
+def _build(kind: str, match: re.Match[str]) -> Action:
+    groups = match.groupdict()
+    if kind == "conduit":
+        tokens = re.findall(_CELL, groups["cells"])
+        cells = tuple(to_cell(t) for t in tokens)
+        if len(cells) > MAX_CONDUIT:
+            raise BadParameter(f"a conduit covers at most {MAX_CONDUIT} cells, not {len(cells)}.")
+        if len(set(cells)) != len(cells):
+            raise BadParameter("a conduit path cannot visit a cell twice.")
+        for a, b in itertools.pairwise(cells):
+            if not adjacent(a, b):
+                raise BadParameter(
+                    f"conduit cells must form a path of orthogonally adjacent cells: "
+                    f"{cell_name(a)} and {cell_name(b)} are not adjacent."
+                )
+        return Action("conduit", cells)
+    cells = (to_cell(groups["c1"]),) if groups.get("c1") else ()
+    material = groups.get("m")
+    if material is not None and material not in MATERIALS:
+        raise BadParameter(
+            f"'{material}' is not a support material; use one of {', '.join(MATERIALS)}."
+        )
+    direction = groups.get("d")
+    if direction is not None:
+        direction = SHORT_DIRECTIONS.get(direction, direction)
+        if direction not in DIRECTIONS:
+            raise BadParameter(f"'{direction}' is not a direction; use north, south, east or west.")
+    return Action(kind, cells, material, direction)
+
+
+class _Reader:
+    """Matchers for one parse call; remembers the first precise complaint."""
+
+    def __init__(self) -> None:
+        self.complaint: str | None = None
+
+    def _try(self, kind: str, match: re.Match[str]) -> Action | None:
+        try:
+            return _build(kind, match)
+        except BadParameter as exc:
+            self.complaint = self.complaint or str(exc)
+            return None
+
+    def exact(self, segment: str) -> Action | None:
+        for kind, pattern in _PATTERNS:
+            match = pattern.fullmatch(segment)
+            if match:
+                action = self._try(kind, match)
+                if action is not None:
+                    return action
+        head = segment.split(" ", 1)[0]
+        if head in _USAGE and self.complaint is None and len(segment) < 60:
+            self.complaint = f"'{segment}' is incomplete; use {_USAGE[head]}."
+        return None
+
+    def scan(self, text: str) -> list[Found[Action]]:
+        found = []
+        for kind, pattern in _PATTERNS:
+            for match in pattern.finditer(text):
+                action = self._try(kind, match)
+                if action is not None:
+                    found.append(Found(match.start(), match.end(), action, match.group(0)))
+        return found
+
+
+def parse(text: str) -> Action:
+    reader = _Reader()
+    try:
+        return resolve(
+            text,
+            exact=reader.exact,
+            scan=reader.scan,
+            valid=VALID,
+            vocabulary=VOCABULARY,
+            describe=Action.command,
+        )
+    except ParseError as exc:
+        if reader.complaint and exc.reason.startswith("no command found"):
+            raise ParseError(reader.complaint, VALID) from None
+        raise

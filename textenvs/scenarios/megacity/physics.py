@@ -1,0 +1,204 @@
+"""The hidden physics of the Megacity: named constants and small pure functions.
+
+Identical in every episode; only the initial maps (seams, faults, stress, base airflow)
+vary by seed. docs/scenarios/megacity.md explains each equation. The agent never sees
+this module except through research (`research.py` holds the texts research reveals).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import pairwise
+
+from textenvs.scenarios.megacity.state import (
+    DIRECTIONS,
+    SIZE,
+    Cell,
+    Grid,
+    MegacityState,
+    Vec,
+    VecGrid,
+    neighbours,
+)
+
+# --- stress and sideways gravity -------------------------------------------------------
+STRESS_MAX = 100
+SEAM_FLOW_PCT = 15  # % of a seam cell's stress pulled one cell downstream per step
+CONDUIT_SEAM_GAIN = 2  # a conduit on a seam cell multiplies that pull (amplifies gravity)
+CONDUIT_DAMP = 3  # stress a conduit drains per step from an off-seam cell (dampens)
+SEAM_PULL = 15  # sideways load on a chamber cut into a seam
+# --- excavation load transfer ----------------------------------------------------------
+EXCAVATE_NEIGHBOUR_LOAD = 6  # stress added to each orthogonal neighbour
+FAULT_NEIGHBOUR_LOAD = 14  # ... when the excavated cell is a fault
+SEAM_RELIEF = 12  # stress removed from seam cells 2+ cells away on the same seam
+# --- supports: (still-load capacity, sideways capacity, sideways brittleness) ----------
+MATERIAL_SPECS: dict[str, tuple[int, int, int]] = {
+    "bare": (30, 0, 1),
+    "timber": (55, 10, 1),
+    "basalt": (75, 0, 2),
+    "mycelium": (60, 35, 1),
+    "lodestone": (90, 25, 1),
+}
+UNLOCK_AT = {"mycelium": 2, "lodestone": 4}  # research points needed
+# --- air ------------------------------------------------------------------------------
+REVERSAL_PERIOD = 8  # the base airflow flips sign every 8 completed steps
+VENT_MAG = 2  # a shaft adds this much flow along its direction to every cell it crosses
+AIR_BASE_TARGET = 85
+FLOW_CAP = 6  # flow above this does not help a district
+O2_DEMAND = 5  # flow a district needs to breathe without drawing the air index down
+AIR_PER_FLOW = 3  # air-target points per unit of flow surplus/deficit at a district
+AIR_RATE = 3  # the air index moves toward its target by at most this per step
+DISTRICT_MIN_FLOW = 3  # a district core needs at least this flow to activate
+# --- power ----------------------------------------------------------------------------
+POWER_CAP = 100
+POWER_BASE_GEN = 2
+SEAM_TAP = 3  # generation per conduit cell lying on a seam
+DISTRICT_DRAW = 2  # power a district draws per step...
+DISTRICT_DRAW_CONNECTED = 1  # ... on or next to a conduit cell
+COSTS = {
+    "excavate": 4,
+    "support": 3,
+    "support_advanced": 5,
+    "vent": 5,
+    "conduit": 2,  # per new cell
+    "district": 6,
+    "research": 3,
+    "scan": 1,
+    "wait": 0,
+}
+# --- research -------------------------------------------------------------------------
+POINTS_PER_RULE = 2  # the first point gives a clue, the second decodes the rule
+
+
+def seam_cells(state: MegacityState) -> set[Cell]:
+    return {c for seam in state.seams for c in seam.cells}
+
+
+def flow_field(base: VecGrid, vents: tuple[tuple[Cell, str], ...], steps: int) -> VecGrid:
+    """Airflow after `steps` completed steps: the base field, sign-flipped in odd periods
+    of REVERSAL_PERIOD, plus VENT_MAG along each shaft (shafts never reverse)."""
+    return _field(base, vents, -1 if (steps // REVERSAL_PERIOD) % 2 else 1)
+
+
+@lru_cache(maxsize=512)
+def _field(base: VecGrid, vents: tuple[tuple[Cell, str], ...], sign: int) -> VecGrid:
+    field = [[(sign * dx, sign * dy) for dx, dy in row] for row in base]
+    for cell in vent_cells(vents):
+        (c, r), (vx, vy) = cell
+        dx, dy = field[r][c]
+        field[r][c] = (dx + vx * VENT_MAG, dy + vy * VENT_MAG)
+    return tuple(tuple(row) for row in field)
+
+
+def vent_cells(vents: tuple[tuple[Cell, str], ...]) -> list[tuple[Cell, Vec]]:
+    """Every (cell, unit vector) a shaft crosses: from its start to the grid edge."""
+    out = []
+    for (c, r), direction in vents:
+        vx, vy = DIRECTIONS[direction]
+        while 0 <= c < SIZE and 0 <= r < SIZE:
+            out.append(((c, r), (vx, vy)))
+            c, r = c + vx, r + vy
+    return out
+
+
+def strength(vec: Vec) -> int:
+    return abs(vec[0]) + abs(vec[1])
+
+
+def seam_flow(stress: Grid, state: MegacityState) -> Grid:
+    """Sideways gravity: each seam cell passes SEAM_FLOW_PCT% of its stress to the next
+    cell downstream (x CONDUIT_SEAM_GAIN with a conduit on it); the last cell keeps what
+    it receives up to STRESS_MAX. Seams are applied in order (row seam, then column)."""
+    grid = [list(row) for row in stress]
+    conduits = set(state.conduits)
+    for seam in state.seams:
+        moved = []
+        for here in seam.cells[:-1]:
+            gain = CONDUIT_SEAM_GAIN if here in conduits else 1
+            moved.append(grid[here[1]][here[0]] * SEAM_FLOW_PCT * gain // 100)
+        for (here, there), amount in zip(pairwise(seam.cells), moved, strict=True):
+            grid[here[1]][here[0]] -= amount
+            grid[there[1]][there[0]] = min(STRESS_MAX, grid[there[1]][there[0]] + amount)
+    return tuple(tuple(row) for row in grid)
+
+
+def conduit_damping(stress: Grid, state: MegacityState) -> Grid:
+    """A conduit off every seam drains CONDUIT_DAMP stress per step from its cell."""
+    on_seam = seam_cells(state)
+    grid = [list(row) for row in stress]
+    for c, r in state.conduits:
+        if (c, r) not in on_seam:
+            grid[r][c] = max(0, grid[r][c] - CONDUIT_DAMP)
+    return tuple(tuple(row) for row in grid)
+
+
+def excavation_transfer(state: MegacityState, cell: Cell) -> Grid:
+    """Load transfer when `cell` is hollowed out: its neighbours take extra load, but
+    cells two or more steps away along the same seam are relieved."""
+    grid = [list(row) for row in state.stress]
+    load = FAULT_NEIGHBOUR_LOAD if cell in state.faults else EXCAVATE_NEIGHBOUR_LOAD
+    for c, r in neighbours(cell):
+        grid[r][c] = min(STRESS_MAX, grid[r][c] + load)
+    for seam in state.seams:
+        if cell in seam.cells:
+            at = seam.cells.index(cell)
+            for i, (c, r) in enumerate(seam.cells):
+                if abs(i - at) >= 2:
+                    grid[r][c] = max(0, grid[r][c] - SEAM_RELIEF)
+    return tuple(tuple(row) for row in grid)
+
+
+def lateral_load(state: MegacityState, cell: Cell) -> int:
+    """The sideways pull on a chamber: SEAM_PULL per seam through it, x CONDUIT_SEAM_GAIN
+    with a conduit on the cell."""
+    seams = sum(1 for seam in state.seams if cell in seam.cells)
+    gain = CONDUIT_SEAM_GAIN if cell in state.conduits else 1
+    return SEAM_PULL * seams * gain
+
+
+def chamber_excess(state: MegacityState, cell: Cell, stress: Grid | None = None) -> int:
+    """How far a chamber's load exceeds what holds it up (0 = adequately supported)."""
+    still_cap, side_cap, brittle = MATERIAL_SPECS[state.support_at(cell) or "bare"]
+    load = (stress or state.stress)[cell[1]][cell[0]]
+    still = max(0, load - still_cap)
+    side = max(0, lateral_load(state, cell) - side_cap) * brittle
+    return still + side
+
+
+def integrity_of(state: MegacityState, stress: Grid | None = None) -> int:
+    """100 minus the total excess load over all chambers, floored at 0."""
+    return max(0, 100 - sum(chamber_excess(state, c, stress) for c in state.chambers))
+
+
+def air_target(state: MegacityState, field: VecGrid) -> int:
+    """Where the air index is heading: each district adds AIR_PER_FLOW per unit of its
+    (capped) local flow above O2_DEMAND, or removes it per unit below."""
+    total = AIR_BASE_TARGET
+    for c, r in state.districts:
+        total += (min(strength(field[r][c]), FLOW_CAP) - O2_DEMAND) * AIR_PER_FLOW
+    return max(0, min(100, total))
+
+
+def next_air(air: int, target: int) -> int:
+    return air + max(-AIR_RATE, min(AIR_RATE, target - air))
+
+
+def power_flows(state: MegacityState) -> tuple[int, int]:
+    """(generation, demand) per step."""
+    on_seam = seam_cells(state)
+    generation = POWER_BASE_GEN + SEAM_TAP * sum(1 for c in state.conduits if c in on_seam)
+    near = set(state.conduits)
+    for cell in state.conduits:
+        near.update(neighbours(cell))
+    demand = sum(
+        DISTRICT_DRAW_CONNECTED if cell in near else DISTRICT_DRAW for cell in state.districts
+    )
+    return generation, demand
+
+
+def support_cost(material: str) -> int:
+    return COSTS["support_advanced"] if material in UNLOCK_AT else COSTS["support"]
+
+
+def unlocked(material: str, research: int) -> bool:
+    return research >= UNLOCK_AT.get(material, 0)

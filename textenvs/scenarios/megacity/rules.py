@@ -1,0 +1,271 @@
+"""Megacity rules: initial maps from the rng, one step = the action, then the physics
+tick, then the reward terms. Pure functions, no I/O; the equations live in `physics.py`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from textenvs.core.env import Transition
+from textenvs.scenarios.megacity import physics as p
+from textenvs.scenarios.megacity import research
+from textenvs.scenarios.megacity.state import (
+    AIR_THRESHOLD,
+    DIRECTIONS,
+    INTEGRITY_THRESHOLD,
+    SIZE,
+    STEP_BUDGET,
+    TARGET_DISTRICTS,
+    Action,
+    Cell,
+    MegacityState,
+    Seam,
+    cell_name,
+)
+
+# --- initial maps (the only thing a seed changes) --------------------------------------
+STRESS_NOISE = (30, 76)  # uniform base stress, [low, high)
+SEAM_STRESS = 10
+FAULT_STRESS = 25
+FAULTS = 3
+INITIAL_STRESS_MAX = 95
+BASE_FLOW = (1, 4)  # prevailing-current strength per cell, [low, high)
+CROSS_FLOW_P = 0.35  # chance a cell also has a +-1 cross current
+
+# --- reward terms (the specification's numbers) ----------------------------------------
+R_INTEGRITY_GAIN = 2.0  # per point of integrity gained over the previous step
+R_AIR_GAIN = 1.0  # per point of air gained
+R_DISTRICT = 5.0  # per activated district
+R_POWER_FIRST = 3.0  # first time power > 80
+POWER_BONUS_LEVEL = 80
+R_DECODED = 4.0  # per fully decoded rule
+R_STEADY = 0.5  # integrity > 80 and air > 60 after the step
+R_VICTORY = 40.0
+R_INTEGRITY_LOW = -2.0  # per point below 80
+R_AIR_LOW = -1.0  # per point below 60
+R_CATASTROPHE = -40.0
+
+
+def initial_state(rng: np.random.Generator) -> MegacityState:
+    """One row seam and one column seam (random line, random pull direction), three
+    faults off the seams, stress from noise + seam + fault terms, and a prevailing
+    current with per-cell strength and occasional cross currents."""
+    row, row_dir = int(rng.integers(SIZE)), ("east", "west")[int(rng.integers(2))]
+    col, col_dir = int(rng.integers(SIZE)), ("north", "south")[int(rng.integers(2))]
+    row_cells = [(c, row) for c in range(SIZE)]
+    col_cells = [(col, r) for r in range(SIZE)]
+    seams = (
+        Seam(tuple(row_cells if row_dir == "east" else row_cells[::-1]), row_dir),
+        Seam(tuple(col_cells if col_dir == "north" else col_cells[::-1]), col_dir),
+    )
+    on_seam = set(row_cells) | set(col_cells)
+    free = [(c, r) for r in range(SIZE) for c in range(SIZE) if (c, r) not in on_seam]
+    picks = rng.choice(len(free), size=FAULTS, replace=False)
+    faults = tuple(sorted((free[int(i)] for i in picks), key=lambda c: (c[1], c[0])))
+    noise = rng.integers(*STRESS_NOISE, size=(SIZE, SIZE))
+    stress = []
+    for r in range(SIZE):
+        line = []
+        for c in range(SIZE):
+            value = int(noise[r][c]) + SEAM_STRESS * ((c, r) in on_seam)
+            value += FAULT_STRESS * ((c, r) in faults)
+            line.append(min(INITIAL_STRESS_MAX, value))
+        stress.append(tuple(line))
+    prevailing = ("north", "south", "east", "west")[int(rng.integers(4))]
+    px, py = DIRECTIONS[prevailing]
+    mags = rng.integers(*BASE_FLOW, size=(SIZE, SIZE))
+    cross = rng.random(size=(SIZE, SIZE)) < CROSS_FLOW_P
+    cross_sign = rng.choice((-1, 1), size=(SIZE, SIZE))
+    flow = []
+    for r in range(SIZE):
+        line = []
+        for c in range(SIZE):
+            m, k = int(mags[r][c]), int(cross_sign[r][c]) * bool(cross[r][c])
+            line.append((px * m + abs(py) * k, py * m + abs(px) * k))
+        flow.append(tuple(line))
+    return MegacityState(stress=tuple(stress), seams=seams, faults=faults, base_flow=tuple(flow))
+
+
+def _spend(state: MegacityState, cost: int, what: str) -> tuple[MegacityState, str | None]:
+    if cost > state.power:
+        return state, f"{what} refused: it needs {cost} power, storage holds {state.power}."
+    return replace(state, power=state.power - cost), None
+
+
+def apply_action(state: MegacityState, action: Action) -> tuple[MegacityState, str, int]:
+    """The action's immediate effect: (state, report line, districts activated)."""
+    kind = action.kind
+    cell = action.cells[0] if action.cells else (0, 0)
+    name = cell_name(cell)
+    if kind == "wait":
+        return state, "You wait.", 0
+    if kind == "scan":
+        new, refused = _spend(state, p.COSTS["scan"], "Scan")
+        if refused:
+            return state, refused, 0
+        return replace(new, scanned=True), "Diagnostic scan: seams and faults charted.", 0
+    if kind == "research":
+        if state.research >= research.TOTAL_POINTS:
+            return state, "Research refused: every anomaly is already decoded.", 0
+        new, refused = _spend(state, p.COSTS["research"], "Research")
+        if refused:
+            return state, refused, 0
+        rule = research.RULES[state.research // p.POINTS_PER_RULE][0]
+        return replace(new, research=state.research + 1), f"Research advances on {rule}.", 0
+    if kind == "excavate":
+        if cell in state.chambers:
+            return state, f"Excavate refused: {name} is already a chamber.", 0
+        new, refused = _spend(state, p.COSTS["excavate"], "Excavate")
+        if refused:
+            return state, refused, 0
+        stress = p.excavation_transfer(state, cell)
+        chambers = tuple(sorted((*state.chambers, cell), key=_order))
+        return replace(new, stress=stress, chambers=chambers), f"Excavated {name}.", 0
+    if kind == "support":
+        material = action.material or "timber"
+        if not p.unlocked(material, state.research):
+            return state, f"Support refused: {material} is locked (research more).", 0
+        if state.support_at(cell) == material:
+            return state, f"Support refused: {name} already has a {material} column.", 0
+        new, refused = _spend(state, p.support_cost(material), "Support")
+        if refused:
+            return state, refused, 0
+        kept = tuple(s for s in state.supports if s[0] != cell)
+        supports = tuple(sorted((*kept, (cell, material)), key=lambda s: _order(s[0])))
+        return replace(new, supports=supports), f"Placed a {material} column at {name}.", 0
+    if kind == "vent":
+        direction = action.direction or "north"
+        if (cell, direction) in state.vents:
+            return state, f"Vent refused: a shaft from {name} {direction} already exists.", 0
+        new, refused = _spend(state, p.COSTS["vent"], "Vent")
+        if refused:
+            return state, refused, 0
+        vents = (*state.vents, (cell, direction))
+        return replace(new, vents=vents), f"Dug a ventilation shaft from {name} {direction}.", 0
+    if kind == "conduit":
+        fresh = [c for c in action.cells if c not in state.conduits]
+        if not fresh:
+            return state, "Conduit refused: those cells already carry conduits.", 0
+        new, refused = _spend(state, p.COSTS["conduit"] * len(fresh), "Conduit")
+        if refused:
+            return state, refused, 0
+        conduits = tuple(sorted((*state.conduits, *fresh), key=_order))
+        path = " ".join(cell_name(c) for c in action.cells)
+        return replace(new, conduits=conduits), f"Installed a power conduit on {path}.", 0
+    return _district(state, cell)
+
+
+def _district(state: MegacityState, cell: Cell) -> tuple[MegacityState, str, int]:
+    name = cell_name(cell)
+    field = p.flow_field(state.base_flow, state.vents, state.steps)
+    why = None
+    if cell in state.districts:
+        why = f"{name} is already a district"
+    elif cell not in state.chambers:
+        why = f"{name} is solid rock (excavate it first)"
+    elif state.support_at(cell) is None:
+        why = f"the chamber at {name} has no support column"
+    elif p.chamber_excess(state, cell) > 0:
+        why = f"the support at {name} cannot carry its load"
+    elif p.strength(field[cell[1]][cell[0]]) < p.DISTRICT_MIN_FLOW:
+        why = f"the air circulation at {name} is too weak"
+    if why:
+        return state, f"District refused: {why}.", 0
+    new, refused = _spend(state, p.COSTS["district"], "District")
+    if refused:
+        return state, refused, 0
+    districts = tuple(sorted((*state.districts, cell), key=_order))
+    return replace(new, districts=districts), f"District core at {name} is active.", 1
+
+
+def _order(cell: Cell) -> tuple[int, int]:
+    return cell[1], cell[0]
+
+
+def tick(state: MegacityState) -> dict[str, Any]:
+    """Time passes one step: sideways gravity, conduit damping, power, air, integrity.
+    Returns the changed fields (the caller applies them with one `replace`)."""
+    stress = p.conduit_damping(p.seam_flow(state.stress, state), state)
+    steps = state.steps + 1
+    generation, demand = p.power_flows(state)
+    storage = state.power + generation - demand
+    field = p.flow_field(state.base_flow, state.vents, steps)
+    return {
+        "stress": stress,
+        "steps": steps,
+        "power": max(0, min(p.POWER_CAP, storage)),
+        "brownout": storage < 0,
+        "air": p.next_air(state.air, p.air_target(state, field)),
+        "integrity": p.integrity_of(state, stress),
+    }
+
+
+def step(state: MegacityState, action: Action) -> Transition[MegacityState]:
+    """One step; every reward term is reported by name in the `reward` event."""
+    acted, line, activated = apply_action(state, action)
+    decoded = research.decoded_count(acted.research) - research.decoded_count(state.research)
+    new = tick(acted)
+    integrity, air, power = new["integrity"], new["air"], new["power"]
+    terms: dict[str, float] = {}
+    if integrity > state.integrity:
+        terms["integrity_gain"] = R_INTEGRITY_GAIN * (integrity - state.integrity)
+    if air > state.air:
+        terms["air_gain"] = R_AIR_GAIN * (air - state.air)
+    if activated:
+        terms["district"] = R_DISTRICT * activated
+    if power > POWER_BONUS_LEVEL and not state.power_bonus_paid:
+        terms["power_first_above_80"] = R_POWER_FIRST
+        new["power_bonus_paid"] = True
+    if decoded:
+        terms["rule_decoded"] = R_DECODED * decoded
+    if integrity > INTEGRITY_THRESHOLD and air > AIR_THRESHOLD:
+        terms["steady"] = R_STEADY
+    if integrity < INTEGRITY_THRESHOLD:
+        terms["integrity_low"] = R_INTEGRITY_LOW * (INTEGRITY_THRESHOLD - integrity)
+    if air < AIR_THRESHOLD:
+        terms["air_low"] = R_AIR_LOW * (AIR_THRESHOLD - air)
+    lines = [line]
+    terminated = success = False
+    if integrity <= 0 or air <= 0:
+        terms["catastrophe"] = R_CATASTROPHE
+        new["outcome"] = "collapse" if integrity <= 0 else "suffocation"
+        lines.append(f"CATASTROPHE: {CATASTROPHES[new['outcome']]}")
+        terminated = True
+    elif new["steps"] >= STEP_BUDGET and is_victory(
+        len(acted.districts), integrity, air, new["brownout"]
+    ):
+        terms["victory"] = R_VICTORY
+        new["outcome"] = "victory"
+        terminated = success = True
+        lines.append("VICTORY: six districts and every threshold held at step 40.")
+    final = replace(acted, **new, power_net=power - state.power, report=tuple(lines))
+    events: list[dict[str, Any]] = [
+        {"type": "action", "command": action.command(), "result": line},
+        {"type": "reward", "terms": terms},
+    ]
+    if activated:
+        events.append({"type": "district", "at": cell_name(action.cells[0])})
+    if terminated:
+        events.append({"type": final.outcome})
+    return Transition(
+        final,
+        reward=float(sum(terms.values())),
+        terminated=terminated,
+        success=success,
+        events=tuple(events),
+    )
+
+
+CATASTROPHES = {"collapse": "the city collapsed.", "suffocation": "the air is gone."}
+
+
+def is_victory(districts: int, integrity: int, air: int, brownout: bool) -> bool:
+    """Six districts, integrity > 80, air > 60, and the last step's demand was met."""
+    return (
+        districts >= TARGET_DISTRICTS
+        and integrity > INTEGRITY_THRESHOLD
+        and air > AIR_THRESHOLD
+        and not brownout
+    )

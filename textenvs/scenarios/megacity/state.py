@@ -1,0 +1,182 @@
+"""Megacity state, actions and observation.
+
+Cells are `(col, row)` with col 0-4 for A-E (west to east) and row 0-4 for 1-5 (south to
+north); `cell_name((1, 2)) == "B3"`. Grids are stored row-major, `grid[row][col]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from textenvs.core.env import ActionSchema
+
+SIZE = 5
+COLS = "ABCDE"
+STEP_BUDGET = 40
+TARGET_DISTRICTS = 6
+INTEGRITY_THRESHOLD = 80  # victory needs integrity > 80
+AIR_THRESHOLD = 60  # victory needs air > 60
+START_INTEGRITY = 100
+START_AIR = 85
+START_POWER = 50
+
+Cell = tuple[int, int]
+Vec = tuple[int, int]
+Grid = tuple[tuple[int, ...], ...]
+VecGrid = tuple[tuple[Vec, ...], ...]
+
+DIRECTIONS: dict[str, Vec] = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0)}
+BASIC_MATERIALS = ("timber", "basalt")
+ADVANCED_MATERIALS = ("mycelium", "lodestone")
+MATERIALS = BASIC_MATERIALS + ADVANCED_MATERIALS
+KINDS = ("excavate", "support", "vent", "conduit", "district", "research", "scan", "wait")
+
+
+def cell_name(cell: Cell) -> str:
+    return f"{COLS[cell[0]]}{cell[1] + 1}"
+
+
+def all_cells() -> list[Cell]:
+    """Every cell, A1 B1 ... E1 A2 ... E5 (row by row from the south)."""
+    return [(c, r) for r in range(SIZE) for c in range(SIZE)]
+
+
+def adjacent(a: Cell, b: Cell) -> bool:
+    return abs(a[0] - b[0]) + abs(a[1] - b[1]) == 1
+
+
+def neighbours(cell: Cell) -> list[Cell]:
+    c, r = cell
+    near = [(c, r - 1), (c - 1, r), (c + 1, r), (c, r + 1)]
+    return [(x, y) for x, y in near if 0 <= x < SIZE and 0 <= y < SIZE]
+
+
+@dataclass(frozen=True)
+class Action:
+    """One parsed command. `cells` holds 1 cell (or 1-3 for a conduit)."""
+
+    kind: str
+    cells: tuple[Cell, ...] = ()
+    material: str | None = None
+    direction: str | None = None
+
+    def command(self) -> str:
+        parts = [self.kind, *(cell_name(c) for c in self.cells)]
+        if self.material:
+            parts.append(self.material)
+        if self.direction:
+            parts.append(self.direction)
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Seam:
+    """A straight mineral seam; `cells` run upstream to downstream along `direction`."""
+
+    cells: tuple[Cell, ...]
+    direction: str
+
+
+@dataclass(frozen=True)
+class MegacityState:
+    """The full state. Geology and the base airflow are fixed per episode."""
+
+    stress: Grid
+    seams: tuple[Seam, ...]
+    faults: tuple[Cell, ...]
+    base_flow: VecGrid  # the airflow field before reversals and shafts
+    chambers: tuple[Cell, ...] = ()
+    supports: tuple[tuple[Cell, str], ...] = ()
+    districts: tuple[Cell, ...] = ()
+    vents: tuple[tuple[Cell, str], ...] = ()
+    conduits: tuple[Cell, ...] = ()
+    integrity: int = START_INTEGRITY
+    air: int = START_AIR
+    power: int = START_POWER
+    power_net: int = 0  # change of storage over the last step (costs included)
+    brownout: bool = False  # the last step's demand was not met
+    steps: int = 0  # completed steps
+    research: int = 0  # research points
+    scanned: bool = False
+    power_bonus_paid: bool = False
+    outcome: str = "playing"  # playing, victory, collapse, suffocation
+    report: tuple[str, ...] = ()  # what the last step did, in words
+
+    def stress_at(self, cell: Cell) -> int:
+        return self.stress[cell[1]][cell[0]]
+
+    def support_at(self, cell: Cell) -> str | None:
+        for where, material in self.supports:
+            if where == cell:
+                return material
+        return None
+
+
+class ResearchItem(BaseModel):
+    name: str
+    status: Literal["unknown", "clue", "decoded"]
+    text: str
+
+
+class Component(BaseModel):
+    name: str
+    kind: str
+    available: bool
+    cost: int
+    descriptor: str
+
+
+class MegacityObservation(BaseModel):
+    """Exactly what the agent sees."""
+
+    step: int
+    steps_left: int
+    districts: int
+    district_cells: list[str]
+    integrity: int
+    air: int
+    power: int
+    power_net: int
+    brownout: bool
+    #: SIZE rows, row 5 (north) first; each row runs A to E
+    stress: list[list[int]]
+    #: per cell: "." solid rock, "o" chamber, "S" supported chamber, "D" district; a "+"
+    #: suffix marks a conduit; supports listed separately
+    sites: list[list[str]]
+    supports: dict[str, str]
+    conduits: list[str]
+    vents: list[str]
+    #: per cell "E2N1" (east 2, north 1), "." calm; strength = sum of the components
+    airflow: list[list[str]]
+    airflow_strength: list[list[int]]
+    components: list[Component]
+    research_points: int
+    research: list[ResearchItem]
+    #: after a scan: seams ("row 3 pulling east") and fault cells
+    seams: list[str] | None
+    faults: list[str] | None
+    report: list[str]
+    status: Literal["playing", "victory", "collapse", "suffocation", "out_of_steps"]
+
+
+class MegacityAction(ActionSchema):
+    """One Megacity action (function calling)."""
+
+    action: Literal[
+        "excavate", "support", "vent", "conduit", "district", "research", "scan", "wait"
+    ]
+    #: the target cell(s) like "B3"; a conduit takes 1-3 contiguous cells
+    cells: list[str] = Field(default_factory=list)
+    material: Literal["timber", "basalt", "mycelium", "lodestone"] | None = None
+    direction: Literal["north", "south", "east", "west"] | None = None
+
+    def to_command(self) -> str:
+        parts = [self.action, *self.cells]
+        if self.material:
+            parts.append(self.material)
+        if self.direction:
+            parts.append(self.direction)
+        return " ".join(parts)
