@@ -16,6 +16,8 @@ from textenvs.agents.base import Agent, Decision, EpisodeContext
 POLICIES: dict[str, str] = {
     "treasure-hunt": "textenvs.agents.scripted.treasure_hunt:TreasureHuntPolicy",
     "magnetic-field": "textenvs.agents.scripted.magnetic_field:MagneticFieldPolicy",
+    "em-anomaly": "textenvs.agents.scripted.em_anomaly:EMAnomalyPolicy",
+    "squad-recon": "textenvs.agents.scripted.squad_recon:SquadReconPolicy",
     "megacity": "textenvs.agents.scripted.megacity:MegacityPolicy",
 }
 

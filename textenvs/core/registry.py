@@ -38,6 +38,18 @@ SCENARIOS: tuple[Scenario, ...] = (
         "Magnetic Field Pattern Recognition",
     ),
     Scenario(
+        "em-anomaly",
+        "textenvs/EMAnomaly-v0",
+        "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
+        "Electromagnetic Field Anomaly Mapping",
+    ),
+    Scenario(
+        "squad-recon",
+        "textenvs/SquadRecon-v0",
+        "textenvs.scenarios.squad_recon.env:SquadReconEnv",
+        "Squad Reconnaissance and Elimination",
+    ),
+    Scenario(
         "megacity",
         "textenvs/Megacity-v0",
         "textenvs.scenarios.megacity.env:MegacityEnv",

@@ -1,0 +1,19 @@
+"""Squad Reconnaissance and Elimination."""
+
+from textenvs.scenarios.squad_recon.env import SquadReconEnv
+from textenvs.scenarios.squad_recon.state import (
+    Order,
+    Orders,
+    ReconObservation,
+    ReconState,
+    SquadReconAction,
+)
+
+__all__ = [
+    "Order",
+    "Orders",
+    "ReconObservation",
+    "ReconState",
+    "SquadReconAction",
+    "SquadReconEnv",
+]

@@ -1,0 +1,176 @@
+"""Squad Recon observation -> text (the only place that writes what the agent reads)."""
+
+from __future__ import annotations
+
+from textenvs.core.render import grid, legend, status
+from textenvs.scenarios.squad_recon.state import (
+    CAMPS,
+    SIZE,
+    STEP_BUDGET,
+    SYMBOLS,
+    CampView,
+    ReconObservation,
+    ReconState,
+    SquadView,
+    StepEvent,
+)
+
+LEGEND = legend(
+    [
+        ("A/B/C", "your squads"),
+        ("*", "several squads on one cell"),
+        ("E", "enemy camp"),
+        ("x", "eliminated camp"),
+        (".", "open ground"),
+        ("#", "wall"),
+        ("T", "forest"),
+        ("?", "unseen"),
+    ]
+)
+STATUS_LINES = {
+    "won": "EPISODE OVER: both enemy camps are eliminated. Mission complete.",
+    "all_destroyed": "EPISODE OVER: all your squads are destroyed. Mission failed.",
+    "out_of_steps": "EPISODE OVER: no steps left. Mission failed.",
+}
+BLOCKED = {
+    "edge": "the edge of the map",
+    "wall": "a wall",
+    "forest": "forest",
+    "camp": "an enemy camp",
+}
+
+
+def _xy(cell: tuple[int, int] | None) -> str:
+    assert cell is not None
+    return f"({cell[0]},{cell[1]})"
+
+
+def describe(event: StepEvent) -> str:
+    """One sentence per event, for the 'Last step' report."""
+    who = "+".join(event.squads)
+    kind = event.kind
+    if kind == "move":
+        return f"{who} moved {event.direction} to {_xy(event.cell)}."
+    if kind == "blocked":
+        where = _xy(event.cell)
+        return (
+            f"{who} could not move {event.direction} ({BLOCKED[event.reason]}); stays at {where}."
+        )
+    if kind == "hold":
+        return f"{who} held at {_xy(event.cell)}."
+    if kind == "order_ignored":
+        return f"Order for {who} ignored: squad {who} is destroyed."
+    if kind == "camp_sighted":
+        return f"Enemy camp sighted at {_xy(event.cell)}, strength {event.camp_strength}."
+    if kind == "attack_no_target":
+        return f"{who} attack order wasted: no enemy camp next to {_xy(event.cell)}; {who} held."
+    if kind == "camp_eliminated":
+        return (
+            f"Attack on the camp at {_xy(event.cell)} by {who}: strength {event.strength} > "
+            f"{event.camp_strength}. Camp eliminated (+0.5)."
+        )
+    if kind == "attack_failed":
+        return (
+            f"Attack on the camp at {_xy(event.cell)} by {who}: strength {event.strength} is not "
+            f"more than {event.camp_strength}. Attack failed; {who} destroyed."
+        )
+    if kind == "mission_complete":
+        return "Both enemy camps eliminated."
+    if kind == "all_squads_destroyed":
+        return "All squads destroyed."
+    raise ValueError(f"unknown event {kind!r}")
+
+
+def observe(state: ReconState, steps_used: int) -> ReconObservation:
+    rows = []
+    for y in range(SIZE - 1, -1, -1):
+        row = []
+        for x in range(SIZE):
+            cell = (x, y)
+            row.append(SYMBOLS[state.at(cell).value] if cell in state.seen else SYMBOLS["unseen"])
+        rows.append(row)
+    camps = []
+    for camp in state.camps:
+        if camp.position not in state.seen:
+            continue  # never shown, and never counted apart from the total
+        x, y = camp.position
+        rows[SIZE - 1 - y][x] = SYMBOLS["camp" if camp.standing else "eliminated"]
+        camps.append(
+            CampView(
+                x=x,
+                y=y,
+                strength=camp.strength,
+                status="standing" if camp.standing else "eliminated",
+            )
+        )
+    for squad in state.squads:
+        if squad.active:
+            x, y = squad.position
+            here = rows[SIZE - 1 - y][x]
+            rows[SIZE - 1 - y][x] = SYMBOLS["several"] if here in "ABC*" else squad.name
+    squads = [
+        SquadView(
+            name=s.name,
+            x=s.position[0],
+            y=s.position[1],
+            strength=s.strength,
+            status="active" if s.active else "destroyed",
+        )
+        for s in state.squads
+    ]
+    if state.eliminated == CAMPS:
+        outcome = "won"
+    elif not any(s.active for s in state.squads):
+        outcome = "all_destroyed"
+    else:
+        outcome = "out_of_steps" if steps_used >= STEP_BUDGET else "playing"
+    fresh = state.report_step == steps_used
+    return ReconObservation(
+        squads=squads,
+        map=["".join(row) for row in rows],
+        camps=camps,
+        eliminated=state.eliminated,
+        total_camps=CAMPS,
+        steps_left=STEP_BUDGET - steps_used,
+        total_strength=sum(s.strength for s in state.squads if s.active),
+        report=[describe(e) for e in state.last_events] if fresh else [],
+        status=outcome,
+    )
+
+
+def _squad_line(squad: SquadView) -> str:
+    where = f"({squad.x},{squad.y})"
+    if squad.status == "destroyed":
+        return f"  {squad.name}  destroyed  (last at {where}, strength was {squad.strength})"
+    return f"  {squad.name}  at {where}  strength {squad.strength}  active"
+
+
+def _camp_line(camp: CampView) -> str:
+    return f"  camp at ({camp.x},{camp.y})  strength {camp.strength}  {camp.status}"
+
+
+def render(obs: ReconObservation) -> str:
+    parts = []
+    if obs.report:
+        parts.append("Last step:\n" + "\n".join(f"  {line}" for line in obs.report))
+    head = status(
+        [
+            ("Camps eliminated", f"{obs.eliminated}/{obs.total_camps}"),
+            ("Steps left", f"{obs.steps_left} of {STEP_BUDGET}"),
+            ("Active strength", obs.total_strength),
+        ]
+    )
+    if obs.status != "playing":
+        head += "\n" + STATUS_LINES[obs.status]
+    parts.append(head)
+    parts.append("Squads:\n" + "\n".join(_squad_line(s) for s in obs.squads))
+    seen = "\n".join(_camp_line(c) for c in obs.camps) if obs.camps else "  none seen yet"
+    parts.append(f"Enemy camps seen (of {obs.total_camps}):\n{seen}")
+    view = grid(
+        [list(row) for row in obs.map],
+        col_labels=[str(x) for x in range(SIZE)],
+        row_labels=[str(y) for y in range(SIZE - 1, -1, -1)],
+        corner="y\\x",
+    )
+    parts.append(f"Tactical map (north at the top, x east, y north):\n{view}\n{LEGEND}")
+    return "\n\n".join(parts)
