@@ -26,16 +26,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
     seed_argument(p)
     add_agent_options(p)
+    p.add_argument(
+        "--env-url",
+        metavar="URL",
+        default=None,
+        help="play on a textenvs service (e.g. http://host:8000) instead of locally; "
+        "a bearer token is read from $TEXTENVS_TOKEN",
+    )
     p.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     scenario = registry.get(args.env)
     seed = seed_from_args(args.seed)
-    env = registry.make(scenario.name)
+    if args.env_url:
+        from textenvs.service.client import remote_env_factory
+
+        env = remote_env_factory(args.env_url)(scenario.name)
+    else:
+        env = registry.make(scenario.name)
     agent = agent_from_args(args)
     print(f"{scenario.title} ({scenario.name}), seed {seed}, agent {agent.name}")
-    result = asyncio.run(run_episode(env, agent, seed, on_turn=print_turn))
+    try:
+        result = asyncio.run(run_episode(env, agent, seed, on_turn=print_turn))
+    finally:
+        env.close()
     print()
     print(result.final_observation)
     print_outcome(result)

@@ -1,0 +1,31 @@
+"""Run the service in a background thread on a free loopback port (tests, notebooks)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+
+
+@contextmanager
+def serve_in_thread(app: Any, host: str = "127.0.0.1", timeout: float = 20.0) -> Iterator[str]:
+    """Serve `app` with uvicorn on `host` (port chosen by the OS); yields the base URL."""
+    config = uvicorn.Config(app, host=host, port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="textenvs-service", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the service did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout)

@@ -1,0 +1,245 @@
+"""Python client of the HTTP service.
+
+`ServiceClient` is a thin wrapper over the `/v1` endpoints. `RemoteEnv` quacks like a local
+`TextEnv` (`reset`, `step`, `parse`, `rules`, `max_steps`, `action_schema`, `command_for`,
+`random_command`), so `textenvs.evals.episode.run_episode` plays it unchanged:
+
+    env = remote_env_factory("http://127.0.0.1:8000")("treasure-hunt")
+    result = asyncio.run(run_episode(env, make_agent("random"), seed=3))
+
+Parsing, structured actions and random commands use the local scenario code when this
+machine has the same scenario version installed (they are pure functions of the text and
+`info`); the world itself lives on the server. A bearer token comes from `token=` or the
+`TEXTENVS_TOKEN` environment variable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import numpy as np
+
+from textenvs.core import registry
+from textenvs.core.env import ActionSchema, TextEnv
+
+TOKEN_ENV = "TEXTENVS_TOKEN"
+
+
+class ServiceClientError(RuntimeError):
+    """The service answered with an error (`status`, `code`, `message` from its JSON)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class ServiceClient:
+    """One HTTP connection pool to a service; safe to share between `RemoteEnv`s."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def request(self, method: str, path: str, json: Any = None) -> Any:
+        response = self._http.request(method, path, json=json)
+        if response.status_code >= 400:
+            try:
+                error = response.json()["error"]
+                code, message = str(error["code"]), str(error["message"])
+            except (ValueError, KeyError, TypeError):
+                code, message = "http_error", response.text[:200]
+            raise ServiceClientError(response.status_code, code, message)
+        return response.json() if response.content else None
+
+    def health(self) -> dict[str, Any]:
+        return self.request("GET", "/v1/health")
+
+    def envs(self) -> list[dict[str, Any]]:
+        return self.request("GET", "/v1/envs")["envs"]
+
+    def env_info(self, env: str) -> dict[str, Any]:
+        return self.request("GET", f"/v1/envs/{env}")
+
+    def create(
+        self, env: str, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return self.request("POST", "/v1/sessions", {"env": env, "seed": seed, "options": options})
+
+    def step(
+        self, session_id: str, command: str | None = None, action: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        body = {"command": command} if action is None else {"action": action}
+        return self.request("POST", f"/v1/sessions/{session_id}/step", body)
+
+    def reset(
+        self, session_id: str, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        body = {"seed": seed, "options": options}
+        return self.request("POST", f"/v1/sessions/{session_id}/reset", body)
+
+    def get(self, session_id: str) -> dict[str, Any]:
+        return self.request("GET", f"/v1/sessions/{session_id}")
+
+    def delete(self, session_id: str) -> None:
+        self.request("DELETE", f"/v1/sessions/{session_id}")
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ServiceClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RemoteEnv:
+    """A scenario played on a service, with the local env's reset/step shape."""
+
+    def __init__(self, client: ServiceClient, env: str, *, own_client: bool = False) -> None:
+        meta = client.env_info(env)
+        self.client = client
+        self._own_client = own_client
+        self.name: str = meta["name"]
+        self.title: str = meta["title"]
+        self.version: str = meta["version"]
+        self.max_steps: int = meta["max_steps"]
+        self.rules: str = meta["rules"]
+        self.action_json_schema: dict[str, Any] = meta["action_schema"]
+        self._local = _local_env(self.name, self.version)
+        self.action_schema: type[ActionSchema] = (
+            self._local.action_schema if self._local is not None else ActionSchema
+        )
+        self.session_id: str | None = None
+        self.seed: int | None = None
+        self._info: dict[str, Any] = {}
+        self._done = True
+
+    # ----- the TextEnv shape ----------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        data: dict[str, Any] | None = None
+        if self.session_id is not None:
+            try:
+                data = self.client.reset(self.session_id, seed, options)
+            except ServiceClientError as exc:
+                if exc.code != "unknown_session":  # expired: start a new one below
+                    raise
+        if data is None:
+            data = self.client.create(self.name, seed, options)
+            self.session_id = data["session_id"]
+        self.seed = data["seed"]
+        self._info, self._done = data["info"], False
+        return data["observation"], data["info"]
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.session_id is None or self._done:
+            raise RuntimeError("the episode is over (or never started): call reset() first")
+        data = self.client.step(self.session_id, command=action)
+        return self._stepped(data)
+
+    def step_action(self, action: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """A structured action, validated by the server against the action schema."""
+        if self.session_id is None or self._done:
+            raise RuntimeError("the episode is over (or never started): call reset() first")
+        return self._stepped(self.client.step(self.session_id, action=action))
+
+    def parse(self, text: str) -> Any:
+        # Without the scenario installed locally the server is the only judge.
+        return self._local.parse(text) if self._local is not None else text
+
+    def command_for(self, arguments: dict[str, Any]) -> str:
+        if self._local is None:
+            raise NotImplementedError(
+                f"structured actions for '{self.name}' need the scenario installed locally; "
+                "use step_action() to let the server validate them"
+            )
+        return self._local.command_for(arguments)
+
+    def random_command(self, info: dict[str, Any], rng: np.random.Generator) -> str:
+        if self._local is not None:
+            return self._local.random_command(info, rng)
+        forms = info["valid_commands"]
+        return str(forms[int(rng.integers(len(forms)))]).split(" (")[0]
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def steps_used(self) -> int:
+        return int(self._info.get("steps_used", 0))
+
+    @property
+    def steps_left(self) -> int:
+        return int(self._info.get("steps_left", self.max_steps))
+
+    def close(self) -> None:
+        """Delete the server-side session (and the client, if this env made it)."""
+        if self.session_id is not None:
+            try:
+                self.client.delete(self.session_id)
+            except ServiceClientError as exc:
+                if exc.code != "unknown_session":
+                    raise
+            self.session_id = None
+        if self._own_client:
+            self.client.close()
+
+    def __enter__(self) -> RemoteEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _stepped(self, data: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        self._info = data["info"]
+        self._done = bool(data["terminated"] or data["truncated"])
+        return (
+            data["observation"],
+            float(data["reward"]),
+            bool(data["terminated"]),
+            bool(data["truncated"]),
+            data["info"],
+        )
+
+
+def _local_env(name: str, version: str) -> TextEnv[Any, Any] | None:
+    """The local scenario, for its pure parts, when the same version is installed."""
+    try:
+        cls = registry.get(name).load()
+    except registry.UnknownEnvError:
+        return None
+    return cls() if str(cls.version) == version else None
+
+
+def remote_env_factory(
+    url: str, *, token: str | None = None, timeout: float = 30.0
+) -> Callable[[str], RemoteEnv]:
+    """`make(env_name) -> RemoteEnv` for a service at `url`, like `textenvs.make` for local
+    envs. The envs share one connection pool; close each env to free its session."""
+    client = ServiceClient(url, token=token, timeout=timeout)
+
+    def make(env_name: str) -> RemoteEnv:
+        return RemoteEnv(client, env_name)
+
+    make.client = client  # type: ignore[attr-defined]
+    return make
