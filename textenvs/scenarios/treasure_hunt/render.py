@@ -83,8 +83,7 @@ def render(obs: dict[str, Any]) -> str:
         [
             (
                 "Position",
-                f"x={x}, y={y} (grid x 0-{SIZE - 1} west to east, "
-                f"y 0-{SIZE - 1} south to north)",
+                f"x={x}, y={y} (grid x 0-{SIZE - 1} west to east, y 0-{SIZE - 1} south to north)",
             ),
             ("Standing on", obs["standing_on"].capitalize()),
             ("Steps left", f"{obs['steps_left']} of {STEP_BUDGET}"),
