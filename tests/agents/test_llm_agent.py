@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import textenvs
+from tests.agents.conftest import KEY
 from tests.support.openai_server import (
     OpenAIServer,
     empty,
@@ -26,20 +26,7 @@ from textenvs.evals.episode import EpisodeResult, run_episode
 from textenvs.prompts import system_prompt
 from textenvs.scenarios.treasure_hunt.env import TreasureHuntEnv
 
-KEY = "sk-test-KEY-0123456789abcdef"
 FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.02, "read_timeout_s": 5.0}
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def agent_for(server: OpenAIServer, **options: Any) -> LLMAgent:

@@ -9,18 +9,11 @@ from pathlib import Path
 import pytest
 
 import textenvs
+from tests.agents.conftest import KEY
 from tests.support.openai_server import OpenAIServer, text
 from textenvs.agents.llm import LLMAgent, LLMConfig, local
 from textenvs.cli import main
 from textenvs.evals.episode import run_episode
-
-KEY = "sk-cli-KEY-abcdef0123456789"
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ import email.utils
 import json
 import logging
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import textenvs
+from tests.agents.conftest import KEY
 from tests.support.openai_server import (
     HTTPError,
     OpenAIServer,
@@ -31,7 +31,6 @@ from textenvs.agents.llm import LLMAgent
 from textenvs.agents.llm import faults as f
 from textenvs.evals.episode import EpisodeResult, run_episode
 
-KEY = "sk-test-SECRET-9f8e7d6c5b4a"
 FAST = {
     "backoff_base_s": 0.01,
     "backoff_max_s": 0.02,
@@ -40,18 +39,6 @@ FAST = {
     "total_timeout_s": 5.0,
     "max_attempts": 3,
 }
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def one_turn(server: OpenAIServer, seed: int = 1, **options: Any) -> EpisodeResult:
