@@ -111,6 +111,24 @@ def _non_overlapping(found: Iterable[Found[A]]) -> list[Found[A]]:
     return kept
 
 
+def prepare(text: str, valid: Sequence[str]) -> tuple[str, str]:
+    """The checks every parser starts with: text, not too long, not empty. Returns the
+    cleaned reply and its normalised form."""
+    if not isinstance(text, str):
+        raise ParseError(f"a command must be text, not {type(text).__name__}.", valid)
+    if len(text) > MAX_COMMAND_CHARS:
+        raise ParseError(
+            f"the reply is {len(text):,} characters long; the limit is "
+            f"{MAX_COMMAND_CHARS:,}. Send one short command.",
+            valid,
+        )
+    cleaned = clean(text)
+    whole = normalise(cleaned)
+    if not whole:
+        raise ParseError("the command is empty.", valid)
+    return cleaned, whole
+
+
 def resolve(
     text: str,
     *,
@@ -125,18 +143,7 @@ def resolve(
     `exact(s)` reads a whole normalised segment as one command or returns None; `scan(s)`
     finds every command phrase inside a normalised text. `vocabulary` feeds suggestions.
     """
-    if not isinstance(text, str):
-        raise ParseError(f"a command must be text, not {type(text).__name__}.", valid)
-    if len(text) > MAX_COMMAND_CHARS:
-        raise ParseError(
-            f"the reply is {len(text):,} characters long; the limit is "
-            f"{MAX_COMMAND_CHARS:,}. Send one short command.",
-            valid,
-        )
-    cleaned = clean(text)
-    whole = normalise(cleaned)
-    if not whole:
-        raise ParseError("the command is empty.", valid)
+    cleaned, whole = prepare(text, valid)
     action = exact(whole)
     if action is not None:
         return action
@@ -190,6 +197,33 @@ _CACHED_TEXT_CHARS = 200
 _CACHE_ENTRIES = 4096
 
 
+def memoise_parse(parse: Callable[..., A]) -> Callable[..., A]:
+    """Memoise a pure parse function of (text, *hashable args): agents repeat the same few
+    short replies, so short texts are remembered, failures included (a fresh ParseError is
+    raised from a remembered one each time). Bounded: the memo is dropped when full."""
+    memo: dict[tuple[object, ...], A | _Rejected] = {}
+
+    def memoised(text: str, *args: Hashable) -> A:
+        key = (text, *args)
+        cached = memo.get(key) if isinstance(text, str) else None
+        if cached is None:
+            try:
+                cached = parse(text, *args)
+            except ParseError as exc:
+                cached = _Rejected(exc.reason, exc.valid, exc.suggestions)
+            if isinstance(text, str) and len(text) <= _CACHED_TEXT_CHARS:
+                if len(memo) >= _CACHE_ENTRIES:
+                    memo.clear()
+                memo[key] = cached
+        if isinstance(cached, _Rejected):
+            raise ParseError(cached.reason, cached.valid, cached.suggestions)
+        return cached
+
+    memoised.__doc__ = parse.__doc__
+    memoised.__wrapped__ = parse  # type: ignore[attr-defined]
+    return memoised
+
+
 def _form(main: str, aliases: Sequence[str]) -> str:
     """'north (n, MoveNorth)': the main spelling, then the other accepted ones."""
     others = [a for a in aliases if normalise(a) != normalise(main)]
@@ -205,7 +239,8 @@ class PhraseGrammar(Generic[A]):
 
     def __init__(self, aliases: dict[A, Sequence[str]], describe: Callable[[A], str] = str):
         self._describe = describe
-        self._cache: dict[str, A | _Rejected] = {}
+        # Parsing is a pure function of the text: memoised per grammar.
+        self.parse: Callable[[str], A] = memoise_parse(self._parse)
         self._exact: dict[str, A] = {}
         for action, names in aliases.items():
             for name in names:
@@ -226,26 +261,12 @@ class PhraseGrammar(Generic[A]):
             for m in self._scan.finditer(text)
         ]
 
-    def parse(self, text: str) -> A:
-        # Agents repeat the same few short replies; parsing is a pure function of the
-        # text, so short texts are memoised (bounded: the cache is dropped when full).
-        cached = self._cache.get(text) if isinstance(text, str) else None
-        if cached is None:
-            try:
-                cached = resolve(
-                    text,
-                    exact=self.exact,
-                    scan=self.scan,
-                    valid=self.valid,
-                    vocabulary=list(self._exact),
-                    describe=self._describe,
-                )
-            except ParseError as exc:
-                cached = _Rejected(exc.reason, exc.valid, exc.suggestions)
-            if isinstance(text, str) and len(text) <= _CACHED_TEXT_CHARS:
-                if len(self._cache) >= _CACHE_ENTRIES:
-                    self._cache.clear()
-                self._cache[text] = cached
-        if isinstance(cached, _Rejected):
-            raise ParseError(cached.reason, cached.valid, cached.suggestions)
-        return cached
+    def _parse(self, text: str) -> A:
+        return resolve(
+            text,
+            exact=self.exact,
+            scan=self.scan,
+            valid=self.valid,
+            vocabulary=list(self._exact),
+            describe=self._describe,
+        )

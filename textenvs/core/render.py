@@ -19,17 +19,17 @@ def grid(
 
     Rows are given top first; every cell is right-aligned to the widest cell or label.
     """
+    # Hot path (every observation of every step): plain loops and one join per line.
     width = max(map(len, col_labels))
     for row in rows:
-        width = max(width, *map(len, row))
+        width = max(width, max(map(len, row), default=0))
     left = max(len(corner), *map(len, row_labels))
-
-    def join(cells: Sequence[str]) -> str:
-        return " ".join([c.rjust(width) for c in cells]) if width > 1 else " ".join(cells)
-
-    lines = [f"{corner.rjust(left)} {join(col_labels)}".rstrip()]
+    if width > 1:
+        rows = [[c.rjust(width) for c in row] for row in rows]
+        col_labels = [c.rjust(width) for c in col_labels]
+    lines = [f"{corner.rjust(left)} {' '.join(col_labels)}".rstrip()]
     lines += [
-        f"{label.rjust(left)} {join(row)}".rstrip()
+        f"{label.rjust(left)} {' '.join(row)}".rstrip()
         for label, row in zip(row_labels, rows, strict=True)
     ]
     return "\n".join(lines)

@@ -42,11 +42,16 @@ def manhattan(a: Cell, b: Cell) -> int:
     return abs(a[0] - b[0]) + abs(a[1] - b[1])
 
 
+# The in-grid neighbours of every tile, in STEPS order: world generation runs several
+# flood fills per reset, and a table lookup beats recomputing bounds each time.
+NEIGHBOURS: dict[Cell, tuple[Cell, ...]] = {
+    (x, y): tuple((x + dx, y + dy) for dx, dy in STEPS if 0 <= x + dx < SIZE and 0 <= y + dy < SIZE)
+    for x, y in ALL_CELLS
+}
+
+
 def neighbours(cell: Cell) -> Iterable[Cell]:
-    for dx, dy in STEPS:
-        nxt = (cell[0] + dx, cell[1] + dy)
-        if inside(nxt):
-            yield nxt
+    return NEIGHBOURS[cell]
 
 
 def distances(start: Cell, walls: frozenset[Cell], limit: int | None = None) -> dict[Cell, int]:
@@ -55,19 +60,40 @@ def distances(start: Cell, walls: frozenset[Cell], limit: int | None = None) -> 
     queue = deque([start])
     while queue:
         cell = queue.popleft()
-        if limit is not None and seen[cell] >= limit:
+        steps = seen[cell]
+        if limit is not None and steps >= limit:
             continue
-        for nxt in neighbours(cell):
+        for nxt in NEIGHBOURS[cell]:
             if nxt not in walls and nxt not in seen:
-                seen[nxt] = seen[cell] + 1
+                seen[nxt] = steps + 1
                 queue.append(nxt)
     return seen
 
 
+# Bit boards for the connectivity test: tile (x, y) is bit y * ROW + x. The extra column
+# (x = SIZE) is never free, so a shift east or west cannot wrap into the next row.
+ROW = SIZE + 1
+BIT: dict[Cell, int] = {(x, y): 1 << (y * ROW + x) for x, y in ALL_CELLS}
+ALL_BITS = sum(BIT.values())
+
+
 def connected(walls: frozenset[Cell]) -> bool:
-    """Whether every free tile can reach every other one."""
-    free = [c for c in ALL_CELLS if c not in walls]
-    return bool(free) and len(distances(free[0], walls)) == len(free)
+    """Whether every free tile can reach every other one.
+
+    A flood fill over bit boards (it runs a few times per reset: rejection sampling plus
+    validation): each round grows the reached set by one step in all four directions at
+    once, through free tiles only, until it stops growing.
+    """
+    free = ALL_BITS
+    for cell in walls:
+        free &= ~BIT[cell]
+    if not free:
+        return False
+    reached, grown = 0, free & -free  # start from the lowest free tile
+    while grown != reached:
+        reached = grown
+        grown = (reached | reached << 1 | reached >> 1 | reached << ROW | reached >> ROW) & free
+    return reached == free
 
 
 def _greedy_walls(rng: np.random.Generator) -> frozenset[Cell]:

@@ -104,6 +104,7 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
     version = "0"
     max_steps = STEP_BUDGET
     action_schema = MagneticFieldAction
+    observation_model = MagneticObservation
 
     def __init__(self, render_mode: str | None = None, level: int = 0) -> None:
         super().__init__(render_mode=render_mode)
@@ -125,10 +126,10 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
     def on_budget_exhausted(self, state: MagneticState) -> Transition[MagneticState]:
         return rules.score(state, "out_of_steps")
 
-    def observe(self, state: MagneticState, steps_used: int) -> MagneticObservation:
+    def observe(self, state: MagneticState, steps_used: int) -> dict[str, Any]:
         return render.observe(state, steps_used)
 
-    def render_text(self, observation: MagneticObservation) -> str:  # type: ignore[override]
+    def render_text(self, observation: dict[str, Any]) -> str:
         return render.render(observation)
 
     def parse(self, text: str) -> Action:

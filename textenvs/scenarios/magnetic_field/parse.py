@@ -17,6 +17,7 @@ from textenvs.core.parsing import (
     clean,
     excerpt,
     marked_segments,
+    memoise_parse,
     normalise,
     resolve,
 )
@@ -139,6 +140,8 @@ def _check_shapes(cleaned: str) -> None:
         raise _shape_error(f"submit {match.group(1)}") or ParseError("unreachable", VALID)
 
 
+# Pure in the text: memoised for the few short replies agents keep sending.
+@memoise_parse
 def parse(text: str) -> Action:
     if isinstance(text, str) and len(text) <= MAX_COMMAND_CHARS:
         _check_shapes(clean(text))

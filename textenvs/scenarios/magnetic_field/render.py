@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import Any
+
 from textenvs.core.render import grid, legend
 from textenvs.scenarios.magnetic_field import rules
 from textenvs.scenarios.magnetic_field.state import (
@@ -10,8 +13,6 @@ from textenvs.scenarios.magnetic_field.state import (
     SIZE,
     SLOTS,
     STEP_BUDGET,
-    Hint,
-    MagneticObservation,
     MagneticState,
     Pattern,
 )
@@ -33,44 +34,65 @@ def pattern_text(pattern: Pattern) -> str:
     return f"{tl}{tr}/{bl}{br}"
 
 
-def observe(state: MagneticState, steps_used: int) -> MagneticObservation:
+def observe(state: MagneticState, steps_used: int) -> dict[str, Any]:
+    """The agent's view as a `MagneticObservation`-shaped dict (built directly: this runs
+    every step, and the pydantic model documents and validates it in the tests)."""
     ended = state.ended is not None
-    return MagneticObservation(
-        grid=[list(row) for row in state.grid],
-        step_index=steps_used,
-        steps_left=STEP_BUDGET - steps_used,
-        cursor=state.cursor,
-        slots=list(state.slots),
-        hints=[Hint(pattern=pattern_text(p), bits=format(v, "02b")) for p, v in state.hints],
-        level=state.level,
-        status=state.ended or "playing",
-        answer=state.answer if ended else None,
-        message="".join(HEX[d] for d in state.message) if ended else None,
-        correct=rules.correct_count(state) if ended else None,
-    )
+    return {
+        "grid": [list(row) for row in state.grid],
+        "step_index": steps_used,
+        "steps_left": STEP_BUDGET - steps_used,
+        "cursor": state.cursor,
+        "slots": list(state.slots),
+        "hints": [{"pattern": p, "bits": b} for p, b in _hint_texts(state.hints)],
+        "level": state.level,
+        "status": state.ended or "playing",
+        "answer": state.answer if ended else None,
+        "message": "".join(HEX[d] for d in state.message) if ended else None,
+        "correct": rules.correct_count(state) if ended else None,
+    }
 
 
-def render(obs: MagneticObservation) -> str:
-    field = grid(
-        [[str(v) for v in row] for row in obs.grid],
+# The grid and the hints never change within an episode: their text is memoised on the
+# (hashable) values, a few episodes' worth.
+@lru_cache(maxsize=64)
+def _hint_texts(hints: tuple[tuple[Pattern, int], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((pattern_text(p), format(v, "02b")) for p, v in hints)
+
+
+@lru_cache(maxsize=64)
+def _field_text(rows: tuple[tuple[int, ...], ...]) -> str:
+    return grid(
+        [[str(v) for v in row] for row in rows],
         col_labels=[str(c) for c in range(SIZE)],
         row_labels=[str(r) for r in range(SIZE)],
         corner="row",
     )
-    entries = [f"{h.pattern} -> {h.bits}" for h in obs.hints]
-    hint_lines = [
+
+
+@lru_cache(maxsize=64)
+def _hint_lines(hints: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    entries = [f"{pattern} -> {bits}" for pattern, bits in hints]
+    return tuple(
         "  " + "   ".join(entries[i : i + HINTS_PER_LINE])
         for i in range(0, len(entries), HINTS_PER_LINE)
-    ]
-    slots = " ".join(
-        f"[{s or '_'}]" if i == obs.cursor else f" {s or '_'} " for i, s in enumerate(obs.slots)
     )
-    if obs.steps_left > 0:
-        step = f"Step index: {obs.step_index} (steps 0-{STEP_BUDGET - 1}; {obs.steps_left} left)"
+
+
+def render(obs: dict[str, Any]) -> str:
+    field = _field_text(tuple(map(tuple, obs["grid"])))
+    hint_lines = _hint_lines(tuple((h["pattern"], h["bits"]) for h in obs["hints"]))
+    cursor = obs["cursor"]
+    slots = " ".join(
+        f"[{s or '_'}]" if i == cursor else f" {s or '_'} " for i, s in enumerate(obs["slots"])
+    )
+    step_index, steps_left = obs["step_index"], obs["steps_left"]
+    if steps_left > 0:
+        step = f"Step index: {step_index} (steps 0-{STEP_BUDGET - 1}; {steps_left} left)"
     else:
-        step = f"Step index: {obs.step_index} (all {STEP_BUDGET} steps used)"
+        step = f"Step index: {step_index} (all {STEP_BUDGET} steps used)"
     parts = [
-        f"Magnetic field, 9x9, level {obs.level} (columns 0-8 left to right, "
+        f"Magnetic field, 9x9, level {obs['level']} (columns 0-8 left to right, "
         "rows 0-8 top to bottom):",
         field,
         LEGEND,
@@ -81,13 +103,13 @@ def render(obs: MagneticObservation) -> str:
         *hint_lines,
         "",
         step,
-        f"Slots: {slots}   (cursor on slot {obs.cursor + 1} of {SLOTS})",
+        f"Slots: {slots}   (cursor on slot {cursor + 1} of {SLOTS})",
     ]
-    if obs.status != "playing":
-        how = "you submitted" if obs.status == "submitted" else "the steps ran out; scored"
+    if obs["status"] != "playing":
+        how = "you submitted" if obs["status"] == "submitted" else "the steps ran out; scored"
         parts.append(
-            f"EPISODE OVER: {how} {obs.answer}. The message was {obs.message}: "
-            f"{obs.correct} of {SLOTS} characters right "
-            f"(reward {CREDIT_PER_CHAR * (obs.correct or 0):g})."
+            f"EPISODE OVER: {how} {obs['answer']}. The message was {obs['message']}: "
+            f"{obs['correct']} of {SLOTS} characters right "
+            f"(reward {CREDIT_PER_CHAR * (obs['correct'] or 0):g})."
         )
     return "\n".join(parts)

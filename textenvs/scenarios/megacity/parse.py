@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from textenvs.core.parsing import Found, ParseError, resolve
+from textenvs.core.parsing import Found, ParseError, memoise_parse, resolve
 from textenvs.scenarios.megacity.state import (
     COLS,
     DIRECTIONS,
@@ -171,6 +171,8 @@ class _Reader:
         return found
 
 
+# Pure in the text: memoised for the few short replies agents keep sending.
+@memoise_parse
 def parse(text: str) -> Action:
     reader = _Reader()
     try:

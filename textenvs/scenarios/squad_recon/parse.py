@@ -19,12 +19,12 @@ import re
 from collections.abc import Sequence
 
 from textenvs.core.parsing import (
-    MAX_COMMAND_CHARS,
     ParseError,
-    clean,
     excerpt,
     marked_segments,
+    memoise_parse,
     normalise,
+    prepare,
     suggest,
 )
 from textenvs.scenarios.squad_recon.state import SQUADS, Order, Orders
@@ -152,18 +152,12 @@ def _merge(items: list[Item], valid: Sequence[str]) -> Orders:
 
 
 def parse(text: str, valid: Sequence[str] = VALID) -> Orders:
-    if not isinstance(text, str):
-        raise ParseError(f"a command must be text, not {type(text).__name__}.", valid)
-    if len(text) > MAX_COMMAND_CHARS:
-        raise ParseError(
-            f"the reply is {len(text):,} characters long; the limit is "
-            f"{MAX_COMMAND_CHARS:,}. Send one short line of orders.",
-            valid,
-        )
-    cleaned = clean(text)
-    whole = normalise(cleaned)
-    if not whole:
-        raise ParseError("the command is empty.", valid)
+    """Read one line of orders or raise `ParseError` (`valid` goes into its message)."""
+    return _memoised_parse(text, tuple(valid))
+
+
+def _parse(text: str, valid: Sequence[str]) -> Orders:
+    cleaned, whole = prepare(text, valid)
     items = _exact(whole, valid)
     if items is not None:
         return _merge(items, valid)
@@ -177,3 +171,7 @@ def parse(text: str, valid: Sequence[str] = VALID) -> Orders:
     if found:
         return _merge(found, valid)
     raise ParseError(f"no orders found in '{excerpt(whole)}'.", valid, suggest(whole, VOCABULARY))
+
+
+# Pure in (text, valid): memoised for the few short replies agents keep sending.
+_memoised_parse = memoise_parse(_parse)

@@ -13,6 +13,7 @@ from textenvs.scenarios.squad_recon.state import (
     ReconState,
     SquadView,
     StepEvent,
+    Terrain,
 )
 
 LEGEND = legend(
@@ -81,14 +82,17 @@ def describe(event: StepEvent) -> str:
     raise ValueError(f"unknown event {kind!r}")
 
 
+# Symbol per terrain type, looked up by member (Enum `.value` is a descriptor call, and
+# observe runs it for every map cell every step).
+TERRAIN_SYMBOLS = {t: SYMBOLS[t.value] for t in Terrain}
+
+
 def observe(state: ReconState, steps_used: int) -> ReconObservation:
-    rows = []
-    for y in range(SIZE - 1, -1, -1):
-        row = []
-        for x in range(SIZE):
-            cell = (x, y)
-            row.append(SYMBOLS[state.at(cell).value] if cell in state.seen else SYMBOLS["unseen"])
-        rows.append(row)
+    seen, unseen = state.seen, SYMBOLS["unseen"]
+    rows = [
+        [TERRAIN_SYMBOLS[t] if (x, y) in seen else unseen for x, t in enumerate(state.terrain[y])]
+        for y in range(SIZE - 1, -1, -1)
+    ]
     camps = []
     for camp in state.camps:
         if camp.position not in state.seen:

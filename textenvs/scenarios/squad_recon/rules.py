@@ -52,8 +52,28 @@ def sweep(state: ReconState, squads: tuple[Squad, ...]) -> frozenset[Cell]:
     seen = set(state.seen)
     for squad in squads:
         if squad.active:
-            seen |= terrain.visible_cells(lambda c: state.at(c) is Terrain.FOREST, squad.position)
+            seen |= _sight(state, squad.position)
     return frozenset(seen)
+
+
+# What a squad sees from a cell depends only on the terrain, which never changes within
+# an episode, and squads sweep from the same cells again and again: remember the answers
+# for the terrain in play. The memo is keyed by the terrain object's identity (it holds a
+# reference, so the identity stays valid) and swapped whole, never half-updated.
+_sight_memo: tuple[object, dict[Cell, frozenset[Cell]]] = (None, {})
+
+
+def _sight(state: ReconState, origin: Cell) -> frozenset[Cell]:
+    global _sight_memo
+    grid, by_origin = _sight_memo
+    if grid is not state.terrain:
+        by_origin = {}
+        _sight_memo = (state.terrain, by_origin)
+    seen = by_origin.get(origin)
+    if seen is None:
+        seen = terrain.visible_cells(lambda c: state.at(c) is Terrain.FOREST, origin)
+        by_origin[origin] = seen
+    return seen
 
 
 def adjacent(a: Cell, b: Cell) -> bool:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
-from textenvs.core.render import grid, legend, status
+from textenvs.core.render import grid, legend
 from textenvs.scenarios.treasure_hunt.state import (
     SIZE,
     STEP_BUDGET,
@@ -25,6 +26,8 @@ LEGEND = legend(
     ]
 )
 HALF = WINDOW // 2
+# Enum `.value` is a descriptor call; observe runs it for up to 25 cells every step.
+VALUES = {icon: icon.value for icon in Icon}
 STATUS_LINES = {
     "found_treasure": "EPISODE OVER: you stepped onto the Bomb, the treasure. You win.",
     "hit_trap": "EPISODE OVER: you stepped onto a Flower, a trap. You lose.",
@@ -46,7 +49,7 @@ def observe(state: TreasureState, steps_used: int) -> dict[str, Any]:
             [
                 "outside"
                 if not 0 <= wx < SIZE
-                else icons[wy][wx].value
+                else VALUES[icons[wy][wx]]
                 if (wx, wy) in revealed
                 else "unseen"
                 for wx in range(x - HALF, x + HALF + 1)
@@ -64,34 +67,37 @@ def observe(state: TreasureState, steps_used: int) -> dict[str, Any]:
         "y": y,
         "steps_left": STEP_BUDGET - steps_used,
         "window": rows,
-        "standing_on": standing_on.value,
+        "standing_on": VALUES[standing_on],
         "status": status,
     }
 
 
 def render(obs: dict[str, Any]) -> str:
     x, y = obs["x"], obs["y"]
-    cells = [[SYMBOLS[c] for c in row] for row in obs["window"]]
+    head = (
+        f"Position:    x={x}, y={y} (grid x 0-{SIZE - 1} west to east, "
+        f"y 0-{SIZE - 1} south to north)\n"
+        f"Standing on: {obs['standing_on'].capitalize()}\n"
+        f"Steps left:  {obs['steps_left']} of {STEP_BUDGET}"
+    )
+    if obs["status"] != "playing":
+        head += "\n" + STATUS_LINES[obs["status"]]
+    view = _view(x, y, tuple(map(tuple, obs["window"])))
+    return f"{head}\n\n5x5 view, north at the top:\n{view}\n{LEGEND}"
+
+
+@lru_cache(maxsize=4096)
+def _view(x: int, y: int, window: tuple[tuple[str, ...], ...]) -> str:
+    """The labelled 5x5 grid; a pure function of its (hashable) arguments, so memoised:
+    agents revisit the same places, and waits and bumps show the same view again."""
+    cells = [[SYMBOLS[c] for c in row] for row in window]
     cells[HALF][HALF] = "@"
-    view = grid(
+    return grid(
         cells,
         col_labels=[str(x + dx) for dx in range(-HALF, HALF + 1)],
         row_labels=[f"y={y + dy}" for dy in range(HALF, -HALF - 1, -1)],
         corner="x=",
     )
-    head = status(
-        [
-            (
-                "Position",
-                f"x={x}, y={y} (grid x 0-{SIZE - 1} west to east, y 0-{SIZE - 1} south to north)",
-            ),
-            ("Standing on", obs["standing_on"].capitalize()),
-            ("Steps left", f"{obs['steps_left']} of {STEP_BUDGET}"),
-        ]
-    )
-    if obs["status"] != "playing":
-        head += "\n" + STATUS_LINES[obs["status"]]
-    return f"{head}\n\n5x5 view, north at the top:\n{view}\n{LEGEND}"
 
 
 def narrate(events: tuple[dict[str, Any], ...]) -> str:

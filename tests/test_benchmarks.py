@@ -1,0 +1,54 @@
+"""Smoke tests: every benchmark runs end to end on tiny sizes (no timing assertions)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from benchmarks import env_breakdown, env_throughput, observation_tokens
+
+
+def _run(main: object, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["bench", *argv])
+    main()  # type: ignore[operator]
+
+
+def test_env_throughput_prints_every_scenario_and_the_baseline(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run(env_throughput.main, ["--steps", "60", "--repeats", "1"], monkeypatch)
+    out = capsys.readouterr().out
+    assert "TextArena FrozenLake-v0-raw" in out and "1.00x" in out
+    for env_id in ("TreasureHunt", "MagneticField", "EMAnomaly", "SquadRecon", "Megacity"):
+        assert f"textenvs/{env_id}-v0" in out
+
+
+def test_env_breakdown_prints_every_part_for_every_scenario(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run(env_breakdown.main, ["--steps", "40"], monkeypatch)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-9:] == [*env_breakdown.PARTS, "reset/step"]
+    assert len(lines) == 2 + 5
+
+
+def test_observation_tokens_reports_all_three_sections(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--episodes", "1", "--resets", "2", "--llm-seeds", "1", "--llm-search", "1"]
+    _run(observation_tokens.main, argv, monkeypatch)
+    out = capsys.readouterr().out
+    assert out.startswith("tokenizer: ")
+    assert "1. Tokens per observation" in out and "2. llm agent" in out
+    assert "3. TextArena FrozenLake-v0" in out and "growth:" in out
+
+
+def test_token_counting_matches_o200k_when_available() -> None:
+    from benchmarks._tokens import chat_tokens, counter
+
+    label, count = counter()
+    if "exact" in label:  # o200k_base verified against tiktoken's own hash
+        assert count("hello world") == 2
+    assert count("") == 0
+    assert chat_tokens([{"role": "user", "content": ""}], count) == 6
