@@ -1,7 +1,11 @@
-"""Play one episode: an env, an agent, a seed -> an `EpisodeResult` with every turn."""
+"""Play one episode: an env, an agent, a seed -> an `EpisodeResult` with every turn.
+
+The env's `reset` and `step` may also be coroutines (see `evals.runner.ThreadedEnv`).
+"""
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -90,7 +94,7 @@ async def run_episode(
     `invalid_limit`) after that many invalid commands in a row."""
     started = time.perf_counter()
     result = EpisodeResult(env=env.name, seed=seed, agent=agent.name)
-    observation, info = env.reset(seed=seed, options=options)
+    observation, info = await _maybe_await(env.reset(seed=seed, options=options))
     agent.reset(context_for(env, seed))
     invalid_run = 0
     while True:
@@ -103,7 +107,8 @@ async def run_episode(
             result.outcome, result.error = decision.outcome, decision.error
             break
         shown = observation
-        observation, reward, terminated, truncated, info = env.step(decision.command)
+        stepped = await _maybe_await(env.step(decision.command))
+        observation, reward, terminated, truncated, info = stepped
         turn = Turn(
             step=info["steps_used"],
             observation=shown,
@@ -135,6 +140,11 @@ async def run_episode(
     result.final_observation = observation
     result.wall_s = time.perf_counter() - started
     return result
+
+
+async def _maybe_await(value: Any) -> Any:
+    """An env's reset/step result; an async env (e.g. a remote one) returns a coroutine."""
+    return await value if inspect.isawaitable(value) else value
 
 
 def _add_usage(result: EpisodeResult, decision: Decision) -> None:

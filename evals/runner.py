@@ -10,11 +10,14 @@ other episodes keep moving.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import platform
 import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,6 +146,29 @@ class _Yielding(Agent):
 
 
 Progress = Callable[[Record], None]
+EnvFactory = Callable[[str], Any]
+
+
+class ThreadedEnv:
+    """A blocking env (e.g. `RemoteEnv`, whose steps are HTTP calls) whose `reset` and
+    `step` run in `executor`, so C episodes still step at once and the loop never waits
+    on the network. Everything else is the wrapped env's."""
+
+    def __init__(self, env: Any, executor: ThreadPoolExecutor) -> None:
+        self.env = env
+        self._executor = executor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    async def reset(self, **kwargs: Any) -> Any:
+        return await self._call(functools.partial(self.env.reset, **kwargs))
+
+    async def step(self, command: str) -> Any:
+        return await self._call(functools.partial(self.env.step, command))
+
+    async def _call(self, fn: Callable[[], Any]) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
 
 
 async def _play(
@@ -173,10 +199,13 @@ async def run_eval(
     resume: bool = False,
     on_start: Callable[[int, int], None] | None = None,
     on_episode: Progress | None = None,
+    make_env: EnvFactory | None = None,
 ) -> dict[str, Any]:
     """Run every planned episode not yet in `run_dir`; returns the written summary.
 
     `on_start(total, already_done)` is called once, `on_episode(record)` per episode.
+    `make_env(name)` builds a blocking env to play instead of the local one (e.g.
+    `textenvs.service.client.remote_env_factory(url)`); its steps run in threads.
     """
     done = store.prepare(run_dir, config, resume=resume)
     todo = [key for key in plan.planned() if key not in done]
@@ -185,29 +214,48 @@ async def run_eval(
     model = config["agent"].get("model")
     log = store.EpisodeLog(run_dir)
     queue: Iterator[Key] = iter(todo)
+    workers = max(1, min(plan.concurrency, len(todo)))
+    executor = ThreadPoolExecutor(workers, "textenvs-env") if make_env is not None else None
+
+    async def open_env(name: str) -> Any:
+        if make_env is None or executor is None:
+            return textenvs.make(name)
+        loop = asyncio.get_running_loop()
+        return ThreadedEnv(await loop.run_in_executor(executor, make_env, name), executor)
 
     async def worker() -> None:
-        envs: dict[str, TextEnv[Any, Any]] = {}
-        for key in queue:  # a shared iterator: each key goes to exactly one worker
-            if key[0] not in envs:
-                envs[key[0]] = textenvs.make(key[0])
-            env = envs[key[0]]
-            result = await _play(env, factory, key, plan.max_invalid)
-            data = {"key": list(key), "model": model, **result.to_dict()}
-            rel = await asyncio.to_thread(store.write_trajectory, run_dir, key, data)
-            record = episode_record(result, key, model, rel)
-            log.append(record)  # in the loop thread: lines never interleave
-            await asyncio.to_thread(log.sync)  # fsyncs overlap with other episodes
-            if on_episode is not None:
-                on_episode(record)
+        envs: dict[str, Any] = {}
+        try:
+            for key in queue:  # a shared iterator: each key goes to exactly one worker
+                if key[0] not in envs:
+                    envs[key[0]] = await open_env(key[0])
+                await play(envs[key[0]], key)
+        finally:
+            for env in envs.values():  # a remote env deletes its session (an HTTP call)
+                with contextlib.suppress(Exception):
+                    if isinstance(env, ThreadedEnv):
+                        await env._call(env.env.close)
+                    else:
+                        env.close()
+
+    async def play(env: Any, key: Key) -> None:
+        result = await _play(env, factory, key, plan.max_invalid)
+        data = {"key": list(key), "model": model, **result.to_dict()}
+        rel = await asyncio.to_thread(store.write_trajectory, run_dir, key, data)
+        record = episode_record(result, key, model, rel)
+        log.append(record)  # in the loop thread: lines never interleave
+        await asyncio.to_thread(log.sync)  # fsyncs overlap with other episodes
+        if on_episode is not None:
+            on_episode(record)
 
     try:
-        workers = max(1, min(plan.concurrency, len(todo)))
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
                 group.create_task(worker())
     finally:
         log.close()
+        if executor is not None:
+            executor.shutdown(wait=False)
     return write_summary(run_dir, config)
 
 

@@ -31,7 +31,7 @@ TRANSCRIPTS = "transcripts"
 
 # Config entries that may change between a run and its resume (they do not change
 # what an episode is).
-VOLATILE_CONFIG_KEYS = frozenset({"created_at", "concurrency", "command"})
+VOLATILE_CONFIG_KEYS = frozenset({"created_at", "concurrency", "command", "env_url"})
 
 
 def _umask() -> int:

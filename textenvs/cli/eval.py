@@ -18,6 +18,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from textenvs.agents.llm.config import strip_credentials
 from textenvs.cli.common import add_agent_options, agent_from_args
 from textenvs.evals import runner
 from textenvs.evals.metrics import Record
@@ -37,6 +38,7 @@ EVAL_OPTIONS = frozenset(
         "max_invalid",
         "price_per_1k_prompt",
         "price_per_1k_completion",
+        "env_url",
     }
 )
 SECRET_WORDS = ("key", "secret", "token", "password", "auth")
@@ -65,6 +67,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="N",
         help="end an episode after N invalid commands in a row (outcome invalid_limit)",
+    )
+    p.add_argument(
+        "--env-url",
+        metavar="URL",
+        default=None,
+        help="play on a textenvs service (e.g. http://host:8000) instead of locally; "
+        "a bearer token is read from $TEXTENVS_TOKEN",
     )
     p.add_argument("--price-per-1k-prompt", type=float, default=None, metavar="USD")
     p.add_argument("--price-per-1k-completion", type=float, default=None, metavar="USD")
@@ -118,6 +127,20 @@ def _eval(args: argparse.Namespace) -> int:
         seeds_spec=args.seeds,
         command=runner.default_command(),
     )
+    make_env = None
+    if args.env_url:
+        from textenvs.service.client import remote_env_factory, service_error
+
+        make_env = remote_env_factory(args.env_url)
+        try:  # fails early when the service is unreachable or lacks a scenario
+            config["envs"] = {name: make_env.client.env_info(name)["version"] for name in plan.envs}
+        except Exception as exc:
+            message = service_error(exc, args.env_url)
+            if message is None:
+                raise
+            console.print(f"textenvs eval: error: {message}", soft_wrap=True)
+            return 2
+        config["env_url"] = strip_credentials(args.env_url)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -159,6 +182,7 @@ def _eval(args: argparse.Namespace) -> int:
                     resume=args.resume,
                     on_start=on_start,
                     on_episode=on_episode,
+                    make_env=make_env,
                 )
             )
     except RunDirError as exc:
@@ -169,6 +193,9 @@ def _eval(args: argparse.Namespace) -> int:
             f"interrupted; finished episodes are saved. Resume with --resume --out {args.out}"
         )
         return 130
+    finally:
+        if make_env is not None:
+            make_env.client.close()
     out = Console()
     if not out.is_terminal:  # piped or logged: do not squeeze the table into 80 columns
         out = Console(width=120)

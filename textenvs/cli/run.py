@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import sys
 
 from textenvs.cli.common import (
     add_agent_options,
@@ -37,6 +39,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.env_url:
+        try:
+            return _play(args)
+        except Exception as exc:
+            from textenvs.service.client import service_error
+
+            message = service_error(exc, args.env_url)
+            if message is None:
+                raise
+            print(f"textenvs run: error: {message}", file=sys.stderr)
+            return 2
+    return _play(args)
+
+
+def _play(args: argparse.Namespace) -> int:
     scenario = registry.get(args.env)
     seed = seed_from_args(args.seed)
     if args.env_url:
@@ -50,7 +67,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = asyncio.run(run_episode(env, agent, seed, on_turn=print_turn))
     finally:
-        env.close()
+        with contextlib.suppress(Exception):  # a lost service: the real error is above
+            env.close()
     print()
     print(result.final_observation)
     print_outcome(result)

@@ -35,6 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--max-body-bytes", type=int, default=256 * 1024, help="larger request bodies get 413"
     )
     p.add_argument("--log-level", default="info", help="uvicorn log level")
+    p.add_argument(
+        "--http",
+        choices=["auto", "httptools", "h11"],
+        default="auto",
+        help="HTTP parser (auto: httptools when installed, else the pure-Python h11)",
+    )
+    p.add_argument(
+        "--loop",
+        choices=["auto", "uvloop", "asyncio"],
+        default="auto",
+        help="event loop (auto: uvloop when installed)",
+    )
     p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
     p.set_defaults(handler=_serve)
 
@@ -71,6 +83,8 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         log_level=args.log_level,
         access_log=args.access_log,
+        http=args.http,
+        loop=args.loop,
     )
     return 0
 

@@ -21,6 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import ValidationError
+from pydantic_core import to_json
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -66,6 +67,11 @@ def error_response(
     return JSONResponse(body, status_code=status, **kw)
 
 
+def json_response(data: dict[str, Any], status: int = 200) -> Response:
+    """Compact JSON, encoded once in Rust (no model validation, no jsonable_encoder)."""
+    return Response(to_json(data), status_code=status, media_type="application/json")
+
+
 class BodyLimit:
     """Pure ASGI middleware: bodies over `max_bytes` get a 413 before any parsing."""
 
@@ -77,9 +83,6 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_big = error_response(
-            413, "payload_too_large", f"request bodies are limited to {self.max_bytes} bytes"
-        )
         for name, value in scope["headers"]:
             if name == b"content-length":
                 if not value.isdigit():
@@ -88,8 +91,11 @@ class BodyLimit:
                     )
                     return
                 if int(value) > self.max_bytes:
-                    await too_big(scope, receive, send)
+                    await self.too_big(scope, receive, send)
                     return
+                # The server delivers at most Content-Length bytes: no need to count them.
+                await self.app(scope, receive, send)
+                return
         # Read the body (bounded) so chunked uploads are limited too, then replay it.
         chunks: list[bytes] = []
         size = 0
@@ -100,7 +106,7 @@ class BodyLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await too_big(scope, receive, send)
+                await self.too_big(scope, receive, send)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -115,6 +121,10 @@ class BodyLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    def too_big(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        message = f"request bodies are limited to {self.max_bytes} bytes"
+        return error_response(413, "payload_too_large", message)(scope, receive, send)
 
 
 def bearer_auth(token: str) -> Callable[..., Awaitable[None]]:
@@ -286,8 +296,10 @@ def create_app(
         session.touch()
         return _view(session)
 
+    # The hot path returns ready-made JSON: `response_model` documents it, FastAPI neither
+    # validates nor re-encodes it (a returned Response is sent as is).
     @v1.post("/sessions/{session_id}/step", response_model=StepResult, tags=["sessions"])
-    async def step(body: StepRequest, session_id: SessionId) -> StepResult:
+    async def step(body: StepRequest, session_id: SessionId) -> Response:
         """One turn, from free-text `command` or structured `action`. An unreadable command
         is a wasted turn (as in the local env); a malformed request changes nothing."""
         session = live(session_id)
@@ -300,12 +312,14 @@ def create_app(
             observation, reward, terminated, truncated, info = env.step(command)
             session.observation, session.info = observation, info
             session.touch()
-        return StepResult(
-            observation=observation,
-            reward=reward,
-            terminated=terminated,
-            truncated=truncated,
-            info=info,
+        return json_response(
+            {
+                "observation": observation,
+                "reward": float(reward),
+                "terminated": bool(terminated),
+                "truncated": bool(truncated),
+                "info": info,
+            }
         )
 
     @v1.post("/sessions/{session_id}/reset", response_model=SessionView, tags=["sessions"])

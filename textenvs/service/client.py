@@ -231,6 +231,18 @@ def _local_env(name: str, version: str) -> TextEnv[Any, Any] | None:
     return cls() if str(cls.version) == version else None
 
 
+def service_error(exc: BaseException, url: str) -> str | None:
+    """A one-line message for a failure to use the service at `url` (None: not one)."""
+    if isinstance(exc, ServiceClientError):
+        return f"the service at {url} answered {exc}"
+    if isinstance(exc, httpx.TransportError):
+        detail = str(exc) or type(exc).__name__
+        return f"cannot reach a textenvs service at {url} ({detail})"
+    if isinstance(exc, httpx.HTTPError | ValueError | KeyError):  # not JSON / not our API
+        return f"{url} does not look like a textenvs service ({type(exc).__name__}: {exc})"
+    return None
+
+
 def remote_env_factory(
     url: str, *, token: str | None = None, timeout: float = 30.0
 ) -> Callable[[str], RemoteEnv]:

@@ -1,0 +1,29 @@
+"""Smoke tests: the service-load and eval-harness benchmarks run end to end on tiny sizes
+(their figures are not checked: speed is never a pass/fail here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import eval_harness, service_load
+
+
+def test_eval_harness_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert eval_harness.main(["--rounds", "1", "--concurrency", "1,2", "--latency", "0.01"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line[:2] in ("1 ", "2 ")]
+    assert [row[0] for row in rows] == ["1", "2"]
+    # episodes, 30 steps each (every reply is `wait`), a ratio to the ideal
+    assert [row[1:3] for row in rows] == [["1", "30"], ["2", "30"]]
+    assert all(row[5].endswith("%") for row in rows)
+
+
+def test_service_load_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--clients", "2", "--duration", "0.3", "--warmup", "0.1", "--sessions", "10"]
+    assert service_load.main([*argv, "--stacks", "auto,h11:asyncio"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[3:]}
+    assert set(rows) == {"auto", "h11:asyncio"}
+    for row in rows.values():
+        assert float(row[1]) > 0 and row[2].endswith("x")  # steps/s and the ratio to 1500
+        assert float(row[3]) <= float(row[4])  # p50 <= p99
