@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,8 @@ class EvalPlan:
     seeds: list[int]
     episodes_per_seed: int = 1
     max_invalid: int | None = None
+    #: options for every episode's reset (e.g. {"level": 2})
+    env_options: dict[str, Any] = field(default_factory=dict)
     concurrency: int = 8
 
     def planned(self) -> list[Key]:
@@ -89,6 +91,7 @@ def build_config(
         "seed_list": plan.seeds,
         "episodes_per_seed": plan.episodes_per_seed,
         "max_invalid": plan.max_invalid,
+        "env_options": plan.env_options,
         "agent": agent.config(),
         "agent_options": agent_options,
         "prices": prices,
@@ -172,7 +175,7 @@ class ThreadedEnv:
 
 
 async def _play(
-    env: TextEnv[Any, Any], factory: AgentFactory, key: Key, max_invalid: int | None
+    env: TextEnv[Any, Any], factory: AgentFactory, key: Key, plan: EvalPlan
 ) -> EpisodeResult:
     """One episode with a fresh agent. A crash outside `act` (agent set-up or reset, or
     the env itself) is recorded as `agent_error` with its message, so one bad episode
@@ -180,7 +183,13 @@ async def _play(
     agent: Agent | None = None
     try:
         agent = factory()
-        return await run_episode(env, _Yielding(agent), key[1], max_invalid=max_invalid)
+        return await run_episode(
+            env,
+            _Yielding(agent),
+            key[1],
+            options=plan.env_options or None,
+            max_invalid=plan.max_invalid,
+        )
     except Exception as exc:
         name = agent.name if agent is not None else "?"
         error = f"episode crashed: {type(exc).__name__}: {exc}"
@@ -239,7 +248,7 @@ async def run_eval(
                         env.close()
 
     async def play(env: Any, key: Key) -> None:
-        result = await _play(env, factory, key, plan.max_invalid)
+        result = await _play(env, factory, key, plan)
         data = {"key": list(key), "model": model, **result.to_dict()}
         rel = await asyncio.to_thread(store.write_trajectory, run_dir, key, data)
         record = episode_record(result, key, model, rel)

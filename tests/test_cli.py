@@ -75,3 +75,23 @@ def test_play_to_the_end_prints_the_outcome() -> None:
 def test_play_ends_cleanly_when_input_ends() -> None:
     done = textenvs_cli("play", "treasure-hunt", "--seed", "1", stdin="")
     assert done.returncode == 0 and "Stopped after 0 steps" in done.stdout
+
+
+def test_env_options_reach_the_scenario() -> None:
+    done = textenvs_cli(
+        "run", "magnetic-field", "--agent", "scripted", "--seed", "3", "--env-option", "level=3"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Magnetic field, 9x9, level 3" in done.stdout
+
+
+def test_bad_env_options_are_one_line_errors() -> None:
+    for args, message in [
+        (["--env-option", "level"], "--env-option takes KEY=VALUE, got 'level'"),
+        (["--env-option", "level=9"], "level must be one of (0, 1, 2, 3), not 9"),
+    ]:
+        done = textenvs_cli("run", "magnetic-field", "--agent", "random", *args)
+        assert done.returncode == 2 and message in done.stderr
+        assert "Traceback" not in done.stderr
+    done = textenvs_cli("run", "treasure-hunt", "--agent", "random", "--env-option", "x=1")
+    assert done.returncode == 2 and "treasure-hunt takes no options" in done.stderr

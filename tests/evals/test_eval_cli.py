@@ -117,3 +117,19 @@ def test_sigkill_at_several_points_loses_and_duplicates_nothing(tmp_path: Path) 
     for r in records:
         assert (out / r["trajectory"]).is_file()
     assert json.loads((out / store.SUMMARY).read_text())["by_env"]["all"]["episodes"] == 600
+
+
+def test_eval_env_options_are_recorded_and_checked(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    options = ["--agent", "scripted", "--env-option", "level=2", "--seeds", "0-2"]
+    done = subprocess.run(
+        eval_cmd(out, "--env", "magnetic-field", *options), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "config.json").read_text())["env_options"] == {"level": 2}
+    trajectory = next((out / "trajectories").glob("*.json")).read_text()
+    assert "level 2" in trajectory
+    bad = subprocess.run(
+        eval_cmd(tmp_path / "bad", "--env", "all", *options), capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "needs a single --env" in bad.stderr

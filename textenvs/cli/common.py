@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
+import sys
 from typing import Any
 
 from textenvs.agents import AGENTS, Agent, make_agent
@@ -47,6 +49,45 @@ def print_outcome(result: EpisodeResult) -> None:
         f"steps {result.steps} | invalid commands {result.invalid_actions}"
         + (f" | error: {result.error}" if result.error else "")
     )
+
+
+def env_option_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--env-option",
+        dest="env_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option for the scenario's reset, e.g. 'level=2' for magnetic-field "
+        "(repeatable; values are read as JSON when they parse, else as text)",
+    )
+
+
+def env_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """`--env-option KEY=VALUE` pairs as reset options ('2' -> 2, 'true' -> True)."""
+    options: dict[str, Any] = {}
+    for pair in args.env_options:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--env-option takes KEY=VALUE, got {pair!r}")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
+
+
+def checked_env_options(args: argparse.Namespace, env: Any, seed: int) -> dict[str, Any] | None:
+    """The reset options, after trying them on `env`: a bad key or value is a one-line
+    error (exit 2), not a traceback."""
+    try:
+        options = env_options_from_args(args)
+        if options:
+            env.reset(seed=seed, options=options)
+    except ValueError as exc:
+        print(f"textenvs {args.command}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return options or None
 
 
 def seed_argument(parser: argparse.ArgumentParser, **kwargs: Any) -> None:

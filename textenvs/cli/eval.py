@@ -18,8 +18,14 @@ from rich.progress import (
 )
 from rich.table import Table
 
+import textenvs
 from textenvs.agents.llm.config import strip_credentials
-from textenvs.cli.common import add_agent_options, agent_from_args
+from textenvs.cli.common import (
+    add_agent_options,
+    agent_from_args,
+    env_option_argument,
+    env_options_from_args,
+)
 from textenvs.evals import runner
 from textenvs.evals.metrics import Record
 from textenvs.evals.store import RunDirError
@@ -53,9 +59,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "rerun with --resume to finish an interrupted run.",
     )
     p.add_argument("--env", required=True, help="scenario name, a comma list, or 'all'")
+    env_option_argument(p)
     add_agent_options(p)
     p.add_argument("--seeds", default="0-99", help="seeds: N, N-M or a comma list (0-99)")
-    p.add_argument("--episodes-per-seed", type=_positive, default=1, metavar="K")
+    p.add_argument(
+        "--episodes-per-seed",
+        type=_positive,
+        default=1,
+        metavar="K",
+        help="episodes per (env, seed) (1); the same seed gives the same world, so K > 1 "
+        "only measures the agent's own variance",
+    )
     p.add_argument(
         "--concurrency", type=_positive, default=8, metavar="C", help="episodes in flight (8)"
     )
@@ -75,8 +89,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="play on a textenvs service (e.g. http://host:8000) instead of locally; "
         "a bearer token is read from $TEXTENVS_TOKEN",
     )
-    p.add_argument("--price-per-1k-prompt", type=float, default=None, metavar="USD")
-    p.add_argument("--price-per-1k-completion", type=float, default=None, metavar="USD")
+    p.add_argument(
+        "--price-per-1k-prompt",
+        type=float,
+        default=None,
+        metavar="USD",
+        help="price of 1,000 prompt tokens, for the report's cost per episode",
+    )
+    p.add_argument(
+        "--price-per-1k-completion",
+        type=float,
+        default=None,
+        metavar="USD",
+        help="price of 1,000 completion tokens, for the report's cost per episode",
+    )
     p.set_defaults(handler=_eval)
 
 
@@ -107,7 +133,12 @@ def _eval(args: argparse.Namespace) -> int:
             episodes_per_seed=args.episodes_per_seed,
             max_invalid=args.max_invalid,
             concurrency=args.concurrency,
+            env_options=env_options_from_args(args),
         )
+        if plan.env_options and len(plan.envs) > 1:
+            raise ValueError("--env-option needs a single --env (options differ by scenario)")
+        if plan.env_options:  # a bad key or value fails here, not in every episode
+            textenvs.make(plan.envs[0]).reset(seed=0, options=plan.env_options)
     except ValueError as exc:
         console.print(f"textenvs eval: error: {exc}")
         return 2

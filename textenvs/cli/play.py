@@ -6,7 +6,13 @@ import argparse
 import asyncio
 
 from textenvs.agents.human import HELP, HumanAgent
-from textenvs.cli.common import print_outcome, seed_argument, seed_from_args
+from textenvs.cli.common import (
+    checked_env_options,
+    env_option_argument,
+    print_outcome,
+    seed_argument,
+    seed_from_args,
+)
 from textenvs.core import registry
 from textenvs.evals.episode import Turn, run_episode
 
@@ -21,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
     seed_argument(p)
+    env_option_argument(p)
     p.set_defaults(handler=_play)
 
 
@@ -33,10 +40,13 @@ def _play(args: argparse.Namespace) -> int:
     scenario = registry.get(args.env)
     seed = seed_from_args(args.seed)
     env = registry.make(scenario.name)
+    options = checked_env_options(args, env, seed)
     print(f"{scenario.title} ({scenario.name}), seed {seed}\n")
     print(env.rules)
     print(HELP)
-    result = asyncio.run(run_episode(env, HumanAgent(), seed, on_turn=_show_reward))
+    result = asyncio.run(
+        run_episode(env, HumanAgent(), seed, options=options, on_turn=_show_reward)
+    )
     if result.outcome == "quit":
         print(f"Stopped after {result.steps} steps (return {result.total_reward:g}).")
         return 0

@@ -10,6 +10,8 @@ import sys
 from textenvs.cli.common import (
     add_agent_options,
     agent_from_args,
+    checked_env_options,
+    env_option_argument,
     print_outcome,
     print_turn,
     seed_argument,
@@ -27,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
     seed_argument(p)
+    env_option_argument(p)
     add_agent_options(p)
     p.add_argument(
         "--env-url",
@@ -62,10 +65,13 @@ def _play(args: argparse.Namespace) -> int:
         env = remote_env_factory(args.env_url)(scenario.name)
     else:
         env = registry.make(scenario.name)
+    options = checked_env_options(args, env, seed)
     agent = agent_from_args(args)
     print(f"{scenario.title} ({scenario.name}), seed {seed}, agent {agent.name}")
     try:
-        result = asyncio.run(run_episode(env, agent, seed, on_turn=print_turn))
+        result = asyncio.run(
+            run_episode(env, agent, seed, options=options or None, on_turn=print_turn)
+        )
     finally:
         with contextlib.suppress(Exception):  # a lost service: the real error is above
             env.close()
