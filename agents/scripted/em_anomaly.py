@@ -28,6 +28,8 @@ from textenvs.agents.scripted import ScriptedPolicy
 
 SIZE = 15  # the lab is SIZE x SIZE: the relative frame spans +-(SIZE - 1) around the start
 MOVES = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0)}
+MOVE_LIST = tuple(MOVES.items())
+AROUND = ((0, 0), *MOVES.values())  # a tile and its orthogonal neighbours
 PAD = 4  # margin so shifted kernels never wrap around the array
 SPAN = 2 * SIZE + 1  # relative coordinates -SIZE..SIZE
 DIM = SPAN + 2 * PAD
@@ -44,6 +46,9 @@ DETECT = [
     for dy in range(-3, 4)
     if min(abs(dx - a) + abs(dy - b) for a in (-1, 0, 1) for b in (-1, 0, 1)) <= 2
 ]
+
+# Offsets (dx, dy) within Manhattan distance 2, the reach of a zero reading's evidence.
+ZERO_REACH = [(dx, dy) for dx in range(-2, 3) for dy in range(-2 + abs(dx), 3 - abs(dx))]
 
 Cell = tuple[int, int]
 
@@ -100,10 +105,14 @@ class EMAnomalyPolicy(ScriptedPolicy):
             }
         else:
             pool = {(x, y) for x in range(lo_x, hi_x + 1) for y in range(lo_y, hi_y + 1)}
+        shadowed = self._shadowed()
         return {
             c
             for c in pool
-            if lo_x <= c[0] <= hi_x and lo_y <= c[1] <= hi_y and self._possible(c, positives)
+            if lo_x <= c[0] <= hi_x
+            and lo_y <= c[1] <= hi_y
+            and c not in shadowed
+            and self._possible(c, positives)
         }
 
     def _possible(self, c: Cell, positives: list[tuple[Cell, int]]) -> bool:
@@ -112,37 +121,44 @@ class EMAnomalyPolicy(ScriptedPolicy):
             return False  # a wall or outside the lab
         if isinstance(here, int):
             return here == 3
-        for q, value in positives:
-            if _dist(c, q) != 3 - value:
-                return False
-        # A zero reading within 2 steps, linked to c along a shortest path of known free
-        # tiles, would have read at least 1 if the node were at c.
-        for dx in range(-2, 3):
-            for dy in range(-2 + abs(dx), 3 - abs(dx)):
-                q = (c[0] + dx, c[1] + dy)
-                if self.known.get(q) != 0:
-                    continue
+        return all(_dist(c, q) == 3 - value for q, value in positives)
+
+    def _shadowed(self) -> set[Cell]:
+        """Tiles ruled out by a zero reading: a zero within 2 steps of c, linked to c along
+        a shortest path of known free tiles, would have read at least 1 had the node been
+        at c. Walked from the zeros (few) rather than from every candidate (many)."""
+        known = self.known
+        out: set[Cell] = set()
+        for (qx, qy), value in known.items():
+            if value != 0:
+                continue
+            for dx, dy in ZERO_REACH:  # q = c + (dx, dy)
+                c = (qx - dx, qy - dy)
                 if abs(dx) + abs(dy) <= 1:
-                    return False
-                for step in ((_sign(dx), 0), (0, _sign(dy))):
-                    if step != (0, 0) and isinstance(self.known.get(_add(c, step)), int):
-                        return False
-        return True
+                    out.add(c)
+                    continue
+                for sx, sy in ((_sign(dx), 0), (0, _sign(dy))):
+                    if (sx or sy) and isinstance(known.get((c[0] + sx, c[1] + sy)), int):
+                        out.add(c)
+                        break
+        return out
 
     def _reach(self, optimistic: bool) -> dict[Cell, tuple[int, str]]:
         """Walking distance and first move to every tile reachable through known free
         tiles (and unknown ones inside the bounds when `optimistic`)."""
         lo_x, hi_x, lo_y, hi_y = self._bounds()
+        known = self.known
         first: dict[Cell, tuple[int, str]] = {self.pos: (0, "")}
         queue = deque([self.pos])
         while queue:
             cell = queue.popleft()
+            x, y = cell
             dist, move = first[cell]
-            for name, step in MOVES.items():
-                nxt = _add(cell, step)
+            for name, (dx, dy) in MOVE_LIST:
+                nxt = (x + dx, y + dy)
                 if nxt in first or not (lo_x <= nxt[0] <= hi_x and lo_y <= nxt[1] <= hi_y):
                     continue
-                value = self.known.get(nxt)
+                value = known.get(nxt)
                 if isinstance(value, int) or (value is None and optimistic):
                     first[nxt] = (dist + 1, move or name)
                     queue.append(nxt)
@@ -187,10 +203,12 @@ class EMAnomalyPolicy(ScriptedPolicy):
     ) -> str | None:
         """When only the walk to the best Mark tile is left in the budget, commit to it."""
         cover: dict[Cell, int] = {}
-        for c in candidates:
-            for dx, dy in ((0, 0), *MOVES.values()):
-                tile = (c[0] + dx, c[1] + dy)
-                if tile in reach and reach[tile][0] <= steps_left - 1:
+        limit = steps_left - 1
+        for cx, cy in candidates:
+            for dx, dy in AROUND:
+                tile = (cx + dx, cy + dy)
+                walk = reach.get(tile)
+                if walk is not None and walk[0] <= limit:
                     cover[tile] = cover.get(tile, 0) + 1
         if not cover:
             return None
@@ -213,12 +231,15 @@ class EMAnomalyPolicy(ScriptedPolicy):
         mask = np.zeros((DIM, DIM))
         for (x, y), weight in self._weights(candidates).items():
             mask[ORIGIN + x, ORIGIN + y] = weight
-        gain = sum(np.roll(mask, (-dx, -dy), axis=(0, 1)) for dx, dy in DETECT)
+        # gain[i] = sum of mask[i + d] over DETECT, for i inside a margin of 3 (shifted
+        # slices; every cell the lab can hold lies well inside PAD, so nothing wraps).
+        lo, hi = 3, DIM - 3
+        gain = sum(mask[lo + dx : hi + dx, lo + dy : hi + dy] for dx, dy in DETECT)
         best: tuple[float, Cell] | None = None
         for cell, (dist, _move) in reach.items():
             if dist == 0 or dist > steps_left - 1:
                 continue
-            score = gain[ORIGIN + cell[0], ORIGIN + cell[1]] / (dist + DISTANCE_BIAS)
+            score = gain[ORIGIN - lo + cell[0], ORIGIN - lo + cell[1]] / (dist + DISTANCE_BIAS)
             if score > 0 and (best is None or (score, cell) > best):
                 best = (score, cell)
         return None if best is None else best[1]

@@ -98,6 +98,7 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
     version = "0"
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
+    observation_model = EMObservation
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> EMState:
         if options:
@@ -107,10 +108,10 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
     def transition(self, state: EMState, action: Action, step_index: int) -> Transition[EMState]:
         return rules.step(state, action, step_index)
 
-    def observe(self, state: EMState, steps_used: int) -> EMObservation:
-        return render.observe(state, steps_used)
+    def observe(self, state: EMState, steps_used: int) -> dict[str, Any]:
+        return render.observe_dict(state, steps_used)
 
-    def render_text(self, observation: EMObservation) -> str:  # type: ignore[override]
+    def render_text(self, observation: dict[str, Any]) -> str:  # type: ignore[override]
         return render.render(observation)
 
     def parse(self, text: str) -> Action:

@@ -6,13 +6,18 @@ the text) depends on where that neighbourhood lies on the grid, so no coordinate
 
 from __future__ import annotations
 
-from textenvs.core.render import grid, legend, status
-from textenvs.scenarios.em_anomaly.rules import inside
+from functools import lru_cache
+from typing import Any
+
+from textenvs.core.render import grid, legend
 from textenvs.scenarios.em_anomaly.state import (
+    SIZE,
     STEP_BUDGET,
     VIEW,
+    Action,
     EMObservation,
     EMState,
+    Facing,
     ViewCell,
 )
 
@@ -30,6 +35,10 @@ SCALE = (
     "Field strength: 3 = on the Vulnerability Node, 2 = one tile from it, 1 = two tiles "
     "from it, 0 = farther away or shielded by a wall."
 )
+SCAN_TITLE = "Field scan around you (3x3, north at the top):"
+# Enum `.value` is a descriptor call; observe runs these every step.
+FACING_NAMES = {f: f.value for f in Facing}
+ACTION_NAMES = {a: a.value for a in Action}
 ENDINGS = {
     "marked_success": "EPISODE OVER: you marked within 1 tile of the Vulnerability Node. "
     "Success (reward +1).",
@@ -39,38 +48,55 @@ ENDINGS = {
 }
 
 
-def observe(state: EMState, steps_used: int) -> EMObservation:
+# The 3x3 window's (dx, dy) offsets, northern row first, each row west to east.
+WINDOW = tuple(
+    tuple((dx, dy) for dx in range(-HALF, HALF + 1)) for dy in range(HALF, -HALF - 1, -1)
+)
+
+
+def observe_dict(state: EMState, steps_used: int) -> dict[str, Any]:
+    """The observation as the plain dict `EMObservation` describes (the env's hot path:
+    no model validation or dump per step)."""
     x, y = state.position
+    walls, field = state.walls, state.field
     rows: list[list[ViewCell]] = []
-    for wy in range(y + HALF, y - HALF - 1, -1):
+    for offsets in WINDOW:
         row: list[ViewCell] = []
-        for wx in range(x - HALF, x + HALF + 1):
-            if not inside((wx, wy)):
+        for dx, dy in offsets:
+            wx, wy = x + dx, y + dy
+            if not (0 <= wx < SIZE and 0 <= wy < SIZE):
                 row.append("outside")
-            elif (wx, wy) in state.walls:
+            elif (wx, wy) in walls:
                 row.append("wall")
             else:
-                row.append(state.level((wx, wy)))  # type: ignore[arg-type]
+                row.append(field[wy][wx])  # type: ignore[arg-type]
         rows.append(row)
     wasted = state.last_step != steps_used
     if state.outcome != "playing":
         ending = f"marked_{state.outcome}"
     else:
         ending = "out_of_steps" if steps_used >= STEP_BUDGET else "playing"
-    return EMObservation(
-        view=rows,
-        facing=state.facing.value,
-        steps_left=STEP_BUDGET - steps_used,
-        last_action=None if wasted or state.last_action is None else state.last_action.value,
-        last_result="wasted" if wasted else state.last_result,
-        status=ending,  # type: ignore[arg-type]
-    )
+    return {
+        "view": rows,
+        "facing": FACING_NAMES[state.facing],
+        "steps_left": STEP_BUDGET - steps_used,
+        "last_action": None
+        if wasted or state.last_action is None
+        else ACTION_NAMES[state.last_action],
+        "last_result": "wasted" if wasted else state.last_result,
+        "status": ending,
+    }
 
 
-def describe_last(obs: EMObservation) -> str:
+def observe(state: EMState, steps_used: int) -> EMObservation:
+    """The same observation as a validated model."""
+    return EMObservation(**observe_dict(state, steps_used))
+
+
+def describe_last(obs: dict[str, Any]) -> str:
     """One line on what the last command did (a blocked move says so explicitly)."""
-    action = obs.last_action
-    result = obs.last_result
+    action = obs["last_action"]
+    result = obs["last_result"]
     if result == "start":
         return "none yet (the episode has just started)"
     if result == "wasted":
@@ -82,31 +108,34 @@ def describe_last(obs: EMObservation) -> str:
     if result == "blocked_by_edge":
         return f"{action}: BLOCKED by the edge of the lab; you did not move (one step spent)"
     if result == "rotated":
-        return f"{action}: you now face {obs.facing}"
+        return f"{action}: you now face {obs['facing']}"
     return "mark: you declared the Vulnerability Node here"
 
 
-def _cell(value: ViewCell) -> str:
-    return SYMBOLS[value] if isinstance(value, str) else str(value)
-
-
-def render(obs: EMObservation) -> str:
-    cells = [[_cell(v) for v in row] for row in obs.view]
+# The field scan's text depends only on the 3x3 window's contents, and a window holds
+# one of few patterns: memoise it on the window (bounded).
+@lru_cache(maxsize=1024)
+def _scan(view: tuple[tuple[ViewCell, ...], ...]) -> str:
+    cells = [[SYMBOLS[v] if isinstance(v, str) else str(v) for v in row] for row in view]
     cells[HALF][HALF] = f"[{cells[HALF][HALF]}]"
-    view = grid(
+    return grid(
         cells,
         col_labels=["west", "centre", "east"],
         row_labels=["north", "centre", "south"],
     )
-    centre = obs.view[HALF][HALF]
-    head = status(
-        [
-            ("Field here", centre),
-            ("Facing", obs.facing),
-            ("Steps left", f"{obs.steps_left} of {STEP_BUDGET}"),
-            ("Last action", describe_last(obs)),
-        ]
+
+
+def render(obs: EMObservation | dict[str, Any]) -> str:
+    if isinstance(obs, EMObservation):
+        obs = obs.model_dump()
+    view = obs["view"]
+    scan = _scan(tuple(map(tuple, view)))
+    head = (
+        f"Field here:  {view[HALF][HALF]}\n"
+        f"Facing:      {obs['facing']}\n"
+        f"Steps left:  {obs['steps_left']} of {STEP_BUDGET}\n"
+        f"Last action: {describe_last(obs)}"
     )
-    if obs.status != "playing":
-        head += "\n" + ENDINGS[obs.status]
-    return f"{head}\n\nField scan around you (3x3, north at the top):\n{view}\n{LEGEND}\n{SCALE}"
+    if obs["status"] != "playing":
+        head += "\n" + ENDINGS[obs["status"]]
+    return f"{head}\n\n{SCAN_TITLE}\n{scan}\n{LEGEND}\n{SCALE}"

@@ -126,6 +126,7 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     version = "0"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
+    observation_model = MegacityObservation
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> MegacityState:
         if options:
@@ -137,10 +138,10 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     ) -> Transition[MegacityState]:
         return rules.step(state, action)
 
-    def observe(self, state: MegacityState, steps_used: int) -> MegacityObservation:
+    def observe(self, state: MegacityState, steps_used: int) -> dict[str, Any]:
         return render.observe(state, steps_used)
 
-    def render_text(self, observation: MegacityObservation) -> str:  # type: ignore[override]
+    def render_text(self, observation: dict[str, Any]) -> str:  # type: ignore[override]
         return render.render(observation)
 
     def parse(self, text: str) -> Action:

@@ -7,6 +7,7 @@ or constants of `physics.py`, except the rule texts research has decoded.
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 from textenvs.core.render import grid, status
 from textenvs.scenarios.megacity import physics as p
@@ -20,10 +21,7 @@ from textenvs.scenarios.megacity.state import (
     STEP_BUDGET,
     TARGET_DISTRICTS,
     Cell,
-    Component,
-    MegacityObservation,
     MegacityState,
-    ResearchItem,
     Vec,
     cell_name,
 )
@@ -68,39 +66,43 @@ def _site(state: MegacityState, cell: Cell) -> str:
 
 
 @cache
-def _components(points: int) -> tuple[Component, ...]:
+def _components(points: int) -> tuple[dict[str, Any], ...]:
     out = [
-        Component(
-            name=m,
-            kind="support",
-            available=p.unlocked(m, points),
-            cost=p.support_cost(m),
-            descriptor=DESCRIPTORS[m],
-        )
+        {
+            "name": m,
+            "kind": "support",
+            "available": p.unlocked(m, points),
+            "cost": p.support_cost(m),
+            "descriptor": DESCRIPTORS[m],
+        }
         for m in MATERIALS
     ]
     for kind in ("vent", "conduit", "district"):
         out.append(
-            Component(
-                name=kind,
-                kind=kind,
-                available=True,
-                cost=p.COSTS[kind],
-                descriptor=DESCRIPTORS[kind],
-            )
+            {
+                "name": kind,
+                "kind": kind,
+                "available": True,
+                "cost": p.COSTS[kind],
+                "descriptor": DESCRIPTORS[kind],
+            }
         )
     return tuple(out)
 
 
-def observe(state: MegacityState, steps_used: int) -> MegacityObservation:
+def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
+    """The observation as the plain dict `MegacityObservation` describes (the env's
+    `observation_model`): no model validation or dump on the hot path."""
     field = p.flow_field(state.base_flow, state.vents, state.steps)
     rows = range(SIZE - 1, -1, -1)  # north first
     items = [
-        ResearchItem(
-            name=name,
-            status=research.status(i, state.research),
-            text={"unknown": "", "clue": clue, "decoded": text}[research.status(i, state.research)],
-        )
+        {
+            "name": name,
+            "status": research.status(i, state.research),
+            "text": {"unknown": "", "clue": clue, "decoded": text}[
+                research.status(i, state.research)
+            ],
+        }
         for i, (name, clue, text) in enumerate(research.RULES)
     ]
     done = state.outcome
@@ -118,89 +120,90 @@ def observe(state: MegacityState, steps_used: int) -> MegacityObservation:
             for s in state.seams
         ]
         faults = [cell_name(c) for c in state.faults]
-    return MegacityObservation(
-        step=state.steps,
-        steps_left=STEP_BUDGET - steps_used,
-        districts=len(state.districts),
-        district_cells=[cell_name(c) for c in state.districts],
-        integrity=state.integrity,
-        air=state.air,
-        power=state.power,
-        power_net=state.power_net,
-        brownout=state.brownout,
-        stress=[list(state.stress[r]) for r in rows],
-        sites=[[_site(state, (c, r)) for c in range(SIZE)] for r in rows],
-        supports={cell_name(c): m for c, m in state.supports},
-        conduits=[cell_name(c) for c in state.conduits],
-        vents=[f"{cell_name(c)} {d}" for c, d in state.vents],
-        airflow=[[flow_text(field[r][c]) for c in range(SIZE)] for r in rows],
-        airflow_strength=[[p.strength(field[r][c]) for c in range(SIZE)] for r in rows],
-        components=list(_components(state.research)),
-        research_points=state.research,
-        research=items,
-        seams=seams,
-        faults=faults,
-        report=list(state.report),
-        status=done,
-    )
+    return {
+        "step": state.steps,
+        "steps_left": STEP_BUDGET - steps_used,
+        "districts": len(state.districts),
+        "district_cells": [cell_name(c) for c in state.districts],
+        "integrity": state.integrity,
+        "air": state.air,
+        "power": state.power,
+        "power_net": state.power_net,
+        "brownout": state.brownout,
+        "stress": [list(state.stress[r]) for r in rows],
+        "sites": [[_site(state, (c, r)) for c in range(SIZE)] for r in rows],
+        "supports": {cell_name(c): m for c, m in state.supports},
+        "conduits": [cell_name(c) for c in state.conduits],
+        "vents": [f"{cell_name(c)} {d}" for c, d in state.vents],
+        "airflow": [[flow_text(field[r][c]) for c in range(SIZE)] for r in rows],
+        "airflow_strength": [[p.strength(field[r][c]) for c in range(SIZE)] for r in rows],
+        # fresh copies: the memoised dicts must not be shared with callers
+        "components": [dict(c) for c in _components(state.research)],
+        "research_points": state.research,
+        "research": items,
+        "seams": seams,
+        "faults": faults,
+        "report": list(state.report),
+        "status": done,
+    }
 
 
 def _table(cells: list[list[str]]) -> str:
     return grid(cells, col_labels=list(COLS), row_labels=ROW_LABELS)
 
 
-def render(obs: MegacityObservation) -> str:
-    power = f"{obs.power} units (last step {obs.power_net:+d})"
-    if obs.brownout:
+def render(obs: dict[str, Any]) -> str:
+    power = f"{obs['power']} units (last step {obs['power_net']:+d})"
+    if obs["brownout"]:
         power += " BROWNOUT: demand exceeded storage"
-    district_list = f" ({', '.join(obs.district_cells)})" if obs.district_cells else ""
+    district_list = f" ({', '.join(obs['district_cells'])})" if obs["district_cells"] else ""
     head = status(
         [
-            ("Step", f"{obs.step} of {STEP_BUDGET} ({obs.steps_left} left)"),
-            ("Districts", f"{obs.districts} of {TARGET_DISTRICTS}{district_list}"),
-            ("Integrity", f"{obs.integrity}% (keep above {INTEGRITY_THRESHOLD})"),
-            ("Air index", f"{obs.air}% (keep above {AIR_THRESHOLD})"),
+            ("Step", f"{obs['step']} of {STEP_BUDGET} ({obs['steps_left']} left)"),
+            ("Districts", f"{obs['districts']} of {TARGET_DISTRICTS}{district_list}"),
+            ("Integrity", f"{obs['integrity']}% (keep above {INTEGRITY_THRESHOLD})"),
+            ("Air index", f"{obs['air']}% (keep above {AIR_THRESHOLD})"),
             ("Power", power),
         ]
     )
     parts = [head]
-    if obs.status != "playing":
-        parts.append(STATUS_LINES[obs.status])
-    if obs.report:
-        parts.append("Last step: " + " ".join(obs.report))
+    if obs["status"] != "playing":
+        parts.append(STATUS_LINES[obs["status"]])
+    if obs["report"]:
+        parts.append("Last step: " + " ".join(obs["report"]))
     parts.append(
         "Rock stress (0-100), row 5 (north) at the top:\n"
-        + _table([[str(v) for v in row] for row in obs.stress])
+        + _table([[str(v) for v in row] for row in obs["stress"]])
     )
-    sites = "Sites (" + SITE_LEGEND + "):\n" + _table(obs.sites)
+    sites = "Sites (" + SITE_LEGEND + "):\n" + _table(obs["sites"])
     details = [
-        ("Supports", ", ".join(f"{c} {m}" for c, m in obs.supports.items()) or "none"),
-        ("Conduits", " ".join(obs.conduits) or "none"),
-        ("Shafts", ", ".join(obs.vents) or "none"),
+        ("Supports", ", ".join(f"{c} {m}" for c, m in obs["supports"].items()) or "none"),
+        ("Conduits", " ".join(obs["conduits"]) or "none"),
+        ("Shafts", ", ".join(obs["vents"]) or "none"),
     ]
     parts.append(sites + "\n" + status(details))
     parts.append(
         "Airflow (E2N1 = 2 east and 1 north; strength = sum of the parts; . calm):\n"
-        + _table(obs.airflow)
+        + _table(obs["airflow"])
     )
-    if obs.seams is not None and obs.faults is not None:
-        geology = f"Seams: {'; '.join(obs.seams)}. Faults: {', '.join(obs.faults)}."
+    if obs["seams"] is not None and obs["faults"] is not None:
+        geology = f"Seams: {'; '.join(obs['seams'])}. Faults: {', '.join(obs['faults'])}."
     else:
         geology = "Geology: not charted yet (scan charts seams and faults)."
     parts.append(geology)
     lines = ["Components (power cost):"]
-    for comp in obs.components:
-        label = f"{comp.name} ({comp.kind})" if comp.kind == "support" else comp.name
-        lock = "" if comp.available else " [locked: research further]"
-        lines.append(f"- {label}, {comp.cost}: {comp.descriptor}{lock}")
+    for comp in obs["components"]:
+        label = f"{comp['name']} ({comp['kind']})" if comp["kind"] == "support" else comp["name"]
+        lock = "" if comp["available"] else " [locked: research further]"
+        lines.append(f"- {label}, {comp['cost']}: {comp['descriptor']}{lock}")
     lines.append(
         f"- excavate, {p.COSTS['excavate']}; research, {p.COSTS['research']}; "
         f"scan, {p.COSTS['scan']}; wait, 0"
     )
     parts.append("\n".join(lines))
-    lines = [f"Research: {obs.research_points} of {research.TOTAL_POINTS} points"]
-    for item in obs.research:
-        text = f": {item.text}" if item.text else ""
-        lines.append(f"- {item.name} [{item.status}]{text}")
+    lines = [f"Research: {obs['research_points']} of {research.TOTAL_POINTS} points"]
+    for item in obs["research"]:
+        text = f": {item['text']}" if item["text"] else ""
+        lines.append(f"- {item['name']} [{item['status']}]{text}")
     parts.append("\n".join(lines))
     return "\n\n".join(parts)

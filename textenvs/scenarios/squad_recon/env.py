@@ -106,6 +106,7 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
     version = "0"
     max_steps = STEP_BUDGET
     action_schema = SquadReconAction
+    observation_model = ReconObservation
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> ReconState:
         if options:
@@ -117,10 +118,10 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
     ) -> Transition[ReconState]:
         return rules.step(state, action, step_index)
 
-    def observe(self, state: ReconState, steps_used: int) -> ReconObservation:
+    def observe(self, state: ReconState, steps_used: int) -> dict[str, Any]:
         return render.observe(state, steps_used)
 
-    def render_text(self, observation: ReconObservation) -> str:  # type: ignore[override]
+    def render_text(self, observation: dict[str, Any]) -> str:  # type: ignore[override]
         return render.render(observation)
 
     def parse(self, text: str) -> Orders:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from textenvs.core.render import grid, legend, status
+from typing import Any
+
+from textenvs.core.render import legend
 from textenvs.scenarios.squad_recon.state import (
     CAMPS,
     SIZE,
     STEP_BUDGET,
     SYMBOLS,
-    CampView,
-    ReconObservation,
     ReconState,
-    SquadView,
     StepEvent,
     Terrain,
 )
@@ -86,40 +85,64 @@ def describe(event: StepEvent) -> str:
 # observe runs it for every map cell every step).
 TERRAIN_SYMBOLS = {t: SYMBOLS[t.value] for t in Terrain}
 
+# The fogged terrain rows change only when `seen` grows, and `sweep` keeps the very same
+# `seen` object when nothing new came into view: remember the rows for the last (terrain,
+# seen) pair by identity (the memo holds both references, so identities stay valid).
+_fog_memo: tuple[object, object, tuple[str, ...]] = (None, None, ())
 
-def observe(state: ReconState, steps_used: int) -> ReconObservation:
-    seen, unseen = state.seen, SYMBOLS["unseen"]
-    rows = [
-        [TERRAIN_SYMBOLS[t] if (x, y) in seen else unseen for x, t in enumerate(state.terrain[y])]
-        for y in range(SIZE - 1, -1, -1)
-    ]
+
+def _fog_rows(state: ReconState) -> tuple[str, ...]:
+    global _fog_memo
+    terrain, seen, rows = _fog_memo
+    if terrain is not state.terrain or seen is not state.seen:
+        seen, unseen = state.seen, SYMBOLS["unseen"]
+        rows = tuple(
+            "".join(
+                TERRAIN_SYMBOLS[t] if (x, y) in seen else unseen
+                for x, t in enumerate(state.terrain[y])
+            )
+            for y in range(SIZE - 1, -1, -1)
+        )
+        _fog_memo = (state.terrain, state.seen, rows)
+    return rows
+
+
+def _put(rows: list[str], cell: tuple[int, int], symbol: str) -> None:
+    x, r = cell[0], SIZE - 1 - cell[1]
+    rows[r] = f"{rows[r][:x]}{symbol}{rows[r][x + 1 :]}"
+
+
+def observe(state: ReconState, steps_used: int) -> dict[str, Any]:
+    """The observation as the plain dict `ReconObservation` describes (the env's
+    `observation_model`): no model validation or dump on the hot path."""
+    rows = list(_fog_rows(state))
     camps = []
     for camp in state.camps:
         if camp.position not in state.seen:
             continue  # never shown, and never counted apart from the total
         x, y = camp.position
-        rows[SIZE - 1 - y][x] = SYMBOLS["camp" if camp.standing else "eliminated"]
+        _put(rows, camp.position, SYMBOLS["camp" if camp.standing else "eliminated"])
         camps.append(
-            CampView(
-                x=x,
-                y=y,
-                strength=camp.strength,
-                status="standing" if camp.standing else "eliminated",
-            )
+            {
+                "x": x,
+                "y": y,
+                "strength": camp.strength,
+                "status": "standing" if camp.standing else "eliminated",
+            }
         )
     for squad in state.squads:
         if squad.active:
             x, y = squad.position
             here = rows[SIZE - 1 - y][x]
-            rows[SIZE - 1 - y][x] = SYMBOLS["several"] if here in "ABC*" else squad.name
+            _put(rows, squad.position, SYMBOLS["several"] if here in "ABC*" else squad.name)
     squads = [
-        SquadView(
-            name=s.name,
-            x=s.position[0],
-            y=s.position[1],
-            strength=s.strength,
-            status="active" if s.active else "destroyed",
-        )
+        {
+            "name": s.name,
+            "x": s.position[0],
+            "y": s.position[1],
+            "strength": s.strength,
+            "status": "active" if s.active else "destroyed",
+        }
         for s in state.squads
     ]
     if state.eliminated == CAMPS:
@@ -129,52 +152,59 @@ def observe(state: ReconState, steps_used: int) -> ReconObservation:
     else:
         outcome = "out_of_steps" if steps_used >= STEP_BUDGET else "playing"
     fresh = state.report_step == steps_used
-    return ReconObservation(
-        squads=squads,
-        map=["".join(row) for row in rows],
-        camps=camps,
-        eliminated=state.eliminated,
-        total_camps=CAMPS,
-        steps_left=STEP_BUDGET - steps_used,
-        total_strength=sum(s.strength for s in state.squads if s.active),
-        report=[describe(e) for e in state.last_events] if fresh else [],
-        status=outcome,
-    )
+    return {
+        "squads": squads,
+        "map": rows,
+        "camps": camps,
+        "eliminated": state.eliminated,
+        "total_camps": CAMPS,
+        "steps_left": STEP_BUDGET - steps_used,
+        "total_strength": sum(s.strength for s in state.squads if s.active),
+        "report": [describe(e) for e in state.last_events] if fresh else [],
+        "status": outcome,
+    }
 
 
-def _squad_line(squad: SquadView) -> str:
-    where = f"({squad.x},{squad.y})"
-    if squad.status == "destroyed":
-        return f"  {squad.name}  destroyed  (last at {where}, strength was {squad.strength})"
-    return f"  {squad.name}  at {where}  strength {squad.strength}  active"
+def _squad_line(squad: dict[str, Any]) -> str:
+    where = f"({squad['x']},{squad['y']})"
+    if squad["status"] == "destroyed":
+        return f"  {squad['name']}  destroyed  (last at {where}, strength was {squad['strength']})"
+    return f"  {squad['name']}  at {where}  strength {squad['strength']}  active"
 
 
-def _camp_line(camp: CampView) -> str:
-    return f"  camp at ({camp.x},{camp.y})  strength {camp.strength}  {camp.status}"
+def _camp_line(camp: dict[str, Any]) -> str:
+    return f"  camp at ({camp['x']},{camp['y']})  strength {camp['strength']}  {camp['status']}"
 
 
-def render(obs: ReconObservation) -> str:
+# The tactical map is what `core.render.grid` draws for one-character cells and labels
+# 0-14 (every cell right-aligned to width 2, row labels to 3), written out directly:
+# it is most of each step's text.
+MAP_HEADER = "y\\x " + " ".join(str(x).rjust(2) for x in range(SIZE))
+ROW_LABELS = [str(y).rjust(3) for y in range(SIZE - 1, -1, -1)]
+
+
+def _map_text(rows: list[str]) -> str:
+    lines = [f"{label}  {'  '.join(row)}" for label, row in zip(ROW_LABELS, rows, strict=True)]
+    return MAP_HEADER + "\n" + "\n".join(lines)
+
+
+def render(obs: dict[str, Any]) -> str:
     parts = []
-    if obs.report:
-        parts.append("Last step:\n" + "\n".join(f"  {line}" for line in obs.report))
-    head = status(
-        [
-            ("Camps eliminated", f"{obs.eliminated}/{obs.total_camps}"),
-            ("Steps left", f"{obs.steps_left} of {STEP_BUDGET}"),
-            ("Active strength", obs.total_strength),
-        ]
+    if obs["report"]:
+        parts.append("Last step:\n" + "\n".join(f"  {line}" for line in obs["report"]))
+    head = (
+        f"Camps eliminated: {obs['eliminated']}/{obs['total_camps']}\n"
+        f"Steps left:       {obs['steps_left']} of {STEP_BUDGET}\n"
+        f"Active strength:  {obs['total_strength']}"
     )
-    if obs.status != "playing":
-        head += "\n" + STATUS_LINES[obs.status]
+    if obs["status"] != "playing":
+        head += "\n" + STATUS_LINES[obs["status"]]
     parts.append(head)
-    parts.append("Squads:\n" + "\n".join(_squad_line(s) for s in obs.squads))
-    seen = "\n".join(_camp_line(c) for c in obs.camps) if obs.camps else "  none seen yet"
-    parts.append(f"Enemy camps seen (of {obs.total_camps}):\n{seen}")
-    view = grid(
-        [list(row) for row in obs.map],
-        col_labels=[str(x) for x in range(SIZE)],
-        row_labels=[str(y) for y in range(SIZE - 1, -1, -1)],
-        corner="y\\x",
+    parts.append("Squads:\n" + "\n".join(_squad_line(s) for s in obs["squads"]))
+    camps = obs["camps"]
+    seen = "\n".join(_camp_line(c) for c in camps) if camps else "  none seen yet"
+    parts.append(f"Enemy camps seen (of {obs['total_camps']}):\n{seen}")
+    parts.append(
+        f"Tactical map (north at the top, x east, y north):\n{_map_text(obs['map'])}\n{LEGEND}"
     )
-    parts.append(f"Tactical map (north at the top, x east, y north):\n{view}\n{LEGEND}")
     return "\n\n".join(parts)

@@ -49,10 +49,14 @@ def initial_state(rng: np.random.Generator) -> ReconState:
 
 def sweep(state: ReconState, squads: tuple[Squad, ...]) -> frozenset[Cell]:
     """`state.seen` plus what every active squad in `squads` sees now."""
-    seen = set(state.seen)
+    # Mostly nothing new comes into view: keep the same frozenset then (render memoises
+    # the fogged map on its identity) instead of copying it.
+    seen = state.seen
     for squad in squads:
         if squad.active:
-            seen |= _sight(state, squad.position)
+            sight = _sight(state, squad.position)
+            if not sight <= seen:
+                seen = seen | sight
     return frozenset(seen)
 
 
