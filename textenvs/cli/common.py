@@ -51,6 +51,16 @@ def print_outcome(result: EpisodeResult) -> None:
     )
 
 
+def env_url_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--env-url",
+        metavar="URL",
+        default=None,
+        help="play on a textenvs service (e.g. http://host:8000) instead of locally; "
+        "a bearer token is read from $TEXTENVS_TOKEN",
+    )
+
+
 def env_option_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--env-option",

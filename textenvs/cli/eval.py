@@ -25,6 +25,7 @@ from textenvs.cli.common import (
     agent_from_args,
     env_option_argument,
     env_options_from_args,
+    env_url_argument,
 )
 from textenvs.evals import runner
 from textenvs.evals.metrics import Record
@@ -82,13 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="end an episode after N invalid commands in a row (outcome invalid_limit)",
     )
-    p.add_argument(
-        "--env-url",
-        metavar="URL",
-        default=None,
-        help="play on a textenvs service (e.g. http://host:8000) instead of locally; "
-        "a bearer token is read from $TEXTENVS_TOKEN",
-    )
+    env_url_argument(p)
     p.add_argument(
         "--price-per-1k-prompt",
         type=float,

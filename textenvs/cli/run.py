@@ -12,6 +12,7 @@ from textenvs.cli.common import (
     agent_from_args,
     checked_env_options,
     env_option_argument,
+    env_url_argument,
     print_outcome,
     print_turn,
     seed_argument,
@@ -31,13 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     seed_argument(p)
     env_option_argument(p)
     add_agent_options(p)
-    p.add_argument(
-        "--env-url",
-        metavar="URL",
-        default=None,
-        help="play on a textenvs service (e.g. http://host:8000) instead of locally; "
-        "a bearer token is read from $TEXTENVS_TOKEN",
-    )
+    env_url_argument(p)
     p.set_defaults(handler=_run)
 
 
