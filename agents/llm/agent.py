@@ -34,6 +34,7 @@ from textenvs.core.parsing import ParseError
 log = logging.getLogger("textenvs.agents.llm")
 
 TOOL_NAME = "act"
+LOCAL_MAX_TOKENS = 96  # reply limit for the embedded model when none is given
 TOOLS_NOTE = (
     "\n\nAnswer every turn by calling the function `act` exactly once with your command; "
     "do not write the command as text."
@@ -259,8 +260,13 @@ class LLMAgent(Agent):
         cfg = self.cfg
         if cfg.temperature is not None:
             request["temperature"] = cfg.temperature
-        if cfg.max_tokens is not None:
-            request[cfg.max_tokens_field] = cfg.max_tokens
+        max_tokens = cfg.max_tokens
+        if max_tokens is None and cfg.is_local:
+            # llama.cpp's server lets a chat reply run to the end of the context: a small
+            # local model that rambles would take minutes a turn.
+            max_tokens = LOCAL_MAX_TOKENS
+        if max_tokens is not None:
+            request[cfg.max_tokens_field] = max_tokens
         if cfg.seed is not None:
             request["seed"] = cfg.seed
         if cfg.reasoning_effort:

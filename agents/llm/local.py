@@ -11,8 +11,12 @@ any remote server. Needs the optional extra: `pip install 'textenvs[local]'`.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import ctypes
+import ctypes.util
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -101,7 +105,11 @@ class LocalServer:
             str(self.n_ctx),
         ]
         self._process = subprocess.Popen(
-            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            command,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
         )
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
@@ -136,6 +144,17 @@ class LocalServer:
             return "(no log)"
 
 
+def _die_with_parent() -> None:
+    """In the server's child process: ask Linux to SIGTERM it when its parent dies, so a
+    killed `textenvs` never leaves a model server running (atexit runs only on a clean
+    exit). Elsewhere this is a no-op; the atexit stop still applies."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl(
+            PR_SET_PDEATHSIG, signal.SIGTERM
+        )
+
+
+PR_SET_PDEATHSIG = 1
 _server: LocalServer | None = None
 _lock = threading.Lock()
 
