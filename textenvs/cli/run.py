@@ -19,7 +19,7 @@ from textenvs.cli.common import (
     seed_from_args,
 )
 from textenvs.core import registry
-from textenvs.evals.episode import run_episode
+from textenvs.evals.episode import EpisodeResult, run_episode
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,10 +63,15 @@ def _play(args: argparse.Namespace) -> int:
     options = checked_env_options(args, env, seed)
     agent = agent_from_args(args)
     print(f"{scenario.title} ({scenario.name}), seed {seed}, agent {agent.name}")
+
+    async def play() -> EpisodeResult:
+        try:
+            return await run_episode(env, agent, seed, options=options, on_turn=print_turn)
+        finally:
+            await agent.aclose()  # e.g. the LLM agent's HTTP client
+
     try:
-        result = asyncio.run(
-            run_episode(env, agent, seed, options=options or None, on_turn=print_turn)
-        )
+        result = asyncio.run(play())
     finally:
         with contextlib.suppress(Exception):  # a lost service: the real error is above
             env.close()
