@@ -174,13 +174,15 @@ def resolve(
 
 
 def suggest(text: str, vocabulary: Sequence[str], limit: int = 3) -> list[str]:
-    """Close spellings of known phrases for the words in `text` ('nrth' -> 'north')."""
+    """Close spellings of known phrases for the words in `text` ('nrth' -> 'north'),
+    compared in normalised form and given back as the vocabulary spells them."""
+    spelled = {normalise(v): v for v in vocabulary}
     words = [w for w in re.findall(r"[a-z0-9]+", text)[:50] if len(w) >= 3]
     out: list[str] = []
     for word in words:
-        for match in difflib.get_close_matches(word, vocabulary, n=2, cutoff=0.75):
-            if match not in out:
-                out.append(match)
+        for match in difflib.get_close_matches(word, list(spelled), n=2, cutoff=0.75):
+            if spelled[match] not in out:
+                out.append(spelled[match])
     return out[:limit]
 
 
@@ -242,6 +244,7 @@ class PhraseGrammar(Generic[A]):
         # Parsing is a pure function of the text: memoised per grammar.
         self.parse: Callable[[str], A] = memoise_parse(self._parse)
         self._exact: dict[str, A] = {}
+        self._spellings = [name for names in aliases.values() for name in names]
         for action, names in aliases.items():
             for name in names:
                 key = normalise(name)
@@ -267,6 +270,6 @@ class PhraseGrammar(Generic[A]):
             exact=self.exact,
             scan=self.scan,
             valid=self.valid,
-            vocabulary=list(self._exact),
+            vocabulary=self._spellings,
             describe=self._describe,
         )
