@@ -8,7 +8,6 @@ this module except through research (`research.py` holds the texts research reve
 from __future__ import annotations
 
 from functools import lru_cache
-from itertools import pairwise
 
 from textenvs.scenarios.megacity.state import (
     DIRECTIONS,
@@ -16,6 +15,7 @@ from textenvs.scenarios.megacity.state import (
     Cell,
     Grid,
     MegacityState,
+    Seam,
     Vec,
     VecGrid,
     neighbours,
@@ -71,7 +71,13 @@ POINTS_PER_RULE = 2  # the first point gives a clue, the second decodes the rule
 
 
 def seam_cells(state: MegacityState) -> set[Cell]:
-    return {c for seam in state.seams for c in seam.cells}
+    return set(_seam_set(state.seams))
+
+
+@lru_cache(maxsize=256)
+def _seam_set(seams: tuple[Seam, ...]) -> frozenset[Cell]:
+    """The seam cells; seams are fixed per episode and asked for every step."""
+    return frozenset(c for seam in seams for c in seam.cells)
 
 
 def flow_field(base: VecGrid, vents: tuple[tuple[Cell, str], ...], steps: int) -> VecGrid:
@@ -110,26 +116,35 @@ def seam_flow(stress: Grid, state: MegacityState) -> Grid:
     cell downstream (x CONDUIT_SEAM_GAIN with a conduit on it); the last cell keeps what
     it receives up to STRESS_MAX. Seams are applied in order (row seam, then column)."""
     grid = [list(row) for row in stress]
-    conduits = set(state.conduits)
+    conduits = state.conduits
     for seam in state.seams:
-        moved = []
-        for here in seam.cells[:-1]:
-            gain = CONDUIT_SEAM_GAIN if here in conduits else 1
-            moved.append(grid[here[1]][here[0]] * SEAM_FLOW_PCT * gain // 100)
-        for (here, there), amount in zip(pairwise(seam.cells), moved, strict=True):
-            grid[here[1]][here[0]] -= amount
-            grid[there[1]][there[0]] = min(STRESS_MAX, grid[there[1]][there[0]] + amount)
-    return tuple(tuple(row) for row in grid)
+        cells = seam.cells
+        # Every amount is taken from the stress before this seam moves anything.
+        moved = [
+            grid[r][c] * SEAM_FLOW_PCT * (CONDUIT_SEAM_GAIN if (c, r) in conduits else 1) // 100
+            for c, r in cells[:-1]
+        ]
+        for (c, r), (c2, r2), amount in zip(cells[:-1], cells[1:], moved, strict=True):
+            grid[r][c] -= amount
+            grid[r2][c2] = min(STRESS_MAX, grid[r2][c2] + amount)
+    return tuple(map(tuple, grid))
 
 
 def conduit_damping(stress: Grid, state: MegacityState) -> Grid:
     """A conduit off every seam drains CONDUIT_DAMP stress per step from its cell."""
-    on_seam = seam_cells(state)
+    drained = _off_seam(state.seams, state.conduits)
+    if not drained:
+        return stress  # nothing to drain: the same grid
     grid = [list(row) for row in stress]
-    for c, r in state.conduits:
-        if (c, r) not in on_seam:
-            grid[r][c] = max(0, grid[r][c] - CONDUIT_DAMP)
-    return tuple(tuple(row) for row in grid)
+    for c, r in drained:
+        grid[r][c] = max(0, grid[r][c] - CONDUIT_DAMP)
+    return tuple(map(tuple, grid))
+
+
+@lru_cache(maxsize=1024)
+def _off_seam(seams: tuple[Seam, ...], conduits: tuple[Cell, ...]) -> tuple[Cell, ...]:
+    on_seam = _seam_set(seams)
+    return tuple(cell for cell in conduits if cell not in on_seam)
 
 
 def excavation_transfer(state: MegacityState, cell: Cell) -> Grid:
@@ -185,14 +200,20 @@ def next_air(air: int, target: int) -> int:
 
 def power_flows(state: MegacityState) -> tuple[int, int]:
     """(generation, demand) per step."""
-    on_seam = seam_cells(state)
-    generation = POWER_BASE_GEN + SEAM_TAP * sum(1 for c in state.conduits if c in on_seam)
-    near = set(state.conduits)
-    for cell in state.conduits:
+    return _power_flows(state.seams, state.conduits, state.districts)
+
+
+@lru_cache(maxsize=1024)
+def _power_flows(
+    seams: tuple[Seam, ...], conduits: tuple[Cell, ...], districts: tuple[Cell, ...]
+) -> tuple[int, int]:
+    # Memoised: these three change only when something is built, not every step.
+    on_seam = _seam_set(seams)
+    generation = POWER_BASE_GEN + SEAM_TAP * sum(1 for c in conduits if c in on_seam)
+    near = set(conduits)
+    for cell in conduits:
         near.update(neighbours(cell))
-    demand = sum(
-        DISTRICT_DRAW_CONNECTED if cell in near else DISTRICT_DRAW for cell in state.districts
-    )
+    demand = sum(DISTRICT_DRAW_CONNECTED if cell in near else DISTRICT_DRAW for cell in districts)
     return generation, demand
 
 

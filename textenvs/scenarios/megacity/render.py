@@ -6,10 +6,12 @@ or constants of `physics.py`, except the rule texts research has decoded.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import lru_cache
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
-from textenvs.core.render import grid, status
+from textenvs.core.render import status
 from textenvs.scenarios.megacity import physics as p
 from textenvs.scenarios.megacity import research
 from textenvs.scenarios.megacity.state import (
@@ -23,6 +25,7 @@ from textenvs.scenarios.megacity.state import (
     Cell,
     MegacityState,
     Vec,
+    VecGrid,
     cell_name,
 )
 
@@ -45,6 +48,7 @@ STATUS_LINES = {
     "out_of_steps": "EPISODE OVER: step 40 reached without victory.",
 }
 ROW_LABELS = [str(r + 1) for r in range(SIZE - 1, -1, -1)]
+_NORTH_FIRST = range(SIZE - 1, -1, -1)  # grids are stored south first, shown north first
 
 
 def flow_text(vec: Vec) -> str:
@@ -55,17 +59,72 @@ def flow_text(vec: Vec) -> str:
     return text or "."
 
 
-def _site(state: MegacityState, cell: Cell) -> str:
-    if cell in state.districts:
-        mark = "D"
-    elif cell in state.chambers:
-        mark = "S" if state.support_at(cell) else "o"
-    else:
-        mark = "."
-    return mark + ("+" if cell in state.conduits else "")
+# The parts below change only when what they are drawn from changes (a build, a vent, a
+# reversal, a research point), far less often than once a step: memoise each on exactly
+# its inputs (immutable tuples), in bounded caches. Callers get fresh lists.
+@lru_cache(maxsize=1024)
+def _sites(
+    districts: tuple[Cell, ...],
+    chambers: tuple[Cell, ...],
+    supports: tuple[tuple[Cell, str], ...],
+    conduits: tuple[Cell, ...],
+) -> tuple[tuple[str, ...], ...]:
+    """The sites map, north row first: "." rock, "o" chamber, "S" supported chamber, "D"
+    district, with a "+" suffix for a conduit."""
+    supported = {cell for cell, _material in supports}
+    rows = []
+    for r in _NORTH_FIRST:
+        row = []
+        for c in range(SIZE):
+            cell = (c, r)
+            if cell in districts:
+                mark = "D"
+            elif cell in chambers:
+                mark = "S" if cell in supported else "o"
+            else:
+                mark = "."
+            row.append(mark + ("+" if cell in conduits else ""))
+        rows.append(tuple(row))
+    return tuple(rows)
 
 
-@cache
+@lru_cache(maxsize=512)
+def _airflow(field: VecGrid) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[int, ...], ...]]:
+    """(airflow texts, strengths), north row first."""
+    rows = [field[r] for r in _NORTH_FIRST]
+    return (
+        tuple(tuple(flow_text(v) for v in row) for row in rows),
+        tuple(tuple(p.strength(v) for v in row) for row in rows),
+    )
+
+
+@lru_cache(maxsize=1024)
+def _named(
+    districts: tuple[Cell, ...],
+    supports: tuple[tuple[Cell, str], ...],
+    conduits: tuple[Cell, ...],
+    vents: tuple[tuple[Cell, str], ...],
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...]]:
+    """The built things by cell name: districts, (cell, material), conduits, shafts."""
+    return (
+        tuple(cell_name(c) for c in districts),
+        tuple((cell_name(c), m) for c, m in supports),
+        tuple(cell_name(c) for c in conduits),
+        tuple(f"{cell_name(c)} {d}" for c, d in vents),
+    )
+
+
+@lru_cache(maxsize=64)
+def _research_items(points: int) -> tuple[tuple[str, str, str], ...]:
+    """(name, status, text shown) per rule."""
+    out = []
+    for i, (name, clue, text) in enumerate(research.RULES):
+        level = research.status(i, points)
+        out.append((name, level, {"unknown": "", "clue": clue, "decoded": text}[level]))
+    return tuple(out)
+
+
+@lru_cache(maxsize=64)
 def _components(points: int) -> tuple[dict[str, Any], ...]:
     out = [
         {
@@ -94,16 +153,14 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
     """The observation as the plain dict `MegacityObservation` describes (the env's
     `observation_model`): no model validation or dump on the hot path."""
     field = p.flow_field(state.base_flow, state.vents, state.steps)
-    rows = range(SIZE - 1, -1, -1)  # north first
+    airflow, airflow_strength = _airflow(field)
+    sites = _sites(state.districts, state.chambers, state.supports, state.conduits)
+    districts, supports, conduits, vents = _named(
+        state.districts, state.supports, state.conduits, state.vents
+    )
     items = [
-        {
-            "name": name,
-            "status": research.status(i, state.research),
-            "text": {"unknown": "", "clue": clue, "decoded": text}[
-                research.status(i, state.research)
-            ],
-        }
-        for i, (name, clue, text) in enumerate(research.RULES)
+        {"name": name, "status": level, "text": text}
+        for name, level, text in _research_items(state.research)
     ]
     done = state.outcome
     if done == "playing" and steps_used >= STEP_BUDGET:
@@ -124,19 +181,19 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
         "step": state.steps,
         "steps_left": STEP_BUDGET - steps_used,
         "districts": len(state.districts),
-        "district_cells": [cell_name(c) for c in state.districts],
+        "district_cells": list(districts),
         "integrity": state.integrity,
         "air": state.air,
         "power": state.power,
         "power_net": state.power_net,
         "brownout": state.brownout,
-        "stress": [list(state.stress[r]) for r in rows],
-        "sites": [[_site(state, (c, r)) for c in range(SIZE)] for r in rows],
-        "supports": {cell_name(c): m for c, m in state.supports},
-        "conduits": [cell_name(c) for c in state.conduits],
-        "vents": [f"{cell_name(c)} {d}" for c, d in state.vents],
-        "airflow": [[flow_text(field[r][c]) for c in range(SIZE)] for r in rows],
-        "airflow_strength": [[p.strength(field[r][c]) for c in range(SIZE)] for r in rows],
+        "stress": [list(state.stress[r]) for r in _NORTH_FIRST],
+        "sites": [list(row) for row in sites],
+        "supports": dict(supports),
+        "conduits": list(conduits),
+        "vents": list(vents),
+        "airflow": [list(row) for row in airflow],
+        "airflow_strength": [list(row) for row in airflow_strength],
         # fresh copies: the memoised dicts must not be shared with callers
         "components": [dict(c) for c in _components(state.research)],
         "research_points": state.research,
@@ -148,8 +205,91 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
     }
 
 
-def _table(cells: list[list[str]]) -> str:
-    return grid(cells, col_labels=list(COLS), row_labels=ROW_LABELS)
+# The 5x5 maps are what `core.render.grid` draws for them (one-digit row labels, column
+# labels A-E), written directly: one %-format per row instead of a join of rjusts.
+@lru_cache(maxsize=16)
+def _layout(width: int, kind: str) -> tuple[str, str]:
+    """(the label line, a row's format) for cells `width` wide; kind "s" or "d"."""
+    header = "  " + " ".join(c.rjust(width) for c in COLS)  # blank corner, a space
+    return header, " ".join([f"%{width}{kind}"] * SIZE)
+
+
+def _grid(rows: list[list[Any]] | tuple[tuple[Any, ...], ...], width: int, kind: str) -> str:
+    header, row_format = _layout(width, kind)
+    if width == 1 and kind == "s":  # grid pads nothing then (an empty cell stays empty)
+        texts = [" ".join(row) for row in rows]
+    else:
+        texts = [row_format % tuple(row) for row in rows]
+    lines = [header] + [
+        f"{label} {text}".rstrip() for label, text in zip(ROW_LABELS, texts, strict=True)
+    ]
+    return "\n".join(lines)
+
+
+# Rendering memoises each block on the observation's contents (as tuples, so hashable):
+# the maps and lists repeat from step to step while the numbers around them change.
+@lru_cache(maxsize=1024)
+def _table(cells: tuple[tuple[str, ...], ...]) -> str:
+    return _grid(cells, max(1, *map(len, chain.from_iterable(cells))), "s")
+
+
+def _stress_table(values: list[list[int]]) -> str:
+    """The stress map: it changes nearly every step (seam flow), so a memo would miss."""
+    # The widest number is the largest or, with a sign, the smallest.
+    lo, hi = min(map(min, values)), max(map(max, values))
+    width = max(1, len(str(lo)), len(str(hi)))
+    return "Rock stress (0-100), row 5 (north) at the top:\n" + _grid(values, width, "d")
+
+
+@lru_cache(maxsize=256)
+def _sites_block(
+    sites: tuple[tuple[str, ...], ...],
+    supports: tuple[tuple[str, str], ...],
+    conduits: tuple[str, ...],
+    vents: tuple[str, ...],
+) -> str:
+    details = [
+        ("Supports", ", ".join(f"{c} {m}" for c, m in supports) or "none"),
+        ("Conduits", " ".join(conduits) or "none"),
+        ("Shafts", ", ".join(vents) or "none"),
+    ]
+    return "Sites (" + SITE_LEGEND + "):\n" + _table(sites) + "\n" + status(details)
+
+
+@lru_cache(maxsize=256)
+def _airflow_block(airflow: tuple[tuple[str, ...], ...]) -> str:
+    return "Airflow (E2N1 = 2 east and 1 north; strength = sum of the parts; . calm):\n" + _table(
+        airflow
+    )
+
+
+@lru_cache(maxsize=64)
+def _components_block(components: tuple[tuple[str, str, bool, int, str], ...]) -> str:
+    lines = ["Components (power cost):"]
+    for name, kind, available, cost, descriptor in components:
+        label = f"{name} ({kind})" if kind == "support" else name
+        lock = "" if available else " [locked: research further]"
+        lines.append(f"- {label}, {cost}: {descriptor}{lock}")
+    lines.append(
+        f"- excavate, {p.COSTS['excavate']}; research, {p.COSTS['research']}; "
+        f"scan, {p.COSTS['scan']}; wait, 0"
+    )
+    return "\n".join(lines)
+
+
+@lru_cache(maxsize=64)
+def _research_block(points: int, items: tuple[tuple[str, str, str], ...]) -> str:
+    lines = [f"Research: {points} of {research.TOTAL_POINTS} points"]
+    for name, level, text in items:
+        shown = f": {text}" if text else ""
+        lines.append(f"- {name} [{level}]{shown}")
+    return "\n".join(lines)
+
+
+# The status block at the top, padded as `status` pads it, with a slot per value.
+_HEAD = status([(name, "{}") for name in ("Step", "Districts", "Integrity", "Air index", "Power")])
+_COMPONENT = itemgetter("name", "kind", "available", "cost", "descriptor")
+_RESEARCH_ITEM = itemgetter("name", "status", "text")
 
 
 def render(obs: dict[str, Any]) -> str:
@@ -157,53 +297,34 @@ def render(obs: dict[str, Any]) -> str:
     if obs["brownout"]:
         power += " BROWNOUT: demand exceeded storage"
     district_list = f" ({', '.join(obs['district_cells'])})" if obs["district_cells"] else ""
-    head = status(
-        [
-            ("Step", f"{obs['step']} of {STEP_BUDGET} ({obs['steps_left']} left)"),
-            ("Districts", f"{obs['districts']} of {TARGET_DISTRICTS}{district_list}"),
-            ("Integrity", f"{obs['integrity']}% (keep above {INTEGRITY_THRESHOLD})"),
-            ("Air index", f"{obs['air']}% (keep above {AIR_THRESHOLD})"),
-            ("Power", power),
-        ]
+    head = _HEAD.format(
+        f"{obs['step']} of {STEP_BUDGET} ({obs['steps_left']} left)",
+        f"{obs['districts']} of {TARGET_DISTRICTS}{district_list}",
+        f"{obs['integrity']}% (keep above {INTEGRITY_THRESHOLD})",
+        f"{obs['air']}% (keep above {AIR_THRESHOLD})",
+        power,
     )
     parts = [head]
     if obs["status"] != "playing":
         parts.append(STATUS_LINES[obs["status"]])
     if obs["report"]:
         parts.append("Last step: " + " ".join(obs["report"]))
+    parts.append(_stress_table(obs["stress"]))
     parts.append(
-        "Rock stress (0-100), row 5 (north) at the top:\n"
-        + _table([[str(v) for v in row] for row in obs["stress"]])
+        _sites_block(
+            tuple(map(tuple, obs["sites"])),
+            tuple(obs["supports"].items()),
+            tuple(obs["conduits"]),
+            tuple(obs["vents"]),
+        )
     )
-    sites = "Sites (" + SITE_LEGEND + "):\n" + _table(obs["sites"])
-    details = [
-        ("Supports", ", ".join(f"{c} {m}" for c, m in obs["supports"].items()) or "none"),
-        ("Conduits", " ".join(obs["conduits"]) or "none"),
-        ("Shafts", ", ".join(obs["vents"]) or "none"),
-    ]
-    parts.append(sites + "\n" + status(details))
-    parts.append(
-        "Airflow (E2N1 = 2 east and 1 north; strength = sum of the parts; . calm):\n"
-        + _table(obs["airflow"])
-    )
+    parts.append(_airflow_block(tuple(map(tuple, obs["airflow"]))))
     if obs["seams"] is not None and obs["faults"] is not None:
         geology = f"Seams: {'; '.join(obs['seams'])}. Faults: {', '.join(obs['faults'])}."
     else:
         geology = "Geology: not charted yet (scan charts seams and faults)."
     parts.append(geology)
-    lines = ["Components (power cost):"]
-    for comp in obs["components"]:
-        label = f"{comp['name']} ({comp['kind']})" if comp["kind"] == "support" else comp["name"]
-        lock = "" if comp["available"] else " [locked: research further]"
-        lines.append(f"- {label}, {comp['cost']}: {comp['descriptor']}{lock}")
-    lines.append(
-        f"- excavate, {p.COSTS['excavate']}; research, {p.COSTS['research']}; "
-        f"scan, {p.COSTS['scan']}; wait, 0"
-    )
-    parts.append("\n".join(lines))
-    lines = [f"Research: {obs['research_points']} of {research.TOTAL_POINTS} points"]
-    for item in obs["research"]:
-        text = f": {item['text']}" if item["text"] else ""
-        lines.append(f"- {item['name']} [{item['status']}]{text}")
-    parts.append("\n".join(lines))
+    parts.append(_components_block(tuple(map(_COMPONENT, obs["components"]))))
+    items = tuple(map(_RESEARCH_ITEM, obs["research"]))
+    parts.append(_research_block(obs["research_points"], items))
     return "\n\n".join(parts)

@@ -3,7 +3,6 @@ tick, then the reward terms. Pure functions, no I/O; the equations live in `phys
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ from textenvs.scenarios.megacity.state import (
     MegacityState,
     Seam,
     cell_name,
+    evolve,
 )
 
 # --- initial maps (the only thing a seed changes) --------------------------------------
@@ -91,7 +91,7 @@ def initial_state(rng: np.random.Generator) -> MegacityState:
 def _spend(state: MegacityState, cost: int, what: str) -> tuple[MegacityState, str | None]:
     if cost > state.power:
         return state, f"{what} refused: it needs {cost} power, storage holds {state.power}."
-    return replace(state, power=state.power - cost), None
+    return evolve(state, power=state.power - cost), None
 
 
 def apply_action(state: MegacityState, action: Action) -> tuple[MegacityState, str, int]:
@@ -105,7 +105,7 @@ def apply_action(state: MegacityState, action: Action) -> tuple[MegacityState, s
         new, refused = _spend(state, p.COSTS["scan"], "Scan")
         if refused:
             return state, refused, 0
-        return replace(new, scanned=True), "Diagnostic scan: seams and faults charted.", 0
+        return evolve(new, scanned=True), "Diagnostic scan: seams and faults charted.", 0
     if kind == "research":
         if state.research >= research.TOTAL_POINTS:
             return state, "Research refused: every anomaly is already decoded.", 0
@@ -113,7 +113,7 @@ def apply_action(state: MegacityState, action: Action) -> tuple[MegacityState, s
         if refused:
             return state, refused, 0
         rule = research.RULES[state.research // p.POINTS_PER_RULE][0]
-        return replace(new, research=state.research + 1), f"Research advances on {rule}.", 0
+        return evolve(new, research=state.research + 1), f"Research advances on {rule}.", 0
     if kind == "excavate":
         if cell in state.chambers:
             return state, f"Excavate refused: {name} is already a chamber.", 0
@@ -122,7 +122,7 @@ def apply_action(state: MegacityState, action: Action) -> tuple[MegacityState, s
             return state, refused, 0
         stress = p.excavation_transfer(state, cell)
         chambers = tuple(sorted((*state.chambers, cell), key=_order))
-        return replace(new, stress=stress, chambers=chambers), f"Excavated {name}.", 0
+        return evolve(new, stress=stress, chambers=chambers), f"Excavated {name}.", 0
     if kind == "support":
         material = action.material or "timber"
         if not p.unlocked(material, state.research):
@@ -134,7 +134,7 @@ def apply_action(state: MegacityState, action: Action) -> tuple[MegacityState, s
             return state, refused, 0
         kept = tuple(s for s in state.supports if s[0] != cell)
         supports = tuple(sorted((*kept, (cell, material)), key=lambda s: _order(s[0])))
-        return replace(new, supports=supports), f"Placed a {material} column at {name}.", 0
+        return evolve(new, supports=supports), f"Placed a {material} column at {name}.", 0
     if kind == "vent":
         direction = action.direction or "north"
         if (cell, direction) in state.vents:
@@ -143,7 +143,7 @@ def apply_action(state: MegacityState, action: Action) -> tuple[MegacityState, s
         if refused:
             return state, refused, 0
         vents = (*state.vents, (cell, direction))
-        return replace(new, vents=vents), f"Dug a ventilation shaft from {name} {direction}.", 0
+        return evolve(new, vents=vents), f"Dug a ventilation shaft from {name} {direction}.", 0
     if kind == "conduit":
         fresh = [c for c in action.cells if c not in state.conduits]
         if not fresh:
@@ -153,7 +153,7 @@ def apply_action(state: MegacityState, action: Action) -> tuple[MegacityState, s
             return state, refused, 0
         conduits = tuple(sorted((*state.conduits, *fresh), key=_order))
         path = " ".join(cell_name(c) for c in action.cells)
-        return replace(new, conduits=conduits), f"Installed a power conduit on {path}.", 0
+        return evolve(new, conduits=conduits), f"Installed a power conduit on {path}.", 0
     return _district(state, cell)
 
 
@@ -177,7 +177,7 @@ def _district(state: MegacityState, cell: Cell) -> tuple[MegacityState, str, int
     if refused:
         return state, refused, 0
     districts = tuple(sorted((*state.districts, cell), key=_order))
-    return replace(new, districts=districts), f"District core at {name} is active.", 1
+    return evolve(new, districts=districts), f"District core at {name} is active.", 1
 
 
 def _order(cell: Cell) -> tuple[int, int]:
@@ -186,7 +186,7 @@ def _order(cell: Cell) -> tuple[int, int]:
 
 def tick(state: MegacityState) -> dict[str, Any]:
     """Time passes one step: sideways gravity, conduit damping, power, air, integrity.
-    Returns the changed fields (the caller applies them with one `replace`)."""
+    Returns the changed fields (the caller applies them with one `evolve`)."""
     stress = p.conduit_damping(p.seam_flow(state.stress, state), state)
     steps = state.steps + 1
     generation, demand = p.power_flows(state)
@@ -240,7 +240,7 @@ def step(state: MegacityState, action: Action) -> Transition[MegacityState]:
         new["outcome"] = "victory"
         terminated = success = True
         lines.append("VICTORY: six districts and every threshold held at step 40.")
-    final = replace(acted, **new, power_net=power - state.power, report=tuple(lines))
+    final = evolve(acted, **new, power_net=power - state.power, report=tuple(lines))
     events: list[dict[str, Any]] = [
         {"type": "action", "command": action.command(), "result": line},
         {"type": "reward", "terms": terms},

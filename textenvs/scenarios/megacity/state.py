@@ -6,8 +6,8 @@ north); `cell_name((1, 2)) == "B3"`. Grids are stored row-major, `grid[row][col]
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -113,6 +113,21 @@ class MegacityState:
             if where == cell:
                 return material
         return None
+
+
+_STATE_FIELDS = frozenset(f.name for f in fields(MegacityState))
+
+
+def evolve(state: MegacityState, **changes: Any) -> MegacityState:
+    """`dataclasses.replace(state, **changes)` at a fifth of the cost (a step makes two or
+    three): copies the fields without re-running `__init__` field by field, which is
+    equivalent because MegacityState has no `__post_init__`, factories or init-only
+    fields. Unknown names are still an error."""
+    if not changes.keys() <= _STATE_FIELDS:
+        raise TypeError(f"MegacityState has no field(s) {sorted(changes.keys() - _STATE_FIELDS)}")
+    new = object.__new__(MegacityState)
+    new.__dict__.update(state.__dict__, **changes)
+    return new
 
 
 class ResearchItem(BaseModel):

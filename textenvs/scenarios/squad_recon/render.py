@@ -88,22 +88,32 @@ TERRAIN_SYMBOLS = {t: SYMBOLS[t.value] for t in Terrain}
 # The fogged terrain rows change only when `seen` grows, and `sweep` keeps the very same
 # `seen` object when nothing new came into view: remember the rows for the last (terrain,
 # seen) pair by identity (the memo holds both references, so identities stay valid).
-_fog_memo: tuple[object, object, tuple[str, ...]] = (None, None, ())
+_fog_memo: tuple[object, frozenset[tuple[int, int]], tuple[str, ...]] = (None, frozenset(), ())
+
+
+def _fog_row(state: ReconState, y: int) -> str:
+    seen, unseen = state.seen, SYMBOLS["unseen"]
+    return "".join(
+        TERRAIN_SYMBOLS[t] if (x, y) in seen else unseen for x, t in enumerate(state.terrain[y])
+    )
 
 
 def _fog_rows(state: ReconState) -> tuple[str, ...]:
     global _fog_memo
     terrain, seen, rows = _fog_memo
-    if terrain is not state.terrain or seen is not state.seen:
-        seen, unseen = state.seen, SYMBOLS["unseen"]
-        rows = tuple(
-            "".join(
-                TERRAIN_SYMBOLS[t] if (x, y) in seen else unseen
-                for x, t in enumerate(state.terrain[y])
-            )
-            for y in range(SIZE - 1, -1, -1)
-        )
-        _fog_memo = (state.terrain, state.seen, rows)
+    if terrain is state.terrain and seen is state.seen:
+        return rows
+    fresh = state.seen - seen if terrain is state.terrain else None
+    if fresh is not None and len(seen) + len(fresh) == len(state.seen):
+        # The old `seen` is a subset (the usual next step): only the rows holding newly
+        # seen cells differ, a row being a function of its terrain and its seen cells.
+        changed = list(rows)
+        for y in {y for _x, y in fresh}:
+            changed[SIZE - 1 - y] = _fog_row(state, y)
+        rows = tuple(changed)
+    else:
+        rows = tuple(_fog_row(state, y) for y in range(SIZE - 1, -1, -1))
+    _fog_memo = (state.terrain, state.seen, rows)
     return rows
 
 

@@ -62,20 +62,27 @@ def sweep(state: ReconState, squads: tuple[Squad, ...]) -> frozenset[Cell]:
 
 # What a squad sees from a cell depends only on the terrain, which never changes within
 # an episode, and squads sweep from the same cells again and again: remember the answers
-# for the terrain in play. The memo is keyed by the terrain object's identity (it holds a
-# reference, so the identity stays valid) and swapped whole, never half-updated.
-_sight_memo: tuple[object, dict[Cell, frozenset[Cell]]] = (None, {})
+# for the terrain in play, with its forest cells as a set (a cheap membership test). The
+# memo is keyed by the terrain object's identity (it holds a reference, so the identity
+# stays valid) and swapped whole, never half-updated.
+_sight_memo: tuple[object, frozenset[Cell], dict[Cell, frozenset[Cell]]] = (None, frozenset(), {})
 
 
 def _sight(state: ReconState, origin: Cell) -> frozenset[Cell]:
     global _sight_memo
-    grid, by_origin = _sight_memo
+    grid, forest, by_origin = _sight_memo
     if grid is not state.terrain:
+        forest = frozenset(
+            (x, y)
+            for y, row in enumerate(state.terrain)
+            for x, kind in enumerate(row)
+            if kind is Terrain.FOREST
+        )
         by_origin = {}
-        _sight_memo = (state.terrain, by_origin)
+        _sight_memo = (state.terrain, forest, by_origin)
     seen = by_origin.get(origin)
     if seen is None:
-        seen = terrain.visible_cells(lambda c: state.at(c) is Terrain.FOREST, origin)
+        seen = terrain.visible_cells(forest.__contains__, origin)
         by_origin[origin] = seen
     return seen
 
