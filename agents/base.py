@@ -33,11 +33,17 @@ class EpisodeContext:
     random_command: Callable[[dict[str, Any], np.random.Generator], str]
 
 
+# Outcomes an agent may end an episode with (`Decision.outcome`); the runner's other
+# outcomes are in `textenvs.evals.episode`.
+AGENT_ERROR = "agent_error"
+CONTEXT_OVERFLOW = "context_overflow"  # the prompt no longer fits the model's context
+
+
 @dataclass
 class Decision:
     """An agent's answer for one turn, with what it cost.
 
-    `outcome` set (e.g. "agent_error", "context_overflow") means the agent cannot go on:
+    `outcome` set (e.g. AGENT_ERROR, CONTEXT_OVERFLOW) means the agent cannot go on:
     the runner ends the episode with that outcome instead of stepping.
     """
 

@@ -11,16 +11,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.agents.base import AGENT_ERROR, Agent, Decision, EpisodeContext
+from textenvs.agents.base import CONTEXT_OVERFLOW as CONTEXT_OVERFLOW  # an outcome, re-exported
 from textenvs.core.env import TextEnv
 
 # How an episode ended.
 SUCCESS = "success"
 FAILURE = "failure"  # terminated without success
 TIMEOUT = "timeout"  # the step budget ran out
-AGENT_ERROR = "agent_error"
 INVALID_LIMIT = "invalid_limit"  # `max_invalid` invalid commands in a row
-CONTEXT_OVERFLOW = "context_overflow"  # set by an agent whose prompt no longer fits
+# AGENT_ERROR and CONTEXT_OVERFLOW are the agent's (agents/base.py), imported above.
 
 
 @dataclass

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from textenvs.evals import plots, store
+from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.metrics import Record, compare, key_of, summarize_by_env
 from textenvs.evals.transcript import write_transcripts
 
@@ -148,7 +149,7 @@ def error_groups(runs: list[Run]) -> list[tuple[Run, str, str, list[Record]]]:
     groups: dict[tuple[str, str, str], tuple[Run, list[Record]]] = {}
     for run in runs:
         for r in sorted(run.records, key=key_of):
-            if r["outcome"] == "agent_error":
+            if r["outcome"] == AGENT_ERROR:
                 entry = groups.setdefault((run.label, r["env"], str(r["error"])), (run, []))
                 entry[1].append(r)
     return [(run, env, error, rs) for (_, env, error), (run, rs) in groups.items()]
@@ -280,7 +281,7 @@ def _charts(runs: list[Run]) -> str:
     series = [plots.Series(run.label, plots.color(i)) for i, run in enumerate(runs)]
 
     def scored(run: Run, env: str, field: str) -> list[float]:
-        ok = (r for r in run.records if r["env"] == env and r["outcome"] != "agent_error")
+        ok = (r for r in run.records if r["env"] == env and r["outcome"] != AGENT_ERROR)
         return [float(r[field]) for r in ok]
 
     success = [

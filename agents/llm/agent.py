@@ -26,7 +26,13 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
-from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.agents.base import (
+    AGENT_ERROR,
+    CONTEXT_OVERFLOW,
+    Agent,
+    Decision,
+    EpisodeContext,
+)
 from textenvs.agents.llm import faults
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.core.parsing import ParseError
@@ -107,7 +113,7 @@ class LLMAgent(Agent):
             decision = Decision("", outcome=exc.outcome, error=exc.message)
         except Exception as exc:  # a bug or an odd server must not end the batch
             log.error("llm agent failed:\n%s", self._redact(traceback.format_exc()))
-            decision = Decision("", outcome="agent_error", error=f"{type(exc).__name__}: {exc}")
+            decision = Decision("", outcome=AGENT_ERROR, error=f"{type(exc).__name__}: {exc}")
         usage["requests"] = record["attempts"]  # every HTTP attempt, failed ones included
         decision.usage = usage
         decision.reasks = record.get("reasks", 0)
@@ -287,11 +293,11 @@ class LLMAgent(Agent):
             except Exception as exc:
                 fault = faults.classify(exc)
             text = self._redact(fault.message)
-            if fault.kind == "context_overflow":
-                raise faults.AgentFault("context_overflow", text)
+            if fault.kind == CONTEXT_OVERFLOW:
+                raise faults.AgentFault(CONTEXT_OVERFLOW, text)
             if fault.kind == "fatal" or attempt == cfg.max_attempts:
                 raise faults.AgentFault(
-                    "agent_error", f"{text} (after {attempt} attempt{'s' * (attempt > 1)})"
+                    AGENT_ERROR, f"{text} (after {attempt} attempt{'s' * (attempt > 1)})"
                 )
             wait = faults.backoff_s(
                 attempt,
@@ -331,7 +337,7 @@ class LLMAgent(Agent):
         try:
             key = self.cfg.api_key(required=base_url is None)
         except ValueError as exc:
-            raise faults.AgentFault("agent_error", str(exc)) from None
+            raise faults.AgentFault(AGENT_ERROR, str(exc)) from None
         self._secret = key if key != "EMPTY" else ""
         self._client = openai.AsyncOpenAI(
             api_key=key,

@@ -28,6 +28,7 @@ from textenvs.cli.common import (
     env_url_argument,
 )
 from textenvs.evals import runner
+from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.metrics import Record
 from textenvs.evals.store import RunDirError
 
@@ -191,7 +192,7 @@ def _eval(args: argparse.Namespace) -> int:
     def on_episode(record: Record) -> None:
         state["n"] += 1
         state["ok"] += int(record["success"])
-        state["errors"] += int(record["outcome"] == "agent_error")
+        state["errors"] += int(record["outcome"] == AGENT_ERROR)
         errors = f"{state['errors']} agent errors" if state["errors"] else ""
         progress.update(
             state["task"], advance=1, ok=state["ok"], n=state["n"], errors=errors
