@@ -219,31 +219,41 @@ def choose_hints(grid: Grid, rng: np.random.Generator, spec: LevelSpec) -> list[
 # copy (which must give the same bits). The true rule is in the family.
 
 
+PROPERTY_BITS = 9
+
+
 def property_vector(pattern: Pattern) -> int:
     """Bit i: cell i is on a line; bit 4+i: cell i is an intersection; bit 8: constant."""
-    vector = 1 << 8
+    vector = 1 << (PROPERTY_BITS - 1)
     for i, value in enumerate(pattern):
         vector |= is_line(value) << i | int(value == 2) << (4 + i)
     return vector
 
 
+PROPERTY_VECTORS: dict[Pattern, int] = {p: property_vector(p) for p in PATTERNS}
+
+
 def _reduce(basis: list[int], vector: int) -> int:
     """`vector` minus its part in the span of `basis` (distinct leading bits, descending)."""
     for row in basis:
-        vector = min(vector, vector ^ row)
+        reduced = vector ^ row
+        if reduced < vector:  # clears the row's leading bit
+            vector = reduced
     return vector
 
 
 def undetermined_windows(grid: Grid, hints: list[Pattern]) -> list[int]:
     """Message windows (0-7) whose bits some rule of the family above could read
     differently while agreeing with every hint and every check copy."""
-    vectors = [property_vector(window(grid, r, c)) for r, c in WINDOWS]
-    rows = [property_vector(p) for p in hints]
+    vectors = [PROPERTY_VECTORS[window(grid, r, c)] for r, c in WINDOWS]
+    rows = [PROPERTY_VECTORS[p] for p in hints]
     rows += [vectors[k] ^ vectors[k + MESSAGE_WINDOWS] for k in range(MESSAGE_WINDOWS)]
     basis: list[int] = []
     for row in rows:
         if reduced := _reduce(basis, row):
             basis = sorted([*basis, reduced], reverse=True)
+            if len(basis) == PROPERTY_BITS:  # full rank: every window is determined
+                return []
     return [k for k in range(MESSAGE_WINDOWS) if _reduce(basis, vectors[k])]
 
 
