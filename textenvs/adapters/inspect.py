@@ -35,7 +35,13 @@ from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 import textenvs
-from textenvs.adapters.episodes import EpisodeSpec, Seeds, episode_scores, episode_specs
+from textenvs.adapters.episodes import (
+    EpisodeSpec,
+    Seeds,
+    episode_scores,
+    episode_specs,
+    reask_text,
+)
 from textenvs.agents.base import Agent, Decision, EpisodeContext
 from textenvs.core.parsing import ParseError
 from textenvs.evals.episode import EpisodeResult, run_episode
@@ -89,12 +95,13 @@ class InspectModelAgent(Agent):
                 self.last_output = await self.model.generate([self._system, *past, *turn])
                 reply = self.last_output.completion
                 turn.append(self.last_output.message)
-                problem = self._problem(reply)
-                if problem is None or asked == self.reasks:
+                try:
+                    self.context.parse(reply)
                     break
-                forms = "; ".join(str(c) for c in info.get("valid_commands", []))
-                text = f"{problem}\nValid commands: {forms}\nReply again with one command."
-                turn.append(ChatMessageUser(content=text))
+                except ParseError as exc:
+                    if asked < self.reasks:
+                        text = reask_text(exc, info.get("valid_commands", []))
+                        turn.append(ChatMessageUser(content=text))
         except Exception as exc:  # run_episode would score it as agent_error
             self.failure = exc
             raise
@@ -102,13 +109,6 @@ class InspectModelAgent(Agent):
             self._history.append(turn)
             self.transcript.extend(turn)
         return Decision(reply, raw=reply, reasks=asked)
-
-    def _problem(self, reply: str) -> str | None:
-        try:
-            self.context.parse(reply)
-        except ParseError as exc:
-            return f"Your command could not be read: {exc.message}"
-        return None
 
 
 @solver
