@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import Any
 
 PALETTE = ("#3366cc", "#dc7633", "#2e9e5b", "#8e44ad", "#c0392b", "#7f8c8d", "#b7950b")
 WIDTH = 720
@@ -113,7 +114,7 @@ def success_chart(
 
 def band_chart(
     title: str,
-    band: dict[str, float] | None,
+    band: dict[str, Any] | None,
     series: Sequence[Series],
     values: Sequence[tuple[float, float, float] | None],
     width: int = 540,
@@ -135,16 +136,21 @@ def band_chart(
             f"<title>band: random {band['random']:.3g} .. ceiling {band['ceiling']:.3g}"
             "</title></rect>"
         )
-        for name, key, dash in (("random", "random", ""), ("scripted", "scripted", "3,2"),
-                                ("ceiling", "ceiling", "")):  # fmt: skip
+        for key in ("random", "scripted", "ceiling"):
             bx = x(band[key])
             parts.append(
                 f'<line x1="{bx:.1f}" y1="{y0:.1f}" x2="{bx:.1f}" '
-                f'y2="{y0 + len(rows) * ROW_H:.1f}" class="w" stroke-dasharray="{dash}"/>'
-                f'<text x="{bx:.1f}" y="{y0 + 11:.1f}" class="a" text-anchor="'
-                f'{"start" if key == "random" else "end"}" dx="{3 if key == "random" else -3}">'
-                f"{name}</text>"
+                f'y2="{y0 + len(rows) * ROW_H:.1f}" class="w"'
+                + (' stroke-dasharray="3,2"/>' if key == "scripted" else "/>")
             )
+        # The first row names the band in words: marks that sit close cannot carry labels.
+        kind = band.get("ceiling_kind", "")
+        parts.append(
+            f'<text x="{label_w - 8}" y="{y0 + 12:.1f}" class="a" text-anchor="end">band</text>'
+            f'<text x="{label_w + 4}" y="{y0 + 12:.1f}" class="a">random {band["random"]:.3g}'
+            f" · scripted {band['scripted']:.3g} (dashed) · ceiling {band['ceiling']:.3g}"
+            f"{f' ({kind})' if kind else ''}</text>"
+        )
     for s, ser in enumerate(series):
         y = y0 + (s + 1) * ROW_H
         mid = y + ROW_H / 2
