@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ def write_report(paths: list[Path], out: Path) -> list[Path]:
     `report.md`, `report.html`, `results.csv` and `results.tex` in `out`."""
     from textenvs.evals.exports import render_csv, render_tex
     from textenvs.evals.report_html import render_html
+    from textenvs.evals.report_md import render_markdown
 
     bands = load_bands()
     runs = load_runs(paths, bands)
@@ -352,7 +354,7 @@ def sorted_records(run: Run, env: str) -> list[Record]:
 
 def episode_cells(report: Report, run: Run, r: Record, *, md: bool) -> list[str]:
     def link(text: str, href: str) -> str:
-        return f"[{text}]({href})" if md else f'<a href="{escape_attr(href)}">{text}</a>'
+        return f"[{text}]({href})" if md else f'<a href="{escape(href)}">{text}</a>'
 
     key = key_of(r)
     page = report.links.get((run.label, *key))
@@ -373,14 +375,9 @@ def episode_cells(report: Report, run: Run, r: Record, *, md: bool) -> list[str]
     ]
 
 
-def escape_attr(text: str) -> str:
-    from html import escape
+# ----- notes shared by the Markdown and HTML pages --------------------------------------
 
-    return escape(text, quote=True)
-
-
-# ----- markdown ----------------------------------------------------------------------
-
+PASS_NOTE = "Over k episodes of one seed: pass@k, at least one succeeds; pass^k, all do."
 READING = (
     "Each scenario is scored on its headline metric and read against its reference band: "
     "random play, the scripted agent, and the best known ceiling (exact, a bound, or an "
@@ -389,65 +386,6 @@ READING = (
     "± is the standard error of the mean clustered by seed; invalid = invalid commands / "
     "steps. Agent errors are listed and kept out of every statistic."
 )
-
-
-def md_table(head: list[str], rows: list[list[str]]) -> str:
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def render_markdown(report: Report) -> str:
-    runs = report.runs
-    parts = [
-        "# textenvs eval report",
-        f"Generated {report.generated}. {READING}",
-        "## Runs",
-        md_table(RUN_HEAD, run_rows(runs)),
-    ]
-    notes = warnings(report)
-    if notes:
-        parts += ["## Warnings", "\n".join(f"- {w}" for w in notes)]
-    parts += [
-        "## Scores against the reference bands",
-        md_table(SCORE_HEAD, score_rows(report)),
-        "## Results by scenario",
-        md_table(SUMMARY_HEAD, summary_rows(runs)),
-        "## Skill metrics",
-        md_table(skill_head(runs), skill_rows(runs)),
-    ]
-    if pass_rows(runs):
-        parts += [
-            "## pass@k and pass^k",
-            "Over k episodes of one seed: pass@k, at least one succeeds; pass^k, all do.",
-            md_table(PASS_HEAD, pass_rows(runs)),
-        ]
-    if len(runs) > 1:
-        parts += [
-            f"## Paired comparison against {runs[0].label}",
-            COMPARE_NOTE,
-            md_table(COMPARE_HEAD, compare_rows(runs)),
-        ]
-    groups = error_groups(runs)
-    if groups:
-        total = sum(len(rs) for *_, rs in groups)
-        items = []
-        for run, env, error, rs in groups:
-            seeds = ", ".join(
-                f"[{r['seed']}]({report.links.get((run.label, *key_of(r)), '')})" for r in rs
-            )
-            items.append(f"- {run.label} {env}, {len(rs)} episode(s): {error}  \n  seeds: {seeds}")
-        parts += [f"## Agent errors ({total})", "\n".join(items)]
-    parts.append("## Episodes")
-    for env in report.envs:
-        for run in runs:
-            rows = [episode_cells(report, run, r, md=True) for r in sorted_records(run, env)]
-            if rows:
-                parts += [f"### {env} - {run.label}", md_table(EPISODE_HEAD, rows)]
-    return "\n\n".join(parts) + "\n"
 
 
 COMPARE_NOTE = (

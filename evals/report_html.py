@@ -14,6 +14,7 @@ from textenvs.evals.report import (
     COMPARE_NOTE,
     EPISODE_HEAD,
     PASS_HEAD,
+    PASS_NOTE,
     READING,
     RUN_HEAD,
     SCORE_HEAD,
@@ -139,8 +140,7 @@ def render_html(report: Report) -> str:
     if pass_rows(runs):
         body += [
             "<h2>pass@k and pass^k</h2>",
-            '<p class="note">Over k episodes of one seed: pass@k, at least one succeeds; '
-            "pass^k, all do.</p>",
+            f'<p class="note">{escape(PASS_NOTE)}</p>',
             table(PASS_HEAD, pass_rows(runs)),
         ]
     body += ["<h2>Outcomes</h2>", outcome_charts(report)]
