@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -227,3 +228,29 @@ def test_squad_recon_winnable_matches_the_seed_strengths() -> None:
         camps = [c.strength for c in env._state.camps]
         expected = 1.0 if total > max(camps) else 0.5 if total > min(camps) else 0.0
         assert squad_recon_ceiling(seed) == expected
+
+
+def test_bands_command_measures_and_records_provenance(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import textenvs
+    from textenvs.evals.bands import main
+    from textenvs.evals.skills import TREASURE_OPTIMUM
+
+    out = tmp_path / "bands.json"
+    out.write_text(json.dumps({"scenarios": {"em-anomaly": {"kept": True}}}))
+    assert main(["--seeds", "0-3", "--env", "treasure-hunt", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["scenarios"]["em-anomaly"] == {"kept": True}  # not named: kept
+    band = data["scenarios"]["treasure-hunt"]
+    assert band["version"] == textenvs.get("treasure-hunt").load().version
+    assert band["seeds"] == "0-3" and band["episodes"] == 4
+    assert band["scripted"] == pytest.approx(TREASURE_OPTIMUM)  # the sweep is optimal
+    assert band["ceiling"] == pytest.approx(TREASURE_OPTIMUM) and band["ceiling_kind"] == "exact"
+    assert band["random"] < band["scripted"]
+    assert "--seeds 0-3" in data["command"]
+    assert main(["--seeds", "9-1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "bands: error: bad seed range" in err and "Traceback" not in err
