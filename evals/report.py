@@ -77,9 +77,9 @@ def env_order(runs: list[Run]) -> list[str]:
 def write_report(paths: list[Path], out: Path) -> list[Path]:
     """Transcripts for every run (and side-by-side pages when comparing), then
     `report.md`, `report.html`, `results.csv` and `results.tex` in `out`."""
-    from textenvs.evals.exports import render_csv, render_tex
     from textenvs.evals.report_html import render_html
     from textenvs.evals.report_md import render_markdown
+    from textenvs.evals.results_files import render_csv, render_tex
 
     bands = load_bands()
     runs = load_runs(paths, bands)
