@@ -47,8 +47,8 @@ MASK = "\x1f"
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _ACTION_LINE = re.compile(
-    r"^[\s>*#_`-]*(?:(?:final|my|next|chosen)\s+)?(?:action|command|answer|orders?|move)"
-    r"[*_`\s]*[:=][*_`\s]*(.*)$",
+    r"^[ \t>*#_`-]*(?:(?:final|my|next|chosen)[ \t]+)?(?:action|command|answer|orders?|move)"
+    r"[*_` \t]*[:=][*_` \t]*(.*)$",
     re.IGNORECASE | re.MULTILINE,
 )
 _QUOTED = re.compile(r"\"[^\"\n]*\"|(?<![\w'])'[^'\n]+'(?![\w'])")
@@ -71,65 +71,21 @@ _STEPS = re.compile(
 _LISTED = re.compile(r"[\s,;/|&+*`]*(?:(?:and|or)[\s,;/|&+*`]*)?")
 _REPEATED = re.compile(r"[\s*`]*(?:twice|thrice|two\s+times|\d+\s*(?:times|x)\b|x\s*\d)")
 # A bare command word after these (and nothing else) is a noun or a place, not an order...
-_LEADS = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "my",
-        "your",
-        "its",
-        "our",
-        "their",
-        "this",
-        "that",
-        "his",
-        "her",
-        "to",
-        "from",
-        "of",
-        "on",
-        "at",
-        "in",
-        "into",
-        "onto",
-        "towards",
-        "toward",
-        "facing",
-        "than",
-        "with",
-    ]
-)
-# ...unless a verb of action comes first ("go to the north", "run a scan").
-_VERBS = frozenset(
-    [
-        "go",
-        "goes",
-        "going",
-        "move",
-        "moves",
-        "moving",
-        "head",
-        "heads",
-        "heading",
-        "walk",
-        "step",
-        "travel",
-        "proceed",
-        "turn",
-        "rotate",
-        "do",
-        "run",
-        "perform",
-        "take",
-        "make",
-        "start",
-    ]
-)
+_LEADS = frozenset({
+    "the", "my", "your", "its", "our", "their", "this", "that", "his", "her", "to", "from",
+    "of", "on", "at", "in", "into", "onto", "towards", "toward", "face", "faces", "facing",
+    "than", "with",
+})  # fmt: skip
+# ...unless a verb of action comes first ("go to the north", "run a scan"), or "to" stands
+# right before it ("time to submit").
+_VERBS = frozenset({
+    "go", "goes", "going", "move", "moves", "moving", "head", "heads", "heading", "walk",
+    "step", "travel", "proceed", "do", "run", "perform", "take", "make", "start",
+})  # fmt: skip
 # ...and so is one after a counted noun ("40 steps left").
-_COUNTED = frozenset(
-    ["steps", "moves", "turns", "tries", "attempts", "slots", "characters", "digits", "cells"]
-)
+_COUNTED = frozenset({
+    "steps", "moves", "turns", "tries", "attempts", "slots", "characters", "digits", "cells",
+})  # fmt: skip
 _NOUN_AFTER = re.compile(r"\s*(?:of|side|wall|edge|corner|border|part|half|neighbou?r)\b")
 _EDGE_NOISE = " \t\n.,;:!?\"'`*_#>()[]{}<>~"
 
@@ -189,14 +145,14 @@ def fold(text: str) -> str:
 
 
 def action_lines(text: str) -> list[str]:
-    """The contents of the `Action: <command>` lines (a command on the line below an empty
-    `Action:` counts too)."""
+    """The contents of the `Action: <command>` lines. Under an empty `Action:` the lines
+    that follow, up to a blank line, are its content."""
     lines: list[str] = []
     for match in _ACTION_LINE.finditer(text):
         content = match.group(1)
         if not content.strip(_EDGE_NOISE):
-            below = text[match.end() :].lstrip("\n").split("\n", 1)[0]
-            content = below if not _ACTION_LINE.match(below) else ""
+            below = text[match.end() :].lstrip("\n").split("\n\n", 1)[0]
+            content = _ACTION_LINE.split(below, maxsplit=1)[0]
         lines.append(content)
     return lines
 
@@ -244,14 +200,15 @@ def is_mention(folded: str, item: Found[A]) -> bool:
     """Whether a bare command word is used as a noun or a place rather than as an order."""
     if _NOUN_AFTER.match(folded, item.end):
         return True
-    before = re.findall(r"[a-z']+", folded[max(0, item.start - 60) : item.start])
+    clause = re.split(r"[\n.;:!?,()\x1f]", folded[max(0, item.start - 60) : item.start])[-1]
+    before = re.findall(r"[a-z']+", clause)
     if before and before[-1] in _COUNTED:
         return True
     leads = 0
     for word in reversed(before):
-        if word in _VERBS:
+        if word in _VERBS or (word == "to" and leads == 0):
             return False
-        if word not in _LEADS:
+        if word not in _LEADS and (len(word) != 1 or word == "i"):  # "A north": a unit
             break
         leads += 1
     return leads > 0 or item.weak

@@ -46,9 +46,10 @@ _SUBMIT_ARG = re.compile(
     rf"\b{_SUBMIT}\b(?P<words>(?:\s+(?:now|it|the|my|this|final|code|answer|message|as|with))*)"
     r"(?P<sep>\s*[:=(\[]\s*|\s+)['\"`*]*(?:0x)?(?P<arg>[0-9a-f]{1,8})\b"
 )
-# A several-character answer: upper case with a letter (FAAE, 3FA0), or alone on a line.
+# A several-character answer: upper case with a letter (FAAE, 3FA0), or alone on a line
+# (where a single character is a digit command: "A" then "right" is two commands).
 _CODE = re.compile(r"(?<![\w])(?:0x)?([0-9A-F]{2,8})(?![\w])")
-_CODE_LINE = re.compile(r"^[\s*`'\"]*(?:0x)?([0-9a-fA-F]{2,8})[\s*`'\".]*$", re.MULTILINE)
+_CODE_LINE = re.compile(r"^[ \t*`'\"]*(?:0x)?([0-9a-fA-F]{1,8})[ \t*`'\".]*$", re.MULTILINE)
 _MANY = re.compile(rf"^(?:(?:{VERBS}|{_SUBMIT})\s+)?['\"]?(?:0x)?([0-9a-f]{{2,8}})['\"]?$")
 _VERB_ONLY = re.compile(rf"^{VERBS}(?:\s+{_FILLER}['\"]?(\S+?)['\"]?)?$")
 
@@ -98,10 +99,15 @@ def _hex(char: str) -> Action:
 
 def _submit_with(arg: str) -> str:
     arg = excerpt(arg.upper(), 8)
+    if len(arg) == 1:
+        return (
+            "'submit' takes no character: it scores the four slots as they are and ends the "
+            f"episode. To put {arg} into the selected slot send 'enter {arg}'."
+        )
     return (
-        f"'submit' takes no character (found '{arg}'): it scores the four slots as they are "
-        "and ends the episode. Enter the message one character per turn ('enter X', then "
-        "'right'), and send 'submit' alone when all four slots are filled."
+        f"'submit' takes no characters (found '{arg}'): it scores the four slots as they "
+        "are and ends the episode. Enter the message one character per turn ('enter X', "
+        "then 'right'), and send 'submit' alone when all four slots are filled."
     )
 
 
@@ -126,8 +132,6 @@ def exact(segment: str) -> Action | None:
     if segment in _EXACT:
         return _EXACT[segment]
     if match := _MANY.match(segment):
-        if re.match(_SUBMIT, segment):
-            raise ParseError(_submit_with(match.group(1)), VALID)
         raise ParseError(_several(match.group(1)), VALID)
     if match := re.match(rf"^{_SUBMIT}\s*[:=(]?\s*['\"]?(?:0x)?([0-9a-f])['\"]?\)?$", segment):
         raise ParseError(_submit_with(match.group(1)), VALID)
@@ -173,7 +177,9 @@ def scan(text: str) -> list[Found[Action]]:
     for pattern in (_CODE, _CODE_LINE):
         for match in pattern.finditer(text):
             chars = match.group(1)
-            if pattern is _CODE_LINE or not chars.isdigit():
+            if pattern is _CODE_LINE and len(chars) == 1:
+                found.append(Found(match.start(), match.end(), _hex(chars), chars))
+            elif pattern is _CODE_LINE or (len(chars) > 1 and not chars.isdigit()):
                 found.append(Found(match.start(), match.end(), None, chars, _several(chars)))
     for match in _SCAN_PHRASES.finditer(folded):
         phrase = " ".join(match.group(1).split())

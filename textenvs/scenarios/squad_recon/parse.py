@@ -45,42 +45,36 @@ ORDER_ALIASES: dict[Order, tuple[str, ...]] = {
     Order.SOUTH: ("south", "s", "move south", "movesouth", "go south", "down"),
     Order.EAST: ("east", "e", "move east", "moveeast", "go east", "right"),
     Order.WEST: ("west", "w", "move west", "movewest", "go west", "left"),
-    Order.HOLD: ("hold", "h", "hold position", "holdposition", "stay", "wait", "halt"),
-    Order.ATTACK: ("attack", "attack enemy camp", "attackenemycamp", "attack camp", "assault"),
+    Order.HOLD: (
+        "hold",
+        "h",
+        "hold position",
+        "holdposition",
+        "stay",
+        "wait",
+        "halt",
+        "holds",
+        "stays",
+    ),
+    Order.ATTACK: (
+        "attack",
+        "attack enemy camp",
+        "attackenemycamp",
+        "attack camp",
+        "assault",
+        "attacks",
+    ),
 }
 _ORDER_OF = {alias: order for order, aliases in ORDER_ALIASES.items() for alias in aliases}
 CALL_SIGNS = {"alpha": "A", "bravo": "B", "charlie": "C"}
 EVERYONE = ("all squads", "all units", "every squad", "everyone", "everybody", "all")
 ALL = "all"
 # Words allowed between squads and their order ("A should move to the north").
-FILLERS = frozenset(
-    [
-        "should",
-        "will",
-        "shall",
-        "must",
-        "can",
-        "to",
-        "move",
-        "moves",
-        "moving",
-        "go",
-        "goes",
-        "going",
-        "head",
-        "heads",
-        "heading",
-        "advance",
-        "advances",
-        "please",
-        "now",
-        "the",
-        "squad's",
-        "squads'",
-        "i'll",
-        "let",
-    ]
-)
+FILLERS = frozenset({
+    "should", "will", "shall", "must", "can", "to", "move", "moves", "moving", "go", "goes",
+    "going", "head", "heads", "heading", "advance", "advances", "please", "now", "the",
+    "squad's", "squads'", "i'll", "let",
+})  # fmt: skip
 
 VALID = [
     "<squads> <order>, joined by ';' (e.g. A north; B east; C attack, or A+B north)",
@@ -154,7 +148,7 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
         following = matches[index + 1].lastgroup if index + 1 < len(matches) else None
         if kind == "order" and not strict and (len(word) == 1 or _is_place(folded, match)):
             kind = "word"  # "to the north", "north of B"; one letter is a word in prose
-        if kind == "every" and word == "all" and not strict:
+        if kind == "every" and word == "all" and not strict and following != "order":
             kind = "word"  # "all good"
         if kind == "squad" and not strict and not tally.keyword:
             original = text[match.start() : match.end()]
