@@ -154,11 +154,11 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
             original = text[match.start() : match.end()]
             if word not in CALL_SIGNS and original not in ("A", "B", "C"):
                 kind = "word"
-        if kind == "squad" and word not in CALL_SIGNS and word not in "abc":
-            if following == "order" and (strict or tally.keyword):
-                raise _unknown(word, valid)
-            kind = "word"
         previous = matches[index - 1].lastgroup if index else None
+        if kind == "squad" and word not in CALL_SIGNS and word not in "abc":
+            if previous == "keyword" or (following == "order" and strict):
+                raise _unknown(word, valid)  # "squad d, move north", "d north"
+            kind = "word"
         if kind == "word" and previous == "keyword" and following == "order":
             raise _unknown(word, valid)  # "squad delta east"
 
