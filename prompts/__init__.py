@@ -1,4 +1,5 @@
-"""Prompt texts: the shared system prompt and each scenario's rules (`<cli-name>.md`)."""
+"""Prompt texts: the shared system prompt, each scenario's rules (`<cli-name>.md`) and the
+answer format they all end with (`answer-format.md`)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ def _read(filename: str) -> str:
 
 
 def rules_text(env_name: str) -> str:
-    """The rules of one scenario, as a player (person or LLM) is told them."""
-    return _read(f"{env_name}.md")
+    """The rules of one scenario, as a player (person or LLM) is told them, ending with
+    the answer format every scenario shares (`answer-format.md`)."""
+    return _read(f"{env_name}.md") + "\n" + _read("answer-format.md")
 
 
 def system_prompt(env_name: str) -> str:

@@ -385,6 +385,8 @@ N, S, E, W, H, X = Order.NORTH, Order.SOUTH, Order.EAST, Order.WEST, Order.HOLD,
         ("all hold", {"A": H, "B": H, "C": H}),
         ("hold", {"A": H, "B": H, "C": H}),
         ("all squads attack; A attack", {"A": X, "B": X, "C": X}),
+        # the Action line is authoritative: the bold text after it is not read
+        ("Action: A north\n**A south**", {"A": N}),
     ],
 )
 def test_parser_reads_orders(text: str, expected: dict[str, Order]) -> None:
@@ -398,7 +400,7 @@ def test_parser_reads_orders(text: str, expected: dict[str, Order]) -> None:
     "text,needle",
     [
         ("A north; A east", "squad A is given two different orders"),
-        ("Action: A north\n**A south**", "two different orders"),
+        ("Action: A north\nAction: A south", "two different orders"),
         ("all north; B east", "squad B is given two different orders"),
         ("all north; all south", "two different orders for all squads"),
         ("D north", "unknown squad 'D'"),

@@ -27,7 +27,7 @@ class Scenario:
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "treasure-hunt",
-        "textenvs/TreasureHunt-v0",
+        "textenvs/TreasureHunt-v1",
         "textenvs.scenarios.treasure_hunt.env:TreasureHuntEnv",
         "Inverted-Symbol Treasure Hunt Grid",
     ),
@@ -39,13 +39,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "em-anomaly",
-        "textenvs/EMAnomaly-v0",
+        "textenvs/EMAnomaly-v1",
         "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
         "Electromagnetic Field Anomaly Mapping",
     ),
     Scenario(
         "squad-recon",
-        "textenvs/SquadRecon-v0",
+        "textenvs/SquadRecon-v1",
         "textenvs.scenarios.squad_recon.env:SquadReconEnv",
         "Squad Reconnaissance and Elimination",
     ),

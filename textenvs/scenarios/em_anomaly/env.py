@@ -19,7 +19,7 @@ from textenvs.scenarios.em_anomaly.state import (
 
 
 class EMAnomalyEnv(TextEnv[EMState, Action]):
-    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v0`, `em-anomaly`).
+    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v1`, `em-anomaly`).
 
     ## Description
     A 15x15 laboratory floor has insulating walls on 45 tiles (20%) and one hidden
@@ -40,7 +40,10 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
     | `mark` | `m`, `Mark node`, `mark anomaly`, `mark here` | declare the node; ends |
 
     Commands are case-insensitive and may sit inside prose or markdown
-    (`Action: mark`); a reply naming two different commands is rejected as ambiguous.
+    (`Action: mark`). A reply runs only if it has exactly one reading (see "The reading
+    invariant" in docs/architecture.md): a final `Action:` line is authoritative; quoted
+    or negated text is not read, nor a direction used as a place (`the wall to the
+    north`); two different commands, or one written as several steps, are rejected.
     Bare `left`/`right` are rejected (rotation or move?). Structured form (function
     calling): `{"action": "rotate left"}`.
 
@@ -91,11 +94,14 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
 
     ## Version history
     - v0: first release.
+    - v1: parsing keeps the reading invariant (an `Action:` line is authoritative; quoted
+      and negated text, and directions used as places, are not read; several steps are
+      rejected). Rules and rendering unchanged.
     """
 
     name = "em-anomaly"
     title = "Electromagnetic Field Anomaly Mapping"
-    version = "0"
+    version = "1"
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
     observation_model = EMObservation

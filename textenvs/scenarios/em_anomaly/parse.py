@@ -20,6 +20,8 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
         Action.MARK: ["mark", "m", "Mark node", "mark anomaly", "mark here"],
     },
     describe=lambda action: action.value,
+    # "pick up", "look down": orders in prose only after a verb ("go up").
+    weak=["up", "down"],
 )
 
 

@@ -1,9 +1,15 @@
 """Magnetic Field commands: text -> Action.
 
-A hex digit alone (`A`, `7`, `0xA`) is a command only as the whole reply or a whole marked
-part (`Action: A`, a code span): inside prose single letters are ordinary words. In prose
-a digit needs its verb (`enter A`, `type 7`) and must end the clause, so "type a message"
-or "put a 5 in" are not read as a digit.
+A hex digit alone (`A`, `7`, `0xA`) is a command only as the whole reply or a whole
+`Action:` line: inside prose single letters are ordinary words. In prose a digit needs its
+verb (`enter A`, `type 7`), and a lower-case letter must also end its clause, so "type a
+message" is not read as a digit.
+
+Nothing is submitted that the reply did not ask to submit as it stands: `submit` with any
+argument (`submit FAAE`, `Submit: A`, `submit the code 3FA0`) is rejected, and so is a
+several-character answer anywhere in the reply (`FAAE` then `submit`), because `submit`
+scores the slots as they are. A digit always goes into the selected slot, so `type 9 into
+slot 2` is rejected rather than typed into the wrong slot.
 """
 
 from __future__ import annotations
@@ -11,12 +17,10 @@ from __future__ import annotations
 import re
 
 from textenvs.core.parsing import (
-    MAX_COMMAND_CHARS,
     Found,
     ParseError,
-    clean,
     excerpt,
-    marked_segments,
+    fold,
     memoise_parse,
     normalise,
     resolve,
@@ -26,16 +30,27 @@ from textenvs.scenarios.magnetic_field.state import HEX, Action
 VERBS = r"(?:enter|type|input|write|put|press|key|set)"
 _FILLER = r"(?:(?:the\s+)?(?:hex\s+|hexadecimal\s+)?(?:digit|character|char|letter)\s+)?"
 _CHAR = r"['\"]?(?:0x)?([0-9a-f])['\"]?"
-# In prose a command ends its clause: "enter A." or "enter A now", not "type a message".
-_CLAUSE_END = r"(?=\s*$|\s*[.,;:!?)\]\"'`*]|\s+(?:now|here|in|into|at|to|for|then)\b)"
+_SUBMIT = r"(?:submit|finali[sz]e)"
+# In prose a lower-case digit ends its clause: "enter a." or "enter a now", not "type a
+# message" (an upper-case letter or a numeral is a digit wherever it stands).
+_CLAUSE_END = r"(?=\s*$|\s*[.,;:!?)\]\"'`*\n\x1f]|\s+(?:now|here|in|into|at|to|for|then|and)\b)"
 _EXACT_HEX = re.compile(rf"^(?:{VERBS}\s+{_FILLER})?{_CHAR}$")
-_SCAN_HEX = re.compile(rf"\b{VERBS}\s+{_FILLER}{_CHAR}{_CLAUSE_END}")
-_SUBMIT_IN_PROSE = re.compile(
-    rf"\b(?:submit|finali[sz]e)\s+['\"]?(?:0x)?([0-9a-f]{{1,8}})['\"]?{_CLAUSE_END}"
+_SCAN_HEX = re.compile(rf"\b{VERBS}\s+{_FILLER}['\"]?(?:0x)?([0-9a-f]{{1,8}})\b['\"]?")
+_INTO_SLOT = re.compile(
+    r"\s+(?:in|into|at|to|for|on)\s+(?:the\s+)?(?:slot|position|place|box)\s*(?:#\s*)?\d"
 )
-# Wrong shapes that deserve a precise error rather than a guess.
-_MANY = re.compile(rf"^(?:(?:{VERBS}|submit|finali[sz]e)\s+)?['\"]?(?:0x)?([0-9a-f]{{2,8}})['\"]?$")
-_SUBMIT_ARG = re.compile(r"^(?:submit|finali[sz]e)\s+['\"]?(?:0x)?([0-9a-f])['\"]?$")
+_MORE_CHARS = re.compile(rf"(?:\s*[,&+/]\s*|\s+and\s+|\s+){_CHAR}{_CLAUSE_END}")
+# 'submit' followed by a character, in any punctuation: "submit: A", "submit (FAAE)",
+# "submit the code FAAE", "I'll submit now: FAAE".
+_SUBMIT_ARG = re.compile(
+    rf"\b{_SUBMIT}\b(?P<words>(?:\s+(?:now|it|the|my|this|final|code|answer|message|as|with))*)"
+    r"(?P<sep>\s*[:=(\[]\s*|\s+)['\"`*]*(?:0x)?(?P<arg>[0-9a-f]{1,8})\b"
+)
+# A several-character answer: upper case with a letter (FAAE, 3FA0), or alone on a line
+# (where a single character is a digit command: "A" then "right" is two commands).
+_CODE = re.compile(r"(?<![\w])(?:0x)?([0-9A-F]{2,8})(?![\w])")
+_CODE_LINE = re.compile(r"^[ \t*`'\"]*(?:0x)?([0-9a-fA-F]{1,8})[ \t*`'\".]*$", re.MULTILINE)
+_MANY = re.compile(rf"^(?:(?:{VERBS}|{_SUBMIT})\s+)?['\"]?(?:0x)?([0-9a-f]{{2,8}})['\"]?$")
 _VERB_ONLY = re.compile(rf"^{VERBS}(?:\s+{_FILLER}['\"]?(\S+?)['\"]?)?$")
 
 PHRASES: dict[Action, tuple[str, ...]] = {
@@ -52,7 +67,7 @@ PHRASES: dict[Action, tuple[str, ...]] = {
         "submit answer", "finalize the answer", "submit the answer",
     ),
 }  # fmt: skip
-# Accepted only as the whole reply or a whole marked part (too common in prose).
+# Accepted only as the whole reply or a whole `Action:` line (too common in prose).
 EXACT_ONLY: dict[Action, tuple[str, ...]] = {
     Action.RIGHT: ("r", "next"),
     Action.LEFT: ("l", "prev", "previous", "back"),
@@ -62,7 +77,7 @@ _EXACT = {normalise(p): a for table in (PHRASES, EXACT_ONLY) for a, ps in table.
 _SCAN_PHRASES = re.compile(
     r"\b("
     + "|".join(
-        re.escape(k)
+        re.escape(k).replace(r"\ ", r"\s+")
         for k in sorted(
             {normalise(p) for ps in PHRASES.values() for p in ps}, key=len, reverse=True
         )
@@ -78,73 +93,105 @@ VALID = [
 VOCABULARY = sorted({*_EXACT, "enter", "type", "input"})
 
 
+def _hex(char: str) -> Action:
+    return Action(HEX.index(char.upper()))
+
+
+def _submit_with(arg: str) -> str:
+    arg = excerpt(arg.upper(), 8)
+    if len(arg) == 1:
+        return (
+            "'submit' takes no character: it scores the four slots as they are and ends the "
+            f"episode. To put {arg} into the selected slot send 'enter {arg}'."
+        )
+    return (
+        f"'submit' takes no characters (found '{arg}'): it scores the four slots as they "
+        "are and ends the episode. Enter the message one character per turn ('enter X', "
+        "then 'right'), and send 'submit' alone when all four slots are filled."
+    )
+
+
+def _several(chars: str) -> str:
+    return (
+        f"one hex character per command ('{excerpt(chars.upper(), 8)}' has {len(chars)}): "
+        "send 'enter X' for the selected slot, 'right'/'left' to move the cursor, "
+        "and 'submit' when all four slots are filled."
+    )
+
+
+INTO_SLOT = (
+    "a character always goes into the selected slot: move the cursor with 'right'/'left' "
+    "first, then send 'enter X' on its own."
+)
+
+
 def exact(segment: str) -> Action | None:
-    match = _EXACT_HEX.match(segment)
-    if match:
-        return Action(HEX.index(match.group(1).upper()))
-    return _EXACT.get(segment)
-
-
-def scan(text: str) -> list[Found[Action]]:
-    found = [
-        Found(m.start(), m.end(), Action(HEX.index(m.group(1).upper())), m.group(0))
-        for m in _SCAN_HEX.finditer(text)
-    ]
-    found += [
-        Found(m.start(), m.end(), _EXACT[m.group(1)], m.group(1))
-        for m in _SCAN_PHRASES.finditer(text)
-    ]
-    return found
-
-
-def _shape_error(piece: str) -> ParseError | None:
-    """A precise reason for the usual wrong shapes, or None."""
-    if match := _SUBMIT_ARG.match(piece):
-        char = match.group(1).upper()
-        return ParseError(
-            f"'submit' takes no character: it scores the four slots as they are and ends "
-            f"the episode. To put {char} into the selected slot send 'enter {char}'.",
-            VALID,
-        )
-    if match := _MANY.match(piece):
-        count = len(match.group(1))
-        return ParseError(
-            f"one hex character per command ('{excerpt(match.group(1).upper())}' has {count}): "
-            "send 'enter X' for the selected slot, 'right'/'left' to move the cursor, "
-            "and 'submit' when all four slots are filled.",
-            VALID,
-        )
-    if match := _VERB_ONLY.match(piece):
+    """A whole normalised reply (or `Action:` line) as one command; wrong shapes raise."""
+    if match := _EXACT_HEX.match(segment):
+        return _hex(match.group(1))
+    if segment in _EXACT:
+        return _EXACT[segment]
+    if match := _MANY.match(segment):
+        raise ParseError(_several(match.group(1)), VALID)
+    if match := re.match(rf"^{_SUBMIT}\s*[:=(]?\s*['\"]?(?:0x)?([0-9a-f])['\"]?\)?$", segment):
+        raise ParseError(_submit_with(match.group(1)), VALID)
+    if match := _VERB_ONLY.match(segment):
         arg = match.group(1)
         if arg is None:
-            return ParseError("say which hex character to enter, e.g. 'enter 7'.", VALID)
-        return ParseError(
+            raise ParseError("say which hex character to enter, e.g. 'enter 7'.", VALID)
+        raise ParseError(
             f"'{excerpt(arg)}' is not a hexadecimal digit: use one of 0-9 or A-F.", VALID
         )
-    if len(piece) == 1 and piece.isascii() and piece.isalnum():
-        return ParseError(f"'{piece}' is not a hexadecimal digit: use one of 0-9 or A-F.", VALID)
+    if len(segment) == 1 and segment.isascii() and segment.isalnum():
+        raise ParseError(f"'{segment}' is not a hexadecimal digit: use one of 0-9 or A-F.", VALID)
     return None
 
 
-def _check_shapes(cleaned: str) -> None:
-    """Raise the precise error for a wrong shape, unless a well-formed command is there."""
-    whole = normalise(cleaned)
-    marked = [normalise(s) for s in marked_segments(cleaned)]
-    if exact(whole) is not None or any(exact(p) is not None for p in marked):
-        return
-    for piece in (whole, *marked):
-        if (error := _shape_error(piece)) is not None:
-            raise error
-    # In prose 'submit A.' must not be read as a bare 'submit'.
-    if match := _SUBMIT_IN_PROSE.search(whole):
-        raise _shape_error(f"submit {match.group(1)}") or ParseError("unreachable", VALID)
+def _stands_as_digit(text: str, folded: str, match: re.Match[str], group: int | str) -> bool:
+    """An upper-case letter or a numeral is a digit; a lower-case letter only where its
+    clause ends ("type a message" is not "type A")."""
+    arg = text[match.start(group) : match.end(group)]
+    return not arg.islower() or bool(re.match(_CLAUSE_END, folded[match.end(group) :]))
+
+
+def scan(text: str) -> list[Found[Action]]:
+    folded = fold(text)
+    found: list[Found[Action]] = []
+    for match in _SCAN_HEX.finditer(folded):
+        chars = match.group(1)
+        if not _stands_as_digit(text, folded, match, 1):
+            continue
+        if len(chars) > 1:
+            found.append(Found(match.start(), match.end(), None, chars, _several(chars)))
+        elif more := _MORE_CHARS.match(folded, match.end()):
+            problem = _several(chars + more.group(1))
+            found.append(Found(match.start(), more.end(), None, chars, problem))
+        elif into := _INTO_SLOT.match(folded, match.end()):
+            found.append(Found(match.start(), into.end(), None, chars, INTO_SLOT))
+        else:
+            found.append(Found(match.start(), match.end(), _hex(chars), match.group(0)))
+    for match in _SUBMIT_ARG.finditer(folded):
+        if match.group("sep").strip() or _stands_as_digit(text, folded, match, "arg"):
+            problem = _submit_with(match.group("arg"))
+            found.append(Found(match.start(), match.end(), None, match.group(0), problem))
+    for pattern in (_CODE, _CODE_LINE):
+        for match in pattern.finditer(text):
+            chars = match.group(1)
+            if pattern is _CODE_LINE and len(chars) == 1:
+                found.append(Found(match.start(), match.end(), _hex(chars), chars))
+            elif pattern is _CODE_LINE or (len(chars) > 1 and not chars.isdigit()):
+                found.append(Found(match.start(), match.end(), None, chars, _several(chars)))
+    for match in _SCAN_PHRASES.finditer(folded):
+        phrase = " ".join(match.group(1).split())
+        found.append(
+            Found(match.start(), match.end(), _EXACT[phrase], phrase, bare=" " not in phrase)
+        )
+    return found
 
 
 # Pure in the text: memoised for the few short replies agents keep sending.
 @memoise_parse
 def parse(text: str) -> Action:
-    if isinstance(text, str) and len(text) <= MAX_COMMAND_CHARS:
-        _check_shapes(clean(text))
     return resolve(
         text,
         exact=exact,

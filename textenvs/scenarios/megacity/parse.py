@@ -1,8 +1,11 @@
 """Megacity commands: text -> Action, through the core `resolve` policy.
 
-Each command form is a regular expression over the normalised text (lower case, `-`/`_`
-as spaces). A phrase that has a command's shape but bad parameters ("excavate c9") is not
-a command; its precise complaint is raised only when the reply names no valid command.
+Each command form is a regular expression over the folded text (lower case, `-`/`_` as
+spaces). A phrase that has a command's shape but cannot be executed as written rejects
+the whole reply with its precise complaint: bad parameters ("excavate c9", "support c2
+granite") or more targets than the command takes ("excavate B3 C3", "vent A1 north
+east"); nothing is dropped. An incomplete phrase ("support C2") is explained when the reply
+names no command at all.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from textenvs.core.parsing import Found, ParseError, memoise_parse, resolve
+from textenvs.core.parsing import Found, ParseError, excerpt, fold, memoise_parse, resolve
 from textenvs.scenarios.megacity.state import (
     COLS,
     DIRECTIONS,
@@ -79,6 +82,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ("wait", r"\bwait\b"),
     ]
 ]
+# What may not follow a whole command: another cell, material or direction ("excavate B3
+# C3", "excavate B3 and then C3"), which would otherwise be silently left out.
+_EXTRA = re.compile(
+    r"(?:\s*(?:[,&/+]|\band\b|\bor\b|\bthen\b|\bnext\b|\balso\b))*\s*"
+    rf"(?P<extra>{_CELL}|{'|'.join(MATERIALS)}|{'|'.join(DIRECTIONS)})\b"
+)
 _USAGE = {
     "excavate": "excavate CELL, e.g. excavate B3",
     "dig": "excavate CELL, e.g. excavate B3",
@@ -162,12 +171,27 @@ class _Reader:
         return None
 
     def scan(self, text: str) -> list[Found[Action]]:
+        folded = fold(text)
         found = []
         for kind, pattern in _PATTERNS:
-            for match in pattern.finditer(text):
-                action = self._try(kind, match)
-                if action is not None:
-                    found.append(Found(match.start(), match.end(), action, match.group(0)))
+            for match in pattern.finditer(folded):
+                phrase, end = match.group(0), match.end()
+                try:
+                    action: Action | None = _build(kind, match)
+                    problem = ""
+                    if action.cells and (extra := _EXTRA.match(folded, end)):
+                        end = extra.end()
+                        left_out = text[extra.start("extra") : extra.end()]
+                        problem = (
+                            f"'{excerpt(text[match.start() : end])}': the form is "
+                            f"{_USAGE[kind]}, so '{excerpt(left_out)}' would be left out; "
+                            "send one command per turn."
+                        )
+                        action = None
+                except BadParameter as exc:
+                    action, problem = None, str(exc)
+                bare = kind in ("research", "scan", "wait") and " " not in phrase
+                found.append(Found(match.start(), end, action, phrase, problem, bare=bare))
         return found
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from textenvs.core.env import ActionSchema
 
@@ -187,6 +187,19 @@ class MegacityAction(ActionSchema):
     cells: list[str] = Field(default_factory=list)
     material: Literal["timber", "basalt", "mycelium", "lodestone"] | None = None
     direction: Literal["north", "south", "east", "west"] | None = None
+
+    @model_validator(mode="after")
+    def _takes_what_it_can_do(self) -> MegacityAction:
+        # Nothing given is dropped: an argument the action does not take is an error.
+        low, high = {"excavate": (1, 1), "support": (1, 1), "vent": (1, 1), "district": (1, 1),
+                     "conduit": (1, 3)}.get(self.action, (0, 0))  # fmt: skip
+        if not low <= len(self.cells) <= high:
+            raise ValueError(f"{self.action} takes {low}-{high} cells, not {len(self.cells)}")
+        if (self.material is not None) != (self.action == "support"):
+            raise ValueError("a material is required for support and taken by nothing else")
+        if (self.direction is not None) != (self.action == "vent"):
+            raise ValueError("a direction is required for vent and taken by nothing else")
+        return self
 
     def to_command(self) -> str:
         parts = [self.action, *self.cells]

@@ -22,7 +22,7 @@ ORDER_WORDS = "north|south|east|west|hold|attack"
 
 
 class SquadReconEnv(TextEnv[ReconState, Orders]):
-    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v0`, `squad-recon`).
+    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v1`, `squad-recon`).
 
     ## Description
     A 15x15 battlefield of open ground, walls and forest hides two enemy camps of
@@ -38,15 +38,21 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
     | `south` | `s`, `move south`, `MoveSouth`, `go south`, `down` | y - 1 |
     | `east` | `e`, `move east`, `MoveEast`, `go east`, `right` | x + 1 |
     | `west` | `w`, `move west`, `MoveWest`, `go west`, `left` | x - 1 |
-    | `hold` | `h`, `HoldPosition`, `stay`, `wait`, `halt` | stay (sensors still sweep) |
-    | `attack` | `AttackEnemyCamp`, `attack camp`, `assault` | attack the adjacent camp |
+    | `hold` | `h`, `HoldPosition`, `stay`, `wait`, `halt`, `holds` | stay (sensors still sweep) |
+    | `attack` | `AttackEnemyCamp`, `attack camp`, `assault`, `attacks` | attack the adjacent camp |
 
-    Squads: `A`, `B`, `C` (also `squad a`, `alpha`, `bravo`, `charlie`); `all <order>`
-    and a bare `<order>` order every squad. Orders are joined by `;` (or `,`, `|`,
-    `and`); a squad `X` may be written `X north`, `X: north`, `X -> north`. Commands are
+    Squads: `A`, `B`, `C` (also `squad a`, `alpha`, `bravo`, `charlie`); a group shares
+    one order (`A+B north`, `A,B north`, `A and B north`, `A/B north`, `A & B north`,
+    `Squads A and B hold`); `all <order>` and a bare `<order>` order every squad. Orders
+    are joined by `;` (or `,`, `|`, `and`, a new line); a squad `X` may be written
+    `X north`, `X: north`, `X -> north`, `X should move north`. Commands are
     case-insensitive and may sit inside prose or markdown (`Action: A north; B east`).
-    A squad given two different orders is an error (a wasted turn), as is an unknown
-    squad (`D north`). Structured form: `{"a": "north", "b": "east", "c": "attack"}`.
+    A reply runs only if it has exactly one reading (see "The reading invariant" in
+    docs/architecture.md): a final `Action:` line is authoritative; quoted or negated
+    text is not read. A squad given two different orders, an unknown squad (`D north`),
+    a choice (`A or B north`), an exception (`all north except C`) and orders for later
+    turns (`A north, then next turn B east`) are errors (a wasted turn).
+    Structured form: `{"a": "north", "b": "east", "c": "attack"}`.
 
     ## Observation
     Text: the last step's report, camps eliminated `k/2`, steps left, the total active
@@ -99,11 +105,15 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
 
     ## Version history
     - v0: first release.
+    - v1: grouped orders (`A+B north`, `A and B north`) give every squad of the group the
+      order (v0 ordered only the last); parsing keeps the reading invariant (an `Action:`
+      line is authoritative; quoted and negated text is not read; choices, exceptions and
+      orders for later turns are rejected). Rules and rendering unchanged.
     """
 
     name = "squad-recon"
     title = "Squad Reconnaissance and Elimination"
-    version = "0"
+    version = "1"
     max_steps = STEP_BUDGET
     action_schema = SquadReconAction
     observation_model = ReconObservation

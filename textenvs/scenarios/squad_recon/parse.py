@@ -1,31 +1,42 @@
 """Squad Recon commands: text -> Orders (one order per squad, all in one reply).
 
-Grammar: orders joined by `;` (or `,`, `|`, `and`), each `<squad> <order>`:
-squad `A`/`B`/`C` (also `squad a`, `alpha`/`bravo`/`charlie`) or `all`; order `north`,
-`south`, `east`, `west`, `hold`, `attack` with aliases (`n`, `MoveNorth`, `HoldPosition`,
-`AttackEnemyCamp`, ...). A bare order (`hold`) is an order for all squads.
+Grammar: a list of `<squads> <order>` forms, e.g. `A north; B east; C attack`.
+- squads: `A`/`B`/`C` (also `squad a`, `alpha`/`bravo`/`charlie`), or a group of them
+  joined by `+ , / & and` (`A+B north`, `A and B north`, `Squads A and B hold`), or
+  `all` (`all squads`, `everyone`); a bare order (`hold`) is an order for all squads;
+- orders: `north`, `south`, `east`, `west`, `hold`, `attack` with aliases (`n`,
+  `MoveNorth`, `HoldPosition`, `AttackEnemyCamp`, ...); filler words between the squads
+  and the order are allowed (`A should move north`);
+- forms are separated by `;`, `,`, `|`, `and` or a new line. A squad without an order holds.
 
-The shared policy of `textenvs.core.parsing` applies, built from its pieces because one
-reply carries several orders: the whole reply is tried as an order list first; otherwise
-the orders in the marked parts (`Action:` lines, code, bold) are read; otherwise the
-orders found in the prose. Orders found together are merged; a squad given two different
-orders is an error, never a guess. In prose a squad must be written `A`/`B`/`C` in
-capitals, `squad a`, or by its call sign, and one-letter orders are not read.
+The reply is cut into tokens (squad, order, joiner, separator, step word, other word) and
+read left to right with a small table: squads gather until an order, which goes to all of
+them. The whole reply (or its `Action:` line) is read strictly: every word must belong to
+the grammar, lower-case squad letters are fine. Prose is read leniently: a squad must be
+written `A`/`B`/`C` in capitals, `squad a` or by its call sign, one-letter orders are not
+read, and an unknown word between a squad and an order breaks the link ("A is north of B"
+orders nothing). A squad given two different orders, a choice (`A or B north`), an
+exception (`all north except C`) and orders for later turns (`A north, then next turn B
+east`) are rejected, never guessed or cut short.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from textenvs.core.parsing import (
+    MASK,
+    Found,
     ParseError,
+    Reading,
     excerpt,
-    marked_segments,
+    fold,
     memoise_parse,
-    normalise,
-    prepare,
-    suggest,
+    nothing_found,
+    read,
+    several_steps,
 )
 from textenvs.scenarios.squad_recon.state import SQUADS, Order, Orders
 
@@ -34,17 +45,40 @@ ORDER_ALIASES: dict[Order, tuple[str, ...]] = {
     Order.SOUTH: ("south", "s", "move south", "movesouth", "go south", "down"),
     Order.EAST: ("east", "e", "move east", "moveeast", "go east", "right"),
     Order.WEST: ("west", "w", "move west", "movewest", "go west", "left"),
-    Order.HOLD: ("hold", "h", "hold position", "holdposition", "stay", "wait", "halt"),
-    Order.ATTACK: ("attack", "attack enemy camp", "attackenemycamp", "attack camp", "assault"),
+    Order.HOLD: (
+        "hold",
+        "h",
+        "hold position",
+        "holdposition",
+        "stay",
+        "wait",
+        "halt",
+        "holds",
+        "stays",
+    ),
+    Order.ATTACK: (
+        "attack",
+        "attack enemy camp",
+        "attackenemycamp",
+        "attack camp",
+        "assault",
+        "attacks",
+    ),
 }
 _ORDER_OF = {alias: order for order, aliases in ORDER_ALIASES.items() for alias in aliases}
 CALL_SIGNS = {"alpha": "A", "bravo": "B", "charlie": "C"}
-EVERYONE = ("all", "all squads", "everyone", "everybody")
+EVERYONE = ("all squads", "all units", "every squad", "everyone", "everybody", "all")
 ALL = "all"
+# Words allowed between squads and their order ("A should move to the north").
+FILLERS = frozenset({
+    "should", "will", "shall", "must", "can", "to", "move", "moves", "moving", "go", "goes",
+    "going", "head", "heads", "heading", "advance", "advances", "please", "now", "the",
+    "squad's", "squads'", "i'll", "let",
+})  # fmt: skip
 
 VALID = [
-    "<squad> <order>, one per squad, joined by ';' (e.g. A north; B east; C attack)",
-    "squads: A, B, C (also alpha, bravo, charlie), or all",
+    "<squads> <order>, joined by ';' (e.g. A north; B east; C attack, or A+B north)",
+    "squads: A, B, C (also alpha, bravo, charlie), a group (A+B, A and B), or all",
     "orders: north, south, east, west (n/s/e/w, MoveNorth, ...), hold (HoldPosition), "
     "attack (AttackEnemyCamp)",
 ]
@@ -57,34 +91,24 @@ def _alternation(words: Sequence[str]) -> str:
     )
 
 
-_ORDERS_RE = _alternation(list(_ORDER_OF))
-_LONG_ORDERS_RE = _alternation([a for a in _ORDER_OF if len(a) > 1])
-_SEP = r"(?:\s*[:=>]+\s*|\s+)"  # between a squad and its order
-_PROSE_SEP = r"(?:\s*[:=>,]+\s*|\s+)"  # prose also reads "Squad A, move north"
-# A whole normalised part: "<squad> <order>", "all <order>" or a bare "<order>".
-_PART = re.compile(
-    rf"^(?:(?:(?:(?:squad|unit|team)\s+)?(?P<who>[abc]|alpha|bravo|charlie)|"
-    rf"(?P<all>{_alternation(EVERYONE)})){_SEP})?(?P<what>{_ORDERS_RE})$"
-)
-_UNKNOWN_PART = re.compile(
-    rf"^(?:(?:squad|unit|team)\s+(?P<name>[a-z0-9]+)|(?P<letter>[a-z])){_SEP}(?:{_ORDERS_RE})$"
-)
-_SPLIT = re.compile(r"\s*(?:[;,|]|\band\b)\s*")
-# Inside prose: capital A/B/C, "squad x", a call sign or "all squads"; long order words only.
-_PROSE = re.compile(
-    rf"(?<![A-Za-z0-9])(?P<who>[ABC]|(?i:(?:squad|unit|team)\s+[abc]|alpha|bravo|charlie|all\s+squads))"
-    rf"(?![A-Za-z0-9]){_PROSE_SEP}(?P<what>(?i:{_LONG_ORDERS_RE}))(?![A-Za-z0-9])"
-)
-_PROSE_UNKNOWN = re.compile(
-    rf"(?i:\b(?:squad|unit|team)\s+(?P<name>[a-z])){_PROSE_SEP}(?i:{_LONG_ORDERS_RE})(?![A-Za-z0-9])"
+# One token; matched on folded text (lower case, `-`/`_` as spaces), in this order.
+_TOKEN = re.compile(
+    rf"(?P<mask>{MASK}+)"
+    rf"|\b(?P<order>{_alternation(list(_ORDER_OF))})\b"
+    rf"|\b(?P<every>{_alternation(EVERYONE)})\b"
+    r"|\b(?P<keyword>squads?|units?|teams?)\b"
+    r"|\b(?P<squad>alpha|bravo|charlie|[a-z])\b"
+    r"|\b(?P<step>then|next\s+(?:turn|step|move|round)|after\s+(?:that|this)|afterwards?"
+    r"|later)\b"
+    r"|\b(?P<choice>or|either)\b"
+    r"|\b(?P<exception>except|excepting|apart\s+from|other\s+than|besides)\b"
+    r"|\b(?P<join>and)\b"
+    r"|(?P<word>[a-z0-9][a-z0-9']*)"
+    r"|(?P<sep>[;|.!?\n])"
+    r"|(?P<joiner>->|[,/&+:=>])"
 )
 
 Item = tuple[str, Order]  # (squad name or "all", order)
-
-
-def _squad(word: str) -> str:
-    word = word.lower().split()[-1]
-    return CALL_SIGNS.get(word, word.upper())
 
 
 def _unknown(name: str, valid: Sequence[str]) -> ParseError:
@@ -93,38 +117,110 @@ def _unknown(name: str, valid: Sequence[str]) -> ParseError:
     )
 
 
-def _exact(segment: str, valid: Sequence[str]) -> list[Item] | None:
-    """A whole normalised segment read as an order list, or None if any part is not one."""
-    items: list[Item] = []
-    for raw in _SPLIT.split(segment):
-        part = normalise(raw)
-        if not part:
-            continue
-        match = _PART.match(part)
-        if match is None:
-            unknown = _UNKNOWN_PART.match(part)
-            if unknown is not None:
-                raise _unknown(unknown.group("name") or unknown.group("letter"), valid)
-            return None
-        order = _ORDER_OF[re.sub(r"\s+", " ", match.group("what"))]
-        who = match.group("who")
-        items.append((_squad(who) if who else ALL, order))
-    return items or None
+@dataclass
+class _Tally:
+    """The state of one left-to-right read."""
+
+    strict: bool
+    valid: Sequence[str]
+    pending: list[str]
+    #: the pending squads already have an order (a second one is for them too)
+    ordered: bool = False
+    #: after `squad`/`squads`: lower-case letters and unknown names are squads
+    keyword: bool = False
+    #: a step word was passed after some order ("then", "next turn")
+    step_seen: bool = False
+    in_sequence: bool = False
+
+    def clear(self) -> None:
+        self.pending, self.ordered, self.keyword = [], False, False
 
 
-def _scan(text: str, valid: Sequence[str]) -> list[Item]:
-    """Orders written inside prose (cleaned, not yet case-folded text)."""
-    light = re.sub(r"\s+", " ", re.sub(r"[_\-]+", " ", text))
-    for match in _PROSE_UNKNOWN.finditer(light):
-        name = match.group("name").lower()
-        if name not in ("a", "b", "c"):  # "squad d north"
-            raise _unknown(name, valid)
-    items: list[Item] = []
-    for match in _PROSE.finditer(light):
-        who = re.sub(r"\s+", " ", match.group("who").lower())
-        order = _ORDER_OF[re.sub(r"\s+", " ", match.group("what").lower())]
-        items.append((ALL if who == "all squads" else _squad(who), order))
-    return items
+def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[Item, ...]]] | None:
+    """Every order in `text`, each with its place; None when `strict` and some word is not
+    part of the grammar."""
+    folded = fold(text)
+    tally = _Tally(strict, valid, [])
+    found: list[Found[tuple[Item, ...]]] = []
+    matches = list(_TOKEN.finditer(folded))
+    for index, match in enumerate(matches):
+        kind, word = match.lastgroup, " ".join(match.group(0).split())
+        following = matches[index + 1].lastgroup if index + 1 < len(matches) else None
+        if kind == "order" and not strict and (len(word) == 1 or _is_place(folded, match)):
+            kind = "word"  # "to the north", "north of B"; one letter is a word in prose
+        if kind == "every" and word == "all" and not strict and following != "order":
+            kind = "word"  # "all good"
+        if kind == "squad" and not strict and not tally.keyword:
+            original = text[match.start() : match.end()]
+            if word not in CALL_SIGNS and original not in ("A", "B", "C"):
+                kind = "word"
+        previous = matches[index - 1].lastgroup if index else None
+        if kind == "squad" and word not in CALL_SIGNS and word not in "abc":
+            if previous == "keyword" or (following == "order" and strict):
+                raise _unknown(word, valid)  # "squad d, move north", "d north"
+            kind = "word"
+        if kind == "word" and previous == "keyword" and following == "order":
+            raise _unknown(word, valid)  # "squad delta east"
+
+        if kind == "order":
+            who = tally.pending or ([ALL] if strict else [])
+            if who:
+                order = _ORDER_OF[word]
+                items = tuple((name, order) for name in who)
+                found.append(Found(match.start(), match.end(), items, word))
+                tally.pending, tally.ordered, tally.keyword = list(who), True, False
+                tally.in_sequence = tally.in_sequence or tally.step_seen
+        elif kind in ("squad", "every"):
+            name = ALL if kind == "every" else CALL_SIGNS.get(word, word.upper())
+            if tally.ordered or name in tally.pending:
+                tally.clear()
+            tally.pending.append(name)
+        elif kind == "keyword":
+            if tally.ordered:
+                tally.clear()
+            tally.keyword = True
+        elif kind == "choice" and tally.pending:
+            raise ParseError(
+                f"'{excerpt(match.group(0))}' leaves a choice open: give each squad its own "
+                "order (e.g. A north; B hold).",
+                valid,
+            )
+        elif kind == "exception" and found:
+            raise ParseError(
+                "exceptions are not read: give each squad its own order "
+                "(e.g. A north; B north; C hold).",
+                valid,
+            )
+        elif kind == "step":
+            tally.step_seen = tally.step_seen or bool(found)
+            tally.clear()
+        elif kind in ("sep", "mask"):
+            if strict and tally.pending and not tally.ordered:
+                raise _no_order(tally.pending, valid)
+            tally.clear()
+        elif kind == "word" and word not in FILLERS:
+            if strict:
+                return None
+            tally.clear()
+    if strict and tally.pending and not tally.ordered:
+        raise _no_order(tally.pending, valid)
+    if strict and tally.in_sequence:
+        raise ParseError(
+            f"'{excerpt(text)}' gives orders for several turns; one reply is one turn: send "
+            "only this turn's orders (e.g. A north; B east).",
+            valid,
+        )
+    return found
+
+
+def _is_place(folded: str, match: re.Match[str]) -> bool:
+    """'north of B': a direction used as a place."""
+    return bool(re.match(r"\s*of\b", folded[match.end() :]))
+
+
+def _no_order(squads: list[str], valid: Sequence[str]) -> ParseError:
+    names = " and ".join(squads)
+    return ParseError(f"squad {names} has no order: write e.g. '{squads[0]} north'.", valid)
 
 
 def _merge(items: list[Item], valid: Sequence[str]) -> Orders:
@@ -152,25 +248,29 @@ def _merge(items: list[Item], valid: Sequence[str]) -> Orders:
 
 
 def parse(text: str, valid: Sequence[str] = VALID) -> Orders:
-    """Read one line of orders or raise `ParseError` (`valid` goes into its message)."""
+    """Read one reply of orders or raise `ParseError` (`valid` goes into its message)."""
     return _memoised_parse(text, tuple(valid))
 
 
 def _parse(text: str, valid: Sequence[str]) -> Orders:
-    cleaned, whole = prepare(text, valid)
-    items = _exact(whole, valid)
-    if items is not None:
-        return _merge(items, valid)
-    marked: list[Item] = []
-    for segment in marked_segments(cleaned):
-        found = _exact(normalise(segment), valid)
-        marked += found if found is not None else _scan(segment, valid)
-    if marked:
-        return _merge(marked, valid)
-    found = _scan(cleaned, valid)
-    if found:
-        return _merge(found, valid)
-    raise ParseError(f"no orders found in '{excerpt(whole)}'.", valid, suggest(whole, VOCABULARY))
+    def exact(segment: str) -> tuple[Item, ...] | None:
+        found = _tokens(segment, True, valid)
+        if not found:
+            return None
+        return tuple(item for each in found for item in each.action or ())
+
+    def scan(text: str) -> list[Found[tuple[Item, ...]]]:
+        return _tokens(text, False, valid) or []
+
+    reading: Reading[tuple[Item, ...]] = read(
+        text, exact=exact, scan=scan, valid=valid, listed=True
+    )
+    if not reading.orders:
+        raise nothing_found(reading, valid, VOCABULARY, what="orders")
+    merged = _merge([item for group in reading.orders for item in group], valid)
+    if reading.in_sequence:
+        raise several_steps(reading, valid)
+    return merged
 
 
 # Pure in (text, valid): memoised for the few short replies agents keep sending.

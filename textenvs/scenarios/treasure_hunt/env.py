@@ -19,7 +19,7 @@ from textenvs.scenarios.treasure_hunt.state import (
 
 
 class TreasureHuntEnv(TextEnv[TreasureState, Action]):
-    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v0`, `treasure-hunt`).
+    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v1`, `treasure-hunt`).
 
     ## Description
     An 8x8 grid hides one Bomb, ten Flowers and 53 Empty tiles. The symbols are inverted:
@@ -38,7 +38,11 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
     | `wait` | `stay` | nothing |
 
     Commands are case-insensitive and may sit inside prose or markdown
-    (`Action: north`); a reply naming two different commands is rejected as ambiguous.
+    (`Action: north`). A reply runs only if it has exactly one reading (see "The reading
+    invariant" in docs/architecture.md): a final `Action:` line is authoritative; quoted
+    or negated text is not read; `up`/`down`/`left`/`right` count in prose only after a
+    verb (`go left`, not `to my left`); two different commands, or one written as several
+    steps (`north, north`, `north twice`), are rejected.
     Structured form (function calling): `{"action": "north"}`.
 
     ## Observation
@@ -72,11 +76,14 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
 
     ## Version history
     - v0: first release.
+    - v1: parsing keeps the reading invariant (an `Action:` line is authoritative; quoted
+      and negated text, and direction words used as places, are not read; several steps
+      are rejected). Rules and rendering unchanged.
     """
 
     name = "treasure-hunt"
     title = "Inverted-Symbol Treasure Hunt Grid"
-    version = "0"
+    version = "1"
     max_steps = STEP_BUDGET
     action_schema = TreasureHuntAction
     observation_model = TreasureObservation

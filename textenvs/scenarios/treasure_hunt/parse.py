@@ -15,6 +15,8 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
         Action.WAIT: ["wait", "stay", "Wait"],
     },
     describe=lambda action: action.value,
+    # "pick up", "on my left": orders in prose only after a verb ("go left").
+    weak=["up", "down", "left", "right"],
 )
 
 

@@ -1,0 +1,230 @@
+"""The reading invariant, per scenario: a reply is executed only if it has exactly one
+reading, and that reading is everything it orders (`docs/architecture.md`).
+
+- Corpora (`corpus/<env>.json`): real and realistic replies, each with its expected
+  reading (the canonical command) or `null` for a rejection; a regression either way fails.
+- Properties: a canonical command wrapped in prose, markdown or an `Action:` line reads as
+  the command itself; two different canonical commands in one template are rejected.
+- Structured actions: an argument the schema cannot represent is a validation error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+import textenvs
+from textenvs.core.parsing import ParseError
+from textenvs.scenarios.megacity.state import MATERIALS
+
+CORPUS_DIR = Path(__file__).parent / "corpus"
+ENVS = ["treasure-hunt", "em-anomaly", "magnetic-field", "squad-recon", "megacity"]
+MIN_CORPUS = 80
+
+
+def _canonical(env_name: str) -> Callable[[Any], str]:
+    """The canonical command text of a parsed action."""
+    if env_name in ("treasure-hunt", "em-anomaly"):
+        return lambda action: action.value
+    if env_name == "magnetic-field":
+        return lambda action: action.command
+    if env_name == "megacity":
+        return lambda action: action.command()
+    return lambda orders: orders.to_command()
+
+
+def _materials(text: str) -> str:
+    """Megacity's corpus names materials by index ({m0}, {m1}) so it follows state.py."""
+    for index, name in enumerate(MATERIALS):
+        text = text.replace(f"{{m{index}}}", name)
+    return text
+
+
+def load_corpus(env_name: str) -> list[dict[str, Any]]:
+    entries = json.loads((CORPUS_DIR / f"{env_name}.json").read_text(encoding="utf-8"))
+    for entry in entries:
+        entry["reply"] = _materials(entry["reply"])
+        if entry["expect"] is not None:
+            entry["expect"] = _materials(entry["expect"])
+    return entries
+
+
+def reading_of(env: Any, env_name: str, reply: str) -> str | None:
+    """The canonical command a reply is executed as, or None if it is rejected."""
+    try:
+        return _canonical(env_name)(env.parse(reply))
+    except ParseError:
+        return None
+
+
+CASES = [
+    pytest.param(name, index, id=f"{name}-{index}")
+    for name in ENVS
+    for index in range(len(load_corpus(name)))
+]
+
+
+@pytest.mark.parametrize("env_name", ENVS)
+def test_corpus_is_large_enough(env_name: str) -> None:
+    entries = load_corpus(env_name)
+    assert len(entries) >= MIN_CORPUS
+    assert len({e["reply"] for e in entries}) == len(entries), "duplicate replies"
+    assert any(e["expect"] is None for e in entries) and any(e["expect"] for e in entries)
+
+
+@pytest.mark.parametrize(("env_name", "index"), CASES)
+def test_corpus_reply_reads_as_expected(env_name: str, index: int) -> None:
+    entry = load_corpus(env_name)[index]
+    env = textenvs.make(env_name)
+    assert reading_of(env, env_name, entry["reply"]) == entry["expect"], entry["reply"]
+
+
+# ----- properties: prose around one command changes nothing; two commands are rejected ----
+
+ONE = [
+    "{c}",
+    "Action: {c}",
+    "**Action:** {c}",
+    "Final answer: {c}",
+    "**{c}**",
+    "`{c}`",
+    "```\n{c}\n```",
+    "{c}.",
+    "I think the best move is {c}.",
+    "Let me think... {c}",
+    "<think>Not sure yet; let me weigh it.</think>\n{c}",
+    "The observation is clear.\n\nAction: {c}",
+    "I looked at everything.\nAction: `{c}`",
+    "I will do this: {c}",
+]
+TWO = [
+    "{c} then {d}",
+    "{c}\n{d}",
+    "Action: {c}\nAction: {d}",
+    "First {c}, then {d}.",
+    "{c}. Next turn, {d}.",
+    "I think {c}, and {d}.",
+]
+
+_CELLS = [f"{col}{row}" for col in "ABCDE" for row in range(1, 6)]
+
+
+def _megacity_commands() -> st.SearchStrategy[str]:
+    cell = st.sampled_from(_CELLS)
+    direction = st.sampled_from(["north", "south", "east", "west"])
+    return st.one_of(
+        st.sampled_from(["research", "scan", "wait"]),
+        st.builds("excavate {}".format, cell),
+        st.builds("district {}".format, cell),
+        st.builds("support {} {}".format, cell, st.sampled_from(MATERIALS)),
+        st.builds("vent {} {}".format, cell, direction),
+        st.builds(lambda c: f"conduit {c}", st.sampled_from(["B2", "B2 B3", "B2 B3 C3", "E5 E4"])),
+    )
+
+
+def _squad_commands() -> st.SearchStrategy[str]:
+    orders = ["north", "south", "east", "west", "hold", "attack"]
+    groups = ["A", "B", "C", "A+B", "A and B", "B, C", "all"]
+    one = st.builds("{} {}".format, st.sampled_from(groups), st.sampled_from(orders))
+    return st.one_of(one, st.sampled_from(["A north; B east; C attack", "A west; C hold"]))
+
+
+def _commands(env_name: str) -> st.SearchStrategy[str]:
+    if env_name == "megacity":
+        return _megacity_commands()
+    if env_name == "squad-recon":
+        return _squad_commands()
+    env = textenvs.make(env_name)
+    actions = list(type(env.parse("north" if env_name != "magnetic-field" else "submit")))
+    return st.sampled_from([_canonical(env_name)(a) for a in actions])
+
+
+@pytest.mark.parametrize("env_name", ENVS)
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_prose_around_a_command_reads_as_the_command(env_name: str, data: st.DataObject) -> None:
+    env = textenvs.make(env_name)
+    command = data.draw(_commands(env_name))
+    template = data.draw(st.sampled_from(ONE))
+    assert env.parse(template.format(c=command)) == env.parse(command)
+
+
+@pytest.mark.parametrize("env_name", ENVS)
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_two_different_commands_are_rejected(env_name: str, data: st.DataObject) -> None:
+    env = textenvs.make(env_name)
+    first = data.draw(_commands(env_name))
+    second = data.draw(_commands(env_name))
+    if env_name == "squad-recon":
+        # orders for different squads make one command: give squad A two different orders
+        first, second = f"A {first.split()[-1]}", f"A {second.split()[-1]}"
+    if env.parse(first) == env.parse(second):
+        return
+    template = data.draw(st.sampled_from(TWO))
+    with pytest.raises(ParseError):
+        env.parse(template.format(c=first, d=second))
+
+
+# ----- structured actions: nothing the schema cannot represent is dropped -----------------
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"action": "excavate", "cells": ["B3", "C3"]},
+        {"action": "district", "cells": []},
+        {"action": "excavate", "cells": ["B3"], "material": MATERIALS[0]},
+        {"action": "support", "cells": ["C2"]},
+        {"action": "vent", "cells": ["A1"], "material": MATERIALS[0]},
+        {"action": "conduit", "cells": ["B1", "B2", "B3", "B4"]},
+        {"action": "scan", "cells": ["B3"]},
+        {"action": "wait", "direction": "north"},
+    ],
+)
+def test_megacity_schema_rejects_what_it_cannot_represent(arguments: dict[str, Any]) -> None:
+    env = textenvs.make("megacity")
+    with pytest.raises(ValidationError):
+        env.command_for(arguments)
+
+
+@pytest.mark.parametrize(
+    ("env_name", "arguments"),
+    [
+        ("treasure-hunt", {"action": "north", "steps": 2}),
+        ("em-anomaly", {"action": "rotate left twice"}),
+        ("magnetic-field", {"action": "FAAE"}),
+        ("magnetic-field", {"action": "submit", "answer": "FAAE"}),
+        ("squad-recon", {"a": "north", "d": "east"}),
+        ("squad-recon", {"a": "north east"}),
+    ],
+)
+def test_schemas_reject_arguments_they_cannot_represent(
+    env_name: str, arguments: dict[str, Any]
+) -> None:
+    with pytest.raises(ValidationError):
+        textenvs.make(env_name).command_for(arguments)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "command"),
+    [
+        ({"action": "excavate", "cells": ["B3"]}, "excavate B3"),
+        (
+            {"action": "support", "cells": ["C2"], "material": MATERIALS[1]},
+            f"support C2 {MATERIALS[1]}",
+        ),
+        ({"action": "conduit", "cells": ["B2", "B3"]}, "conduit B2 B3"),
+        ({"action": "scan"}, "scan"),
+    ],
+)
+def test_megacity_structured_actions_read_whole(arguments: dict[str, Any], command: str) -> None:
+    env = textenvs.make("megacity")
+    assert env.parse(env.command_for(arguments)).command() == command
