@@ -26,6 +26,7 @@ from textenvs import __version__
 from textenvs.core import registry
 from textenvs.service.guards import LOOPBACK_NAMES, Guard, error_response
 from textenvs.service.models import (
+    MAX_SEED,
     SESSION_ID_PATTERN,
     CreateSession,
     ErrorResponse,
@@ -206,17 +207,19 @@ def _handle_errors(app: FastAPI) -> None:
 def _allowed_methods(request: Request) -> list[str]:
     """Every method some route serves at this path (Starlette names only the first
     route's, so `/v1/sessions/{id}` said `Allow: GET` without DELETE)."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "GET"})
-        if match != Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
-    return sorted(methods)
+    return [
+        method
+        for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL
+            for route in request.app.router.routes
+        )
+    ]
 
 
 def _integral_schema_numbers(app: FastAPI) -> None:
-    """FastAPI's OpenAPI models hold bounds as floats (2**63-1 became 9.2e18): write
-    whole numbers as integers again."""
+    """FastAPI's OpenAPI models hold bounds as floats (2**63-1 became 9.2e18, which is
+    not even the same number): write whole numbers as the integers they were."""
     build = app.openapi
 
     def fix(node: Any) -> Any:
@@ -224,7 +227,9 @@ def _integral_schema_numbers(app: FastAPI) -> None:
             return {k: fix(v) for k, v in node.items()}
         if isinstance(node, list):
             return [fix(v) for v in node]
-        return int(node) if isinstance(node, float) and node.is_integer() else node
+        if isinstance(node, float) and node.is_integer():
+            return MAX_SEED if node == float(MAX_SEED) else int(node)
+        return node
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
