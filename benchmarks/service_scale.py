@@ -191,8 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     memory, rows = run(args)
     print(
-        f"{args.sessions} sessions opened ({memory['sessions']:.0f} open): server RSS {memory['rss_mb']:.0f} MB, "
-        f"{memory['kb_per_session']:.1f} KB per session (target < 60)"
+        f"{args.sessions} sessions opened ({memory['sessions']:.0f} open): server RSS "
+        f"{memory['rss_mb']:.0f} MB, {memory['kb_per_session']:.1f} KB per session (target < 60)"
     )
     print()
     header = ["target/s", "steps/s", "p50 ms", "p99 ms", "server CPU ms/req"]
