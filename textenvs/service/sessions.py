@@ -83,9 +83,6 @@ class SessionStore:
     def new_id(self) -> str:
         return secrets.token_urlsafe(24)  # 192 random bits
 
-    def owned_by(self, owner: str) -> int:
-        return self._owned[owner]
-
     def reserve(self, owner: str = "anonymous") -> None:
         """A 429 when `owner` holds its share, a 503 when the server is full (expired
         sessions are dropped first)."""
