@@ -4,6 +4,7 @@ WebSocket session protocol: same seed, same episode as local play."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -118,3 +119,15 @@ def test_tokens_reach_openenv_sessions_through_the_url() -> None:
         with GenericEnvClient(base_url=good).sync() as env:
             assert env.reset(seed=1).observation["text"]
             assert httpx.get(f"{base}/v1/health").json()["sessions"] == 1
+
+
+def test_idle_openenv_session_expires_and_frees_its_slot() -> None:
+    with serve_in_thread(create_app(idle_timeout=0.5)) as base:
+        client = GenericEnvClient(base_url=f"{base}/openenv/{ENV_NAMES[0]}").sync()
+        with client as env:
+            env.reset(seed=1)
+            assert httpx.get(f"{base}/v1/health").json()["sessions"] == 1
+            time.sleep(1.5)  # no step or reset: the server ends the session
+            assert httpx.get(f"{base}/v1/health").json()["sessions"] == 0
+            with pytest.raises(Exception, match=r"expired|closed|1000"):
+                env.step({"command": "north"})
