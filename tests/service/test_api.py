@@ -131,8 +131,9 @@ def test_episode_over_is_409_until_reset(http: httpx.Client) -> None:
 
 
 def test_unknown_env_and_session_and_no_listing(http: httpx.Client) -> None:
-    error = assert_error(http.post("/v1/sessions", json={"env": "nope"}), 404, "unknown_env")
-    assert "nope" in error["message"]
+    # `env` is an enum in the schema: an unknown name is a 422 that lists the known ones.
+    error = assert_error(http.post("/v1/sessions", json={"env": "nope"}), 422, "invalid_request")
+    assert ENV_NAMES[0] in error["details"][0]["msg"]
     assert_error(http.get("/v1/envs/nope"), 404, "unknown_env")
     assert_error(http.get("/v1/sessions/" + "A" * 32), 404, "unknown_session")
     assert_error(
@@ -247,14 +248,39 @@ def test_idle_sessions_expire_and_active_ones_live() -> None:
     app = create_app(idle_timeout=0.5)
     with serve_in_thread(app) as base, httpx.Client(base_url=base) as http:
         idle = create(http, ENV_NAMES[0])["session_id"]
+        read_only = create(http, ENV_NAMES[0])["session_id"]
         busy = create(http, ENV_NAMES[0])["session_id"]
-        for _ in range(8):
+        for i in range(8):
             time.sleep(0.15)
-            assert http.get(f"/v1/sessions/{busy}").status_code == 200
-        # The reaper dropped the idle one on its own (no request touched it).
+            # Reads do not count as use; steps and resets do.
+            assert http.get(f"/v1/sessions/{read_only}").status_code in (200, 404)
+            action = "step" if i % 2 else "reset"
+            body = {"command": "wait"} if action == "step" else {}
+            assert http.post(f"/v1/sessions/{busy}/{action}", json=body).status_code == 200
+        # The reaper dropped the idle and the read-only ones on its own.
         assert http.get("/v1/health").json()["sessions"] == 1
         assert_error(http.get(f"/v1/sessions/{idle}"), 404, "unknown_session")
+        assert_error(http.get(f"/v1/sessions/{read_only}"), 404, "unknown_session")
         assert http.get(f"/v1/sessions/{busy}").status_code == 200
+
+
+def test_sessions_end_at_their_maximum_lifetime_however_busy() -> None:
+    app = create_app(idle_timeout=60, max_lifetime=0.6)
+    with serve_in_thread(app) as base, httpx.Client(base_url=base) as http:
+        sid = create(http, ENV_NAMES[0])["session_id"]
+        deadline = time.monotonic() + 5
+        statuses = []
+        while time.monotonic() < deadline:
+            response = http.post(f"/v1/sessions/{sid}/step", json={"command": "wait"})
+            statuses.append(response.status_code)
+            if response.status_code == 404:
+                break
+            if response.status_code == 409:
+                http.post(f"/v1/sessions/{sid}/reset", json={})
+            time.sleep(0.05)
+        assert statuses[0] == 200 and statuses[-1] == 404
+        assert_error(response, 404, "unknown_session")
+        assert http.get("/v1/health").json()["sessions"] == 0
 
 
 def test_bearer_auth(monkeypatch: pytest.MonkeyPatch) -> None:

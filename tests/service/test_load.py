@@ -32,8 +32,10 @@ MAX_STEPS_COMPARED = 20  # per session; keeps the test fast for long-budget scen
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, int]]:
     """`textenvs serve --port 0` in a subprocess; yields (base URL, pid)."""
+    # 11,000 create/delete cycles below: no creation rate limit
+    limits = ["--max-sessions", "500", "--creates-per-minute", "0"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "textenvs.cli", "serve", "--port", "0", "--max-sessions", "500"],
+        [sys.executable, "-m", "textenvs.cli", "serve", "--port", "0", *limits],
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -5,76 +5,183 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import resource
 import sys
+
+
+def _default_max_connections() -> int:
+    """Well under the file-descriptor limit, so accepting never fails for want of one."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    return max(16, min(4096, soft - 64))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "serve",
         help="serve every scenario over HTTP (see docs/service.md)",
-        description="Serve every scenario as HTTP sessions under /v1 (OpenAPI at "
-        "/openapi.json, interactive docs at /docs). Binds to loopback unless told otherwise.",
+        description="Serve every scenario as HTTP sessions under /v1 and as OpenEnv "
+        "environments under /openenv/ENV (OpenAPI at /openapi.json, interactive docs at "
+        "/docs). Binds to loopback unless told otherwise. Limits marked 'per client' apply "
+        "to each credential (to everyone together when no token is set).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback)")
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind")
     p.add_argument("--port", type=int, default=8000, help="TCP port (0 picks a free one)")
-    p.add_argument("--max-sessions", type=int, default=1000, help="live sessions allowed at once")
-    p.add_argument(
-        "--idle-timeout",
-        type=float,
-        default=600.0,
-        help="seconds without a request before a session is dropped (0 disables)",
-    )
-    p.add_argument(
+    auth = p.add_argument_group("clients and tokens")
+    auth.add_argument(
         "--token-env",
         metavar="VAR",
         default=None,
         help="name of an environment variable holding a bearer token that clients must send "
-        "('Authorization: Bearer <token>'); without it there is no auth",
+        "('Authorization: Bearer <token>'); its client is named 'default'",
     )
-    p.add_argument(
+    auth.add_argument(
+        "--token-file",
+        metavar="FILE",
+        default=None,
+        help="a file of 'name token' lines, one client each (tokens of 16+ characters); "
+        "each client sees only its own sessions",
+    )
+    auth.add_argument(
+        "--allowed-host",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="without tokens, Host names served besides localhost, 127.0.0.1 and ::1 "
+        "(repeatable; '*' allows any); stops DNS-rebinding pages reaching the server",
+    )
+    limits = p.add_argument_group("sessions and limits")
+    limits.add_argument("--max-sessions", type=int, default=1000, help="live sessions in all")
+    limits.add_argument(
+        "--client-max-sessions",
+        type=int,
+        default=0,
+        help="live sessions per client (0: --max-sessions shared evenly between the clients)",
+    )
+    limits.add_argument(
+        "--creates-per-minute",
+        type=float,
+        default=1200,
+        help="session creations per client per minute, as a burst that refills (0: no limit)",
+    )
+    limits.add_argument(
+        "--steps-per-second",
+        type=float,
+        default=5000,
+        help="steps per client per second (0: no limit); over a limit is a 429 + Retry-After",
+    )
+    limits.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=600.0,
+        help="seconds without a step or reset before a session is dropped (0 disables)",
+    )
+    limits.add_argument(
+        "--max-lifetime",
+        type=float,
+        default=7200.0,
+        help="seconds after creation when a session is dropped however busy (0 disables)",
+    )
+    conn = p.add_argument_group("connections")
+    conn.add_argument(
         "--max-body-bytes", type=int, default=256 * 1024, help="larger request bodies get 413"
     )
-    p.add_argument("--log-level", default="info", help="uvicorn log level")
-    p.add_argument(
+    conn.add_argument(
+        "--request-timeout",
+        type=float,
+        default=10.0,
+        help="seconds to receive a request's headers and body; slower clients are cut off",
+    )
+    conn.add_argument(
+        "--keep-alive-timeout",
+        type=int,
+        default=5,
+        help="seconds an idle keep-alive connection stays open",
+    )
+    conn.add_argument(
+        "--max-connections",
+        type=int,
+        default=_default_max_connections(),
+        help="open connections at most (WebSockets included; default: below the "
+        "file-descriptor limit); over it, the connection waiting longest for its request "
+        "is closed",
+    )
+    server = p.add_argument_group("server")
+    server.add_argument("--log-level", default="info", help="uvicorn log level")
+    server.add_argument(
         "--http",
         choices=["auto", "httptools", "h11"],
         default="auto",
         help="HTTP parser (auto: httptools when installed, else the pure-Python h11)",
     )
-    p.add_argument(
+    server.add_argument(
         "--loop",
         choices=["auto", "uvloop", "asyncio"],
         default="auto",
         help="event loop (auto: uvloop when installed)",
     )
-    p.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
+    server.add_argument("--access-log", action="store_true", help="log every request")
     p.set_defaults(handler=_serve)
+
+
+def _fail(message: str) -> int:
+    print(f"textenvs serve: error: {message}", file=sys.stderr)
+    return 2
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from textenvs.service.app import create_app
+    from textenvs.service.connections import uvicorn_settings
+    from textenvs.service.tenancy import ClientLimits, CredentialError, read_token_file
 
-    token = None
+    tokens: dict[str, str] = {}
+    if args.token_file:
+        try:
+            tokens = read_token_file(args.token_file)
+        except CredentialError as exc:
+            return _fail(str(exc))
     if args.token_env:
         token = os.environ.get(args.token_env, "")
         if not token:
-            print(f"textenvs serve: error: ${args.token_env} is unset or empty", file=sys.stderr)
-            return 2
-    if args.max_sessions < 1:
-        print("textenvs serve: error: --max-sessions must be at least 1", file=sys.stderr)
-        return 2
-    if token is None and not _is_loopback(args.host):
+            return _fail(f"${args.token_env} is unset or empty")
+        if "default" in tokens or token in tokens.values():
+            return _fail("--token-env repeats a client name or token of --token-file")
+        tokens["default"] = token
+    problems = [
+        "--max-sessions must be at least 1" if args.max_sessions < 1 else "",
+        "--max-connections must be at least 1" if args.max_connections < 1 else "",
+        "--request-timeout must be positive" if not args.request_timeout > 0 else "",
+    ]
+    negative = [
+        name
+        for name in ("client_max_sessions", "creates_per_minute", "steps_per_second")
+        if not getattr(args, name) >= 0  # also catches nan
+    ]
+    problems += [f"--{name.replace('_', '-')} must be 0 or more" for name in negative]
+    if any(problems):
+        return _fail(next(p for p in problems if p))
+    if not tokens and not _is_loopback(args.host):
         print(
-            f"textenvs serve: warning: binding {args.host} without --token-env; anyone who "
-            "can reach this port can create sessions",
+            f"textenvs serve: warning: binding {args.host} without a token; anyone who "
+            "can reach this port can create sessions (and only --allowed-host names are "
+            "served)",
             file=sys.stderr,
         )
     app = create_app(
         max_sessions=args.max_sessions,
         idle_timeout=args.idle_timeout,
-        token=token,
+        max_lifetime=args.max_lifetime,
+        tokens=tokens,
+        limits=ClientLimits(
+            max_sessions=args.client_max_sessions,
+            creates_per_minute=args.creates_per_minute,
+            steps_per_second=args.steps_per_second,
+        ),
+        allowed_hosts=args.allowed_host,
         max_body_bytes=args.max_body_bytes,
     )
     uvicorn.run(
@@ -83,8 +190,14 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         log_level=args.log_level,
         access_log=args.access_log,
-        http=args.http,
         loop=args.loop,
+        **uvicorn_settings(
+            args.http,
+            request_timeout=args.request_timeout,
+            max_connections=args.max_connections,
+            keep_alive_timeout=args.keep_alive_timeout,
+            max_body_bytes=args.max_body_bytes,
+        ),
     )
     return 0
 

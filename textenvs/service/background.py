@@ -12,9 +12,13 @@ import uvicorn
 
 
 @contextmanager
-def serve_in_thread(app: Any, host: str = "127.0.0.1", timeout: float = 20.0) -> Iterator[str]:
-    """Serve `app` with uvicorn on `host` (port chosen by the OS); yields the base URL."""
-    config = uvicorn.Config(app, host=host, port=0, log_level="warning", lifespan="on")
+def serve_in_thread(
+    app: Any, host: str = "127.0.0.1", timeout: float = 20.0, **settings: Any
+) -> Iterator[str]:
+    """Serve `app` with uvicorn on `host` (port chosen by the OS); yields the base URL.
+    `settings` go to `uvicorn.Config` (e.g. `http=guarded_protocol(...)`)."""
+    settings = {"log_level": "warning", "lifespan": "on", **settings}
+    config = uvicorn.Config(app, host=host, port=0, **settings)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="textenvs-service", daemon=True)
     thread.start()

@@ -3,18 +3,25 @@
 Requests forbid unknown fields, so a typo is a 422 rather than a silently ignored option.
 Command text is checked before it reaches an env: no NUL bytes or other control characters
 (newline and tab are fine), no lone surrogates, and at most `MAX_COMMAND_CHARS` characters.
+Seeds are strict integers (`"7"`, `true` and `7.0` are rejected), and every number inside
+`options` or a structured `action` must be finite and within 64 bits: Python's JSON reader
+turns `Infinity`, `NaN` and `1e400` into floats that would otherwise reach an env.
 """
 
 from __future__ import annotations
 
+import math
 import unicodedata
-from typing import Any
+from enum import Enum
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from textenvs.core import registry
 from textenvs.core.parsing import MAX_COMMAND_CHARS
 
 MAX_SEED = 2**63 - 1
+MAX_JSON_DEPTH = 32
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 
@@ -35,38 +42,76 @@ def check_text(value: str) -> str:
     return value
 
 
-class CreateSession(Request):
-    env: str = Field(
-        min_length=1, max_length=100, description="scenario name, e.g. 'treasure-hunt'"
-    )
-    seed: int | None = Field(
+def check_numbers(value: Any, path: str = "", depth: int = 0) -> Any:
+    """Reject non-finite floats, integers beyond 64 bits and absurd nesting, anywhere."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{path or 'value'} is nested more than {MAX_JSON_DEPTH} levels deep")
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{path or 'value'} is not a finite number ({value})")
+    if isinstance(value, int) and not -MAX_SEED - 1 <= value <= MAX_SEED:
+        raise ValueError(f"{path or 'value'} is out of range (integers are limited to 64 bits)")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_numbers(item, f"{path}.{key}" if path else str(key), depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_numbers(item, f"{path}[{index}]", depth + 1)
+    return value
+
+
+# Every spelling `POST /v1/sessions` accepts, as an enum so that clients (and schema-driven
+# fuzzers) can see them: short names and gymnasium ids, read from the registry.
+EnvName = Enum(  # type: ignore[misc]
+    "EnvName",
+    {name: name for s in registry.SCENARIOS for name in (s.name, s.env_id)},
+    type=str,
+)
+Seed = Annotated[
+    int | None,
+    Field(
         default=None,
+        strict=True,
         ge=0,
         le=MAX_SEED,
-        description="episode seed; a random one is chosen (and returned) when omitted",
-    )
-    options: dict[str, Any] | None = Field(
+        description="episode seed (an integer); a random one is chosen (and returned) when omitted",
+    ),
+]
+JsonObject = Annotated[dict[str, Any], AfterValidator(check_numbers)]
+
+
+class CreateSession(Request):
+    env: EnvName = Field(description="scenario name (or gymnasium id), e.g. 'treasure-hunt'")
+    seed: Seed = None
+    options: JsonObject | None = Field(
         default=None, description="scenario options passed to reset (most take none)"
     )
 
-    _check_env = field_validator("env")(check_text)
-
 
 class ResetSession(Request):
-    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
-    options: dict[str, Any] | None = None
+    seed: Seed = None
+    options: JsonObject | None = None
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
 
 
 class StepRequest(Request):
     """Exactly one of `command` (free text, as an agent would type it) or `action` (a
     structured action matching the scenario's `action_schema`)."""
 
-    command: str | None = Field(default=None, max_length=MAX_COMMAND_CHARS)
-    action: dict[str, Any] | None = None
+    # Exactly one field, stated in the schema too (unknown fields are forbidden).
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
 
-    _check_command = field_validator("command")(
-        lambda value: check_text(value) if value is not None else None
+    # Omitted means absent, but an explicit null is refused (the schema has no null).
+    command: str = Field(  # type: ignore[assignment]
+        default=None, max_length=MAX_COMMAND_CHARS, json_schema_extra=_no_default
     )
+    action: JsonObject = Field(default=None, json_schema_extra=_no_default)  # type: ignore[assignment]
+
+    _check_command = field_validator("command")(check_text)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> StepRequest:

@@ -1,10 +1,12 @@
-"""Server-side sessions: one env per session, a lock each, idle expiry, a capacity limit."""
+"""Server-side sessions: one env per session, a lock each, an owner each, idle expiry, a
+maximum lifetime, and capacity limits (for the server and for each owner)."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,24 +41,41 @@ class Session:
     seed: int
     observation: str
     info: dict[str, Any]
+    owner: str = "anonymous"
+    created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def touch(self) -> None:
+        """Only steps and resets count as use: reading a session does not keep it alive."""
         self.last_used = time.monotonic()
 
 
-class SessionStore:
-    """All live sessions. Only the holder of a session id can reach its session: there is
-    deliberately no way to enumerate ids."""
+NOT_FOUND = "no such session (or it has expired)"
 
-    def __init__(self, max_sessions: int = 1000, idle_timeout: float = 600.0) -> None:
+
+class SessionStore:
+    """All live sessions. Only the owner holding a session id can reach its session (any
+    other owner gets the same 404 as for an unknown id); there is no way to enumerate ids."""
+
+    def __init__(
+        self,
+        max_sessions: int = 1000,
+        idle_timeout: float = 600.0,
+        max_lifetime: float = 0.0,
+        max_per_owner: int = 0,
+    ) -> None:
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
         self.max_sessions = max_sessions
-        #: seconds without a request before a session is dropped; 0 disables expiry
+        #: seconds without a step or reset before a session is dropped; 0 disables expiry
         self.idle_timeout = idle_timeout
+        #: seconds after creation when a session is dropped however busy; 0: no limit
+        self.max_lifetime = max_lifetime
+        #: live sessions one owner may hold; 0: only the server's limit
+        self.max_per_owner = max_per_owner
         self._sessions: dict[str, Session] = {}
+        self._owned: Counter[str] = Counter()
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -64,10 +83,20 @@ class SessionStore:
     def new_id(self) -> str:
         return secrets.token_urlsafe(24)  # 192 random bits
 
-    def reserve(self) -> None:
-        """Raise a 503 when full (after dropping sessions that have expired)."""
-        if len(self._sessions) >= self.max_sessions:
+    def reserve(self, owner: str = "anonymous") -> None:
+        """A 429 when `owner` holds its share, a 503 when the server is full (expired
+        sessions are dropped first)."""
+        full = len(self._sessions) >= self.max_sessions
+        if full or self._owner_full(owner):
             self.reap()
+        if self._owner_full(owner):
+            raise ServiceError(
+                429,
+                "too_many_sessions",
+                f"this client holds its maximum of {self.max_per_owner} open sessions; "
+                "delete finished sessions first",
+                headers={"Retry-After": "1"},
+            )
         if len(self._sessions) >= self.max_sessions:
             raise ServiceError(
                 503,
@@ -78,22 +107,21 @@ class SessionStore:
             )
 
     def add(self, session: Session) -> None:
-        self.reserve()
+        self.reserve(session.owner)
         self._sessions[session.id] = session
+        self._owned[session.owner] += 1
 
-    def get(self, session_id: str) -> Session:
+    def get(self, session_id: str, owner: str = "anonymous") -> Session:
         session = self._sessions.get(session_id)
-        if session is None or self._expired(session, time.monotonic()):
-            if session is not None:
-                self._drop(session)
-            raise ServiceError(404, "unknown_session", "no such session (or it has expired)")
+        if session is None or session.owner != owner:
+            raise ServiceError(404, "unknown_session", NOT_FOUND)
+        if self._expired(session, time.monotonic()):
+            self._drop(session)
+            raise ServiceError(404, "unknown_session", NOT_FOUND)
         return session
 
-    def remove(self, session_id: str) -> None:
-        session = self._sessions.get(session_id)
-        if session is None:
-            raise ServiceError(404, "unknown_session", "no such session (or it has expired)")
-        self._drop(session)
+    def remove(self, session_id: str, owner: str = "anonymous") -> None:
+        self._drop(self.get(session_id, owner))
 
     def reap(self) -> int:
         """Drop every expired session; returns how many."""
@@ -108,23 +136,29 @@ class SessionStore:
             self._drop(session)
 
     async def reap_forever(self) -> None:
-        """The idle reaper: runs for the server's lifetime (cancelled at shutdown)."""
-        if self.idle_timeout <= 0:
+        """The reaper: runs for the server's lifetime (cancelled at shutdown)."""
+        limits = [t for t in (self.idle_timeout, self.max_lifetime) if t > 0]
+        if not limits:
             return
-        interval = min(max(self.idle_timeout / 4, 0.05), 30.0)
+        interval = min(max(min(limits) / 4, 0.05), 30.0)
         while True:
             await asyncio.sleep(interval)
             self.reap()
 
+    def _owner_full(self, owner: str) -> bool:
+        return 0 < self.max_per_owner <= self._owned[owner]
+
     def _expired(self, session: Session, now: float) -> bool:
-        # A session whose lock is held is mid-request and so not idle.
-        return (
-            self.idle_timeout > 0
-            and now - session.last_used > self.idle_timeout
-            and not session.lock.locked()
-        )
+        if session.lock.locked():  # mid-request: the request finishes first
+            return False
+        idle = self.idle_timeout > 0 and now - session.last_used > self.idle_timeout
+        old = self.max_lifetime > 0 and now - session.created > self.max_lifetime
+        return idle or old
 
     def _drop(self, session: Session) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
+            self._owned[session.owner] -= 1
+            if not self._owned[session.owner]:
+                del self._owned[session.owner]
         session.env.close()

@@ -1,0 +1,247 @@
+"""OpenEnv-compatible endpoints: `/openenv/{env}` is one OpenEnv environment server.
+
+OpenEnv's client (`openenv-core`) takes a base URL and opens the WebSocket `{base}/ws`, so
+`GenericEnvClient(base_url="http://host:8000/openenv/treasure-hunt")` plays Treasure Hunt.
+One WebSocket is one session, created when it opens and deleted when it closes, counted
+against its client's limits like any `/v1` session. Messages (JSON text frames):
+
+    -> {"type": "reset", "data": {"seed": 3, "episode_id"?: "...", "options"?: {...}}}
+    -> {"type": "step", "data": {"command": "north"}}    (or {"action": {...}})
+    -> {"type": "state"}                                 -> {"type": "close"}
+    <- {"type": "observation", "data": {"observation": {text, info, terminated,
+        truncated}, "reward": r, "done": terminated or truncated}}
+    <- {"type": "state", "data": {episode_id, step_count, env, seed, done}}
+    <- {"type": "error", "data": {"message", "code"}}
+
+The seed is honoured (same seed, same episode as local play); a reset without one draws a
+random seed, which `state` reports. HTTP forms: `GET health`, `GET metadata`, `GET schema`,
+and a stateless `POST reset` (the first observation of a seed); stepping needs a session,
+so `POST step` and `GET state` answer 409 and point to the WebSocket. Tokens: OpenEnv's
+client sends no headers, but a URL `ws://name:token@host/...` becomes a Basic
+Authorization header, which the server accepts as well as `Bearer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+
+from fastapi import APIRouter, Depends, Path, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, Field, ValidationError
+
+from textenvs.core import registry
+from textenvs.service.models import JsonObject, Request, Seed, StepRequest
+from textenvs.service.operations import Operations, reset_env, safe
+from textenvs.service.sessions import ServiceError, Session
+from textenvs.service.tenancy import Credentials, current_client
+
+EnvPath = Path(max_length=100, description="scenario name, e.g. 'treasure-hunt'")
+
+
+class OpenEnvReset(Request):
+    seed: Seed = None
+    episode_id: str | None = Field(default=None, max_length=255)
+    options: JsonObject | None = None
+
+
+class OpenEnvObservation(BaseModel):
+    text: str
+    info: dict[str, Any]
+    terminated: bool = False
+    truncated: bool = False
+
+
+class OpenEnvResult(BaseModel):
+    observation: OpenEnvObservation
+    reward: float | None = None
+    done: bool = False
+
+
+class OpenEnvState(BaseModel):
+    episode_id: str | None = None
+    step_count: int = 0
+    env: str
+    seed: int
+    done: bool
+
+
+def _result(text: str, info: dict[str, Any], reward: float | None = None, **flags: bool) -> dict:
+    terminated, truncated = flags.get("terminated", False), flags.get("truncated", False)
+    observation = {"text": text, "info": info, "terminated": terminated, "truncated": truncated}
+    return {"observation": observation, "reward": reward, "done": terminated or truncated}
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "data": {"code": code, "message": message}}
+
+
+def openenv_router(ops: Operations, credentials: Credentials) -> APIRouter:
+    router = APIRouter(prefix="/openenv/{env}", tags=["openenv"])
+    authenticated = [Depends(current_client)]
+
+    @router.get("/health")
+    async def health(env: str = EnvPath) -> dict[str, str]:
+        ops.info(env)
+        return {"status": "healthy"}
+
+    @router.get("/metadata", dependencies=authenticated)
+    async def metadata(env: str = EnvPath) -> dict[str, Any]:
+        info = ops.info(env)
+        return {
+            "name": info.name,
+            "description": info.title,
+            "readme_content": info.rules,
+            "version": info.version,
+            "author": "textenvs",
+            "documentation_url": None,
+        }
+
+    @router.get("/schema", dependencies=authenticated)
+    async def schema(env: str = EnvPath) -> dict[str, Any]:
+        ops.info(env)
+        return {
+            "action": StepRequest.model_json_schema(),
+            "observation": OpenEnvObservation.model_json_schema(),
+            "state": OpenEnvState.model_json_schema(),
+        }
+
+    @router.post("/reset", response_model=OpenEnvResult, dependencies=authenticated)
+    async def reset(body: OpenEnvReset | None = None, env: str = EnvPath) -> dict[str, Any]:
+        """Stateless: the first observation of `seed`. Play through the WebSocket."""
+        name = ops.info(env).name
+        body = body or OpenEnvReset()
+        scenario_env = registry.make(name)
+        try:
+            _, text, info = reset_env(scenario_env, name, body.seed, body.options)
+        finally:
+            scenario_env.close()
+        return _result(text, info)
+
+    @router.post("/step", dependencies=authenticated)
+    @router.get("/state", dependencies=authenticated)
+    async def needs_session(env: str = EnvPath) -> None:
+        ops.info(env)
+        raise ServiceError(
+            409,
+            "needs_session",
+            "stepping needs a session: use the WebSocket at this path's '/ws' (OpenEnv's "
+            "client does) or the /v1/sessions endpoints",
+        )
+
+    @router.websocket("/ws")
+    async def session_socket(websocket: WebSocket, env: str) -> None:
+        try:
+            client = credentials.client_for(websocket.headers.get("authorization"))
+            name = ops.info(env).name
+        except ServiceError:
+            await websocket.close(code=1008)  # before accepting: the client sees a 403
+            return
+        await websocket.accept()
+        try:
+            session = ops.create(client, name, None, None)
+        except ServiceError as exc:
+            await websocket.send_json(_error(exc.code, exc.message))
+            await websocket.close(code=1013)
+            return
+        try:
+            await SocketSession(ops, client, session, websocket).run()
+        except WebSocketDisconnect:
+            pass
+        finally:
+            with contextlib.suppress(ServiceError):
+                ops.store.remove(session.id, client)
+
+    return router
+
+
+class SocketSession:
+    """The message loop of one OpenEnv WebSocket session."""
+
+    def __init__(self, ops: Operations, client: str, session: Session, socket: WebSocket) -> None:
+        self.ops, self.client, self.session, self.socket = ops, client, session, socket
+        self.episode_id: str | None = None
+
+    async def run(self) -> None:
+        while True:
+            try:
+                raw = await asyncio.wait_for(self.socket.receive_text(), self._time_left())
+            except TimeoutError:
+                await self._expire()
+                return
+            try:
+                message = json.loads(raw)
+                if not isinstance(message, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                await self.socket.send_json(_error("INVALID_JSON", "the message is not JSON"))
+                continue
+            if message.get("type") == "close":
+                await self.socket.close()
+                return
+            try:
+                reply = await self._answer(message)
+            except ServiceError as exc:
+                reply = _error(exc.code, exc.message)
+                if exc.code == "unknown_session":  # expired under us
+                    await self.socket.send_json(reply)
+                    await self.socket.close(code=1000)
+                    return
+            except ValidationError as exc:
+                first = exc.errors()[0] if exc.errors() else {}
+                where = ".".join(str(p) for p in first.get("loc", ()))
+                text = safe(f"invalid message ({where}): {first.get('msg', '')}", 300)
+                reply = _error("VALIDATION_ERROR", text)
+            await self.socket.send_json(reply)
+
+    async def _answer(self, message: dict[str, Any]) -> dict[str, Any]:
+        kind = message.get("type")
+        data = message.get("data") or {}
+        if not isinstance(data, dict):
+            raise ServiceError(422, "VALIDATION_ERROR", "'data' must be an object")
+        session_id = self.session.id
+        if kind == "reset":
+            request = OpenEnvReset.model_validate(data)
+            session = await self.ops.reset(self.client, session_id, request.seed, request.options)
+            self.episode_id = request.episode_id
+            return {"type": "observation", "data": _result(session.observation, session.info)}
+        if kind == "step":
+            request = StepRequest.model_validate(data)
+            result = await self.ops.step(self.client, session_id, request.command, request.action)
+            reward = result["reward"]
+            data = _result(
+                result["observation"],
+                result["info"],
+                reward,
+                terminated=result["terminated"],
+                truncated=result["truncated"],
+            )
+            return {"type": "observation", "data": data}
+        if kind == "state":
+            session = self.ops.store.get(session_id, self.client)
+            state = OpenEnvState(
+                episode_id=self.episode_id,
+                step_count=session.env.steps_used,
+                env=session.env_name,
+                seed=session.seed,
+                done=session.env.done,
+            )
+            return {"type": "state", "data": state.model_dump()}
+        raise ServiceError(422, "UNKNOWN_TYPE", safe(f"unknown message type: {kind!s}", 100))
+
+    def _time_left(self) -> float | None:
+        """Seconds until the session would expire if no step or reset came."""
+        store, now = self.ops.store, time.monotonic()
+        limits = []
+        if store.idle_timeout > 0:
+            limits.append(self.session.last_used + store.idle_timeout - now)
+        if store.max_lifetime > 0:
+            limits.append(self.session.created + store.max_lifetime - now)
+        return max(min(limits), 0.0) + 0.01 if limits else None
+
+    async def _expire(self) -> None:
+        message = "the session expired (idle timeout or maximum lifetime)"
+        await self.socket.send_json(_error("unknown_session", message))
+        await self.socket.close(code=1000)

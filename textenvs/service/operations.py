@@ -1,0 +1,145 @@
+"""What a session can do, shared by the `/v1` routes and the OpenEnv endpoints: create,
+step and reset, with each client's limits applied (open sessions, creations per minute,
+steps per second) and every rejection a `ServiceError` that changes nothing."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from pydantic import ValidationError
+
+from textenvs.core import registry
+from textenvs.core.parsing import excerpt
+from textenvs.service.models import ScenarioInfo
+from textenvs.service.sessions import ServiceError, Session, SessionStore
+from textenvs.service.tenancy import ClientLimits, limiters
+
+# What a scenario raises for options it rejects; the message is meant for the caller.
+OPTION_ERRORS = (ValueError, TypeError, KeyError, ArithmeticError)
+
+
+def safe(text: str, limit: int = 300) -> str:
+    """User-influenced text made printable ASCII and short before it goes in a response."""
+    return excerpt(text, limit)
+
+
+def validation_details(errors: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "loc": [p if isinstance(p, int) else safe(str(p), 60) for p in e.get("loc", ())],
+            "msg": safe(str(e.get("msg", "")), 300),
+            "type": safe(str(e.get("type", "")), 60),
+        }
+        for e in errors[:20]
+    ]
+
+
+def scenario_info(scenario: registry.Scenario) -> ScenarioInfo:
+    cls = scenario.load()
+    try:
+        from textenvs.prompts import rules_text
+
+        rules = rules_text(scenario.name)
+    except FileNotFoundError:  # a scenario whose rules text is not written yet
+        rules = ""
+    return ScenarioInfo(
+        name=scenario.name,
+        env_id=scenario.env_id,
+        title=scenario.title,
+        version=str(cls.version),
+        max_steps=int(cls.max_steps),
+        rules=rules,
+        action_schema=cls.action_schema.model_json_schema(),
+    )
+
+
+class Operations:
+    def __init__(self, store: SessionStore, limits: ClientLimits) -> None:
+        self.store = store
+        self.creates, self.steps = limiters(limits)
+        self._catalogue: dict[str, ScenarioInfo] = {}
+
+    def info(self, name: str) -> ScenarioInfo:
+        try:
+            scenario = registry.get(name)
+        except registry.UnknownEnvError as exc:
+            raise ServiceError(404, "unknown_env", safe(exc.message, 400)) from None
+        if scenario.name not in self._catalogue:
+            self._catalogue[scenario.name] = scenario_info(scenario)
+        return self._catalogue[scenario.name]
+
+    def create(
+        self, client: str, env: str, seed: int | None, options: dict[str, Any] | None
+    ) -> Session:
+        name = self.info(env).name
+        self.store.reserve(client)
+        self.creates.check(client)
+        scenario_env = registry.make(name)
+        seed, observation, info = reset_env(scenario_env, name, seed, options)
+        session = Session(
+            self.store.new_id(), name, scenario_env, seed, observation, info, owner=client
+        )
+        self.store.add(session)
+        return session
+
+    async def step(
+        self, client: str, session_id: str, command: str | None, action: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        session = self.store.get(session_id, client)
+        self.steps.check(client)
+        async with session.lock:
+            self.store.get(session_id, client)  # it may have been deleted while we waited
+            env = session.env
+            if env.done:
+                raise ServiceError(409, "episode_over", "the episode has ended: reset first")
+            text = command if action is None else command_for(env, action)
+            observation, reward, terminated, truncated, info = env.step(text)
+            session.observation, session.info = observation, info
+            session.touch()
+        return {
+            "observation": observation,
+            "reward": float(reward),
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "info": info,
+        }
+
+    async def reset(
+        self, client: str, session_id: str, seed: int | None, options: dict[str, Any] | None
+    ) -> Session:
+        session = self.store.get(session_id, client)
+        async with session.lock:
+            self.store.get(session_id, client)
+            seed, observation, info = reset_env(session.env, session.env_name, seed, options)
+            session.seed, session.observation, session.info = seed, observation, info
+            session.touch()
+        return session
+
+
+def reset_env(env: Any, name: str, seed: int | None, options: Any) -> tuple[int, str, dict]:
+    """Reset with `seed` (a random one when None); rejected options are a 422."""
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    try:
+        observation, info = env.reset(seed=seed, options=options)
+    except OPTION_ERRORS as exc:
+        if not options:  # without options this is a bug, not the caller's mistake
+            raise
+        raise ServiceError(
+            422, "invalid_options", safe(f"{name} rejected the options: {exc}", 400)
+        ) from None
+    return seed, observation, info
+
+
+def command_for(env: Any, action: dict[str, Any]) -> str:
+    try:
+        return str(env.command_for(action))
+    except ValidationError as exc:
+        raise ServiceError(
+            422,
+            "invalid_action",
+            "the action does not match the scenario's action schema",
+            details=validation_details(exc.errors()),
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise ServiceError(422, "invalid_action", safe(str(exc))) from None

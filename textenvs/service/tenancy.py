@@ -1,0 +1,182 @@
+"""Who is calling, and how much they may do: credentials, per-client limits, rate buckets.
+
+A client is the credential it presents. With no tokens configured every caller is the one
+client `anonymous` (a loopback, single-user server); with tokens, each `name token` pair is
+a client of its own, and sessions belong to the client that created them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from textenvs.service.sessions import ServiceError
+
+ANONYMOUS = "anonymous"
+
+
+class CredentialError(ValueError):
+    """A token file or token variable that cannot be used (a one-line reason)."""
+
+
+def read_token_file(path: str | Path) -> dict[str, str]:
+    """`name token` pairs, one a line (blank lines and `#` comments skipped): name -> token."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CredentialError(f"cannot read token file {path}: {exc}") from None
+    tokens: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise CredentialError(
+                f"{path}:{number}: expected 'name token', got {len(parts)} fields"
+            )
+        name, token = parts
+        if name in tokens:
+            raise CredentialError(f"{path}:{number}: client '{name}' is listed twice")
+        if len(token) < 16:
+            raise CredentialError(f"{path}:{number}: the token of '{name}' is under 16 characters")
+        tokens[name] = token
+    if len(set(tokens.values())) != len(tokens):
+        raise CredentialError(f"{path}: two clients share a token")
+    if not tokens:
+        raise CredentialError(f"{path}: no 'name token' lines")
+    return tokens
+
+
+class Credentials:
+    """Maps a presented token to its client's name (constant-time comparisons)."""
+
+    def __init__(self, tokens: dict[str, str] | None = None) -> None:
+        self._tokens = [(name, token.encode("utf-8")) for name, token in (tokens or {}).items()]
+
+    @property
+    def required(self) -> bool:
+        return bool(self._tokens)
+
+    def client_for(self, authorization: str | None) -> str:
+        """The client named by an `Authorization` header: `Bearer <token>`, or `Basic` with
+        the token as password (what WebSocket clients send for `ws://name:token@host`)."""
+        if not self._tokens:
+            return ANONYMOUS
+        given = _presented_token(authorization or "")
+        match = None
+        for name, token in self._tokens:  # compare with every token: no early exit
+            if hmac.compare_digest(given, token):
+                match = name
+        if match is None:
+            raise ServiceError(
+                401,
+                "unauthorized",
+                "a valid 'Authorization: Bearer <token>' header is required",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        return match
+
+
+BEARER = HTTPBearer(auto_error=False, description="a token from --token-env or --token-file")
+
+
+async def current_client(
+    request: Request,
+    _documented: HTTPAuthorizationCredentials | None = Depends(BEARER),  # noqa: B008
+) -> str:
+    """The route dependency: the caller's client name (a 401 when a token is required)."""
+    credentials: Credentials = request.app.state.credentials
+    return credentials.client_for(request.headers.get("authorization"))
+
+
+Client = Annotated[str, Depends(current_client)]
+
+
+def _presented_token(header: str) -> bytes:
+    scheme, _, value = header.strip().partition(" ")
+    if scheme.lower() == "bearer":
+        return value.strip().encode("utf-8")
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return b""
+        return decoded.partition(":")[2].encode("utf-8")
+    return b""
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    """What one client may do. `max_sessions` 0: the server's session cap shared evenly
+    between the configured clients; a rate of 0: no limit."""
+
+    max_sessions: int = 0
+    creates_per_minute: float = 1200.0
+    steps_per_second: float = 5000.0
+
+
+@dataclass
+class TokenBucket:
+    """`rate` tokens a second, up to `capacity` saved up (the allowed burst)."""
+
+    rate: float
+    capacity: float
+    tokens: float = field(init=False)
+    updated: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        self.tokens = self.capacity
+
+    def take(self) -> float:
+        """0.0 if a token was taken, else the seconds until one will be there."""
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
+
+
+class RateLimiter:
+    """One bucket per client for one kind of request; a 429 with Retry-After when empty."""
+
+    def __init__(self, per_second: float, burst: float, what: str) -> None:
+        self.per_second = per_second
+        self.burst = max(burst, 1.0)
+        self.what = what
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def check(self, client: str) -> None:
+        if self.per_second <= 0:
+            return
+        bucket = self._buckets.get(client)
+        if bucket is None:
+            bucket = self._buckets[client] = TokenBucket(self.per_second, self.burst)
+        wait = bucket.take()
+        if wait > 0:
+            raise ServiceError(
+                429,
+                "rate_limited",
+                f"too many {self.what}; retry after the Retry-After header's seconds",
+                headers={"Retry-After": str(max(1, math.ceil(wait)))},
+            )
+
+
+def limiters(limits: ClientLimits) -> tuple[RateLimiter, RateLimiter]:
+    """(creates, steps): creates refill over a minute, steps over a second."""
+    creates = RateLimiter(
+        limits.creates_per_minute / 60.0, limits.creates_per_minute, "session creations"
+    )
+    steps = RateLimiter(limits.steps_per_second, limits.steps_per_second, "steps")
+    return creates, steps
