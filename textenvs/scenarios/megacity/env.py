@@ -37,6 +37,7 @@ def conduit_paths() -> list[tuple[tuple[int, int], ...]]:
     return paths
 
 
+WAIT = Action("wait")
 PARAMETERS: dict[str, list[str]] = {
     "excavate": [cell_name(c) for c in all_cells()],
     "support": [f"{cell_name(c)} {m}" for c in all_cells() for m in MATERIALS],
@@ -123,7 +124,7 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "0"
+    version = "1"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation
@@ -137,6 +138,11 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
         self, state: MegacityState, action: Action, step_index: int
     ) -> Transition[MegacityState]:
         return rules.step(state, action)
+
+    def on_wasted_turn(self, state: MegacityState, step_index: int) -> Transition[MegacityState]:
+        """An unreadable reply is a turn in which nothing is built: time passes as after
+        `wait`, so the city's clock never falls behind the turn budget."""
+        return rules.step(state, WAIT, note="Your reply was unreadable: nothing was built.")
 
     def observe(self, state: MegacityState, steps_used: int) -> dict[str, Any]:
         return render.observe(state, steps_used)

@@ -40,7 +40,9 @@ DESCRIPTORS = {
     "district": "a district core in a supported, ventilated chamber; raises oxygen and "
     "power demand",
 }
-SITE_LEGEND = ". solid rock, o open chamber, S supported chamber, D district; + conduit"
+SITE_LEGEND = (
+    ". rock, o chamber, S supported chamber, D district running, X district offline; + conduit"
+)
 STATUS_LINES = {
     "victory": "EPISODE OVER: victory - six districts and every threshold held.",
     "collapse": "EPISODE OVER: structural collapse.",
@@ -65,6 +67,7 @@ def flow_text(vec: Vec) -> str:
 @lru_cache(maxsize=1024)
 def _sites(
     districts: tuple[Cell, ...],
+    offline: frozenset[Cell],
     chambers: tuple[Cell, ...],
     supports: tuple[tuple[Cell, str], ...],
     conduits: tuple[Cell, ...],
@@ -78,7 +81,7 @@ def _sites(
         for c in range(SIZE):
             cell = (c, r)
             if cell in districts:
-                mark = "D"
+                mark = "X" if cell in offline else "D"
             elif cell in chambers:
                 mark = "S" if cell in supported else "o"
             else:
@@ -154,7 +157,13 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
     `observation_model`): no model validation or dump on the hot path."""
     field = p.flow_field(state.base_flow, state.vents, state.steps)
     airflow, airflow_strength = _airflow(field)
-    sites = _sites(state.districts, state.chambers, state.supports, state.conduits)
+    sites = _sites(
+        state.districts,
+        frozenset(cell for cell, _why in state.offline),
+        state.chambers,
+        state.supports,
+        state.conduits,
+    )
     districts, supports, conduits, vents = _named(
         state.districts, state.supports, state.conduits, state.vents
     )
@@ -182,6 +191,8 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
         "steps_left": STEP_BUDGET - steps_used,
         "districts": len(state.districts),
         "district_cells": list(districts),
+        "offline": [f"{cell_name(cell)} ({why})" for cell, why in state.offline],
+        "breach": state.breach or None,
         "integrity": state.integrity,
         "air": state.air,
         "power": state.power,
@@ -305,6 +316,14 @@ def render(obs: dict[str, Any]) -> str:
         power,
     )
     parts = [head]
+    if obs["offline"]:
+        parts.append("Offline districts (they do not count): " + ", ".join(obs["offline"]))
+    parts.append(
+        f"Victory forfeited: {obs['breach']}."
+        if obs["breach"]
+        else "Thresholds: held so far (after the first district, any step with integrity "
+        "<= 80, air <= 60 or a brownout forfeits victory)."
+    )
     if obs["status"] != "playing":
         parts.append(STATUS_LINES[obs["status"]])
     if obs["report"]:
