@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from textenvs.agents.scripted import ScriptedPolicy
@@ -25,7 +25,6 @@ from textenvs.scenarios.megacity import physics as p
 from textenvs.scenarios.megacity import rules
 from textenvs.scenarios.megacity.state import (
     COLS,
-    DIRECTIONS,
     SIZE,
     STEP_BUDGET,
     TARGET_DISTRICTS,
@@ -33,13 +32,14 @@ from textenvs.scenarios.megacity.state import (
     Cell,
     MegacityState,
     Seam,
+    evolve,
     neighbours,
 )
 
 WAIT = Action("wait")
 SAFE_FLOW = 4  # strength a site should keep in both airflow phases
 OPEN_FROM = (22, 28, 14, 32)  # steps from which districts may open, tried in this order
-MAX_REHEARSALS = 40
+MAX_REHEARSALS = 24
 
 
 def parse_cell(text: str) -> Cell:
@@ -146,8 +146,9 @@ class Plan:
     taps: list[tuple[Cell, ...]]
     vents: list[tuple[Cell, str]]
     open_from: int  # first step at which a district may open
+    #: seam cells dug (and propped) only for the relief they bring to other sites
+    digs: list[tuple[Cell, str]] = field(default_factory=list)
     extra: bool = True  # research further with spare power at the end
-    notes: list[str] = field(default_factory=list)
 
 
 def next_action(state: MegacityState, plan: Plan) -> Action:
@@ -166,6 +167,12 @@ def next_action(state: MegacityState, plan: Plan) -> Action:
     for cell, direction in plan.vents:
         if (cell, direction) not in state.vents:
             return _afford(Action("vent", (cell,), direction=direction), p.COSTS["vent"], power, 0)
+    for cell, material in plan.digs:
+        if state.support_at(cell) != material:
+            cost = p.support_cost(material)
+            return _afford(Action("support", (cell,), material), cost, power, reserve)
+        if cell not in state.chambers:
+            return _afford(Action("excavate", (cell,)), p.COSTS["excavate"], power, reserve)
     pending = sum(1 for cell, _m in plan.sites if cell not in state.districts)
     field_now = p.flow_field(state.base_flow, state.vents, state.steps)
     for cell, material in plan.sites:
@@ -216,18 +223,18 @@ def rehearse(state: MegacityState, plan: Plan) -> tuple[bool, float, list[Any]]:
 # ----- proposing plans -----------------------------------------------------------------
 
 
-def _material(state: MegacityState, cell: Cell, stress: int) -> str | None:
-    """The cheapest column that holds `cell`, judged on the stress it will carry."""
+MATERIAL_CHOICES = ("basalt", "mycelium", "lodestone")  # cheapest first
+CANDIDATES = 16  # cells considered for the six sites
+
+
+def _materials_for(state: MegacityState, cell: Cell) -> list[str]:
+    """The columns that hold the sideways pull at `cell` (None of them: no site)."""
     pull = p.pull_of(state.seams, cell)
-    for material in ("basalt", "mycelium", "lodestone"):
-        still, side, _brittle = p.MATERIAL_SPECS[material]
-        if pull <= side and stress <= still - 2:
-            return material
-    return None
+    return [m for m in MATERIAL_CHOICES if pull <= p.MATERIAL_SPECS[m][1]]
 
 
 def _settled(state: MegacityState, steps: int = 16) -> dict[Cell, int]:
-    """Each cell's stress after some steps of seam flow (seam sites wait for this)."""
+    """Each cell's lowest stress over some steps of seam flow (seam sites wait for it)."""
     stress = state.stress
     lowest = {(c, r): stress[r][c] for r in range(SIZE) for c in range(SIZE)}
     for _ in range(steps):
@@ -237,45 +244,46 @@ def _settled(state: MegacityState, steps: int = 16) -> dict[Cell, int]:
     return lowest
 
 
-def _candidates(state: MegacityState) -> dict[Cell, tuple[str, int]]:
-    """Cells a district could hold: cell -> (material, stress it will carry)."""
+def _site_sets(state: MegacityState, limit: int = 8) -> list[list[tuple[Cell, str]]]:
+    """The most promising six-site sets with their columns, best first. A site's load is
+    judged with the neighbour loads and the seam relief that digging the others brings."""
     settled = _settled(state)
-    out = {}
+    on_seam = p.seam_cells(state)
+    options = {}
     for r in range(SIZE):
         for c in range(SIZE):
             cell = (c, r)
-            if cell in state.faults and cell not in state.chambers:
-                continue
-            material = _material(state, cell, settled[cell])
-            if material is not None:
-                out[cell] = (material, settled[cell])
-    return out
-
-
-def _site_sets(state: MegacityState, limit: int = 8) -> list[list[tuple[Cell, str]]]:
-    """The most promising six-site sets, best first (neighbour loads checked)."""
-    cands = _candidates(state)
-    on_seam = p.seam_cells(state)
-    # Per cell: its still margin, the candidates beside it, and its standing bonus.
-    margin = {c: p.MATERIAL_SPECS[m][0] - stress for c, (m, stress) in cands.items()}
-    beside = {c: [n for n in neighbours(c) if n in cands] for c in cands}
-    bonus = {c: -2.0 * (m == "lodestone") - 3.0 * (c in on_seam) for c, (m, _s) in cands.items()}
-    fixed = [c for c in state.districts if c in cands]
-    free = [c for c in cands if c not in fixed]
+            materials = _materials_for(state, cell)
+            if materials and (cell not in state.faults or cell in state.chambers):
+                options[cell] = materials
+    ranked = sorted(
+        options, key=lambda c: settled[c] - max(p.MATERIAL_SPECS[m][0] for m in options[c])
+    )
+    fixed = [c for c in state.districts if c in options]
+    free = [c for c in ranked if c not in fixed][:CANDIDATES]
+    beside = {c: [n for n in neighbours(c) if n in options] for c in options}
+    relief = {c: dict(p.relief_from(state.seams, c)) for c in options if c in on_seam}
     scored = []
     for extra in itertools.combinations(free, TARGET_DISTRICTS - len(fixed)):
-        chosen = set(fixed).union(extra)
+        chosen = (*fixed, *extra)
+        sources = [relief[c] for c in chosen if c in relief]
         total = 0.0
+        picked = []
         for cell in chosen:
             crowd = sum(n in chosen for n in beside[cell])
-            room = margin[cell] - p.EXCAVATE_NEIGHBOUR_LOAD * crowd
-            if room < 0:
+            load = settled[cell] + p.EXCAVATE_NEIGHBOUR_LOAD * crowd
+            load -= sum(source.get(cell, 0) for source in sources)
+            material = next((m for m in options[cell] if load <= p.MATERIAL_SPECS[m][0] - 2), None)
+            if material is None:
                 break
-            total += min(room, 15) / 5 - 2 * crowd + bonus[cell]
+            picked.append((cell, material))
+            room = p.MATERIAL_SPECS[material][0] - load
+            total += min(room, 15) / 5 - 2 * crowd - 2 * (material == "lodestone")
+            total -= 3 * (cell in on_seam)
         else:
-            scored.append((total, sorted(chosen, key=_rank)))
+            scored.append((total, sorted(picked, key=_order)))
     scored.sort(key=lambda item: -item[0])
-    return [[(c, cands[c][0]) for c in cells] for _s, cells in scored[:limit]]
+    return [sites for _s, sites in scored[:limit]]
 
 
 def _vents(state: MegacityState, sites: list[Cell]) -> list[tuple[Cell, str]] | None:
@@ -334,23 +342,54 @@ def _taps(state: MegacityState, sites: list[Cell], count: int) -> list[tuple[Cel
     return out
 
 
-def proposals(state: MegacityState) -> Iterator[Plan]:
-    """Plans worth rehearsing, most promising first."""
+MAX_DIG_EXCESS = 10  # integrity a relief dig may cost for good
+
+
+def proposals(state: MegacityState, digs: list[tuple[Cell, str]] | None = None) -> Iterator[Plan]:
+    """Plans worth rehearsing, most promising first; `digs` are relief digs already
+    assumed done in `state`."""
     for sites in _site_sets(state):
         cells = [c for c, _m in sites]
         vents = _vents(state, cells)
         if vents is None:
             continue
-        materials = {m for _c, m in sites}
+        materials = {m for _c, m in (*sites, *(digs or []))}
         research = 4 if "lodestone" in materials else 2 if "mycelium" in materials else 0
         research = max(research, min(state.research, 4))
         # Clear-of-pull sites first, seam sites last (they wait for the seam to drain).
         order = sorted(sites, key=lambda s: (p.pull_of(state.seams, s[0]) > 0, _rank(s[0])))
-        existing = [c for c in state.conduits]
         for taps in (2, 1):
             for open_from in OPEN_FROM:
-                tapped = _taps(state, cells, taps) if not existing else []
-                yield Plan(order, research, tapped, vents, open_from)
+                tapped = [] if state.conduits else _taps(state, cells, taps)
+                yield Plan(order, research, tapped, vents, open_from, list(digs or []))
+
+
+def relief_proposals(state: MegacityState) -> Iterator[Plan]:
+    """Plans that first dig one seam cell for the relief it brings to distant sites
+    (load transfer), the column chosen to keep its own excess small."""
+    settled = _settled(state)
+    options = []
+    for cell in sorted(p.seam_cells(state), key=_rank):
+        if cell in state.chambers:
+            continue
+        best = None
+        for material in MATERIAL_CHOICES:
+            still, side, brittle = p.MATERIAL_SPECS[material]
+            pull = p.pull_of(state.seams, cell)
+            excess = max(0, settled[cell] - still) + max(0, pull - side) * brittle
+            if best is None or excess < best[0]:
+                best = (excess, material)
+        if best is not None and best[0] <= MAX_DIG_EXCESS:
+            relieved = sum(amount for _c, amount in p.relief_from(state.seams, cell))
+            options.append((best[0] - relieved / 20, cell, best[1]))
+    for _score, cell, material in sorted(options):
+        dug = evolve(
+            state,
+            stress=p.excavation_transfer(state, cell),
+            chambers=(*state.chambers, cell),
+            supports=(*state.supports, (cell, material)),
+        )
+        yield from itertools.islice(proposals(dug, [(cell, material)]), 8)
 
 
 class MegacityPolicy(ScriptedPolicy):
@@ -374,7 +413,9 @@ class MegacityPolicy(ScriptedPolicy):
         proposal."""
         best: tuple[float, Plan] | None = None
         tried = [self.plan] if self.plan is not None else []
-        for plan in itertools.islice(itertools.chain(tried, proposals(state)), MAX_REHEARSALS):
+        plain = itertools.islice(proposals(state), MAX_REHEARSALS)
+        relieved = itertools.islice(relief_proposals(state), MAX_REHEARSALS)
+        for plan in itertools.chain(tried, plain, relieved):
             won, score, _trace = rehearse(state, plan)
             if won:
                 return plan

@@ -87,25 +87,19 @@ def _prevailing(flow: dict[Cell, tuple[int, int]]) -> str:
     return "east" if sx >= 0 else "west"
 
 
-FIXED_COMMANDS = (
-    "scan research research conduit C1 C2 C3 vent A2 east vent A4 east "
-    "support B2 basalt excavate B2 support D2 basalt excavate D2 support B4 mycelium "
-    "excavate B4 support D4 mycelium excavate D4 support A1 basalt excavate A1 "
-    "support E5 basalt excavate E5 research research"
-).split()
+FIXED_BUILD = [
+    "scan", "research", "research", "conduit C1 C2 C3", "vent A2 east", "vent A4 east",
+    "support B2 basalt", "excavate B2", "support D2 basalt", "excavate D2",
+    "support B4 mycelium", "excavate B4", "support D4 mycelium", "excavate D4",
+    "support A1 basalt", "excavate A1", "support E5 basalt", "excavate E5",
+]  # fmt: skip
+FIXED_DISTRICTS = ["district B2", "district D2", "district B4", "district D4",
+                   "district A1", "district E5"]  # fmt: skip
 
 
 def _fixed_plan() -> list[str]:
-    """FIXED_COMMANDS grouped into commands, then districts from step 24, then waits."""
-    words = list(FIXED_COMMANDS)
-    commands = []
-    while words:
-        head = words.pop(0)
-        arity = {"conduit": 3, "vent": 2, "support": 2, "excavate": 1}.get(head, 0)
-        commands.append(" ".join([head, *words[:arity]]))
-        del words[:arity]
-    commands += ["wait"] * (24 - len(commands))
-    commands += [f"district {c}" for c in ("B2", "D2", "B4", "D4", "A1", "E5")]
+    """The build, waits until step 24, the six districts, then waits to step 40."""
+    commands = FIXED_BUILD + ["wait"] * (24 - len(FIXED_BUILD)) + FIXED_DISTRICTS
     return commands + ["wait"] * (40 - len(commands))
 
 

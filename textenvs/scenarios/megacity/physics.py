@@ -31,14 +31,15 @@ PULL_BESIDE_SEAM = 10  # ... per seam running alongside it (an orthogonal neighb
 # --- excavation load transfer ----------------------------------------------------------
 EXCAVATE_NEIGHBOUR_LOAD = 6  # stress added to each orthogonal neighbour
 FAULT_NEIGHBOUR_LOAD = 14  # ... when the excavated cell is a fault
-SEAM_RELIEF = 12  # stress removed from seam cells 2+ cells away on the same seam
+SEAM_RELIEF = 12  # stress removed from seam cells 2+ cells away on the same seam...
+FLANK_RELIEF = 10  # ... and from the off-seam cells beside those
 # --- supports: (still-load capacity, sideways capacity, sideways brittleness) ----------
 MATERIAL_SPECS: dict[str, tuple[int, int, int]] = {
     "bare": (30, 0, 1),
     "timber": (55, 0, 1),
     "basalt": (75, 0, 2),
     "mycelium": (60, 25, 1),
-    "lodestone": (85, 15, 1),
+    "lodestone": (85, 5, 1),
 }
 UNLOCK_AT = {"mycelium": 2, "lodestone": 4}  # research points needed
 # --- air ------------------------------------------------------------------------------
@@ -154,18 +155,29 @@ def _off_seam(seams: tuple[Seam, ...], conduits: tuple[Cell, ...]) -> tuple[Cell
 
 def excavation_transfer(state: MegacityState, cell: Cell) -> Grid:
     """Load transfer when `cell` is hollowed out: its neighbours take extra load, but
-    cells two or more steps away along the same seam are relieved."""
+    along each seam through it the cells two or more steps away, and the cells beside
+    those, are relieved."""
     grid = [list(row) for row in state.stress]
     load = FAULT_NEIGHBOUR_LOAD if cell in state.faults else EXCAVATE_NEIGHBOUR_LOAD
     for c, r in neighbours(cell):
         grid[r][c] = min(STRESS_MAX, grid[r][c] + load)
-    for seam in state.seams:
-        if cell in seam.cells:
-            at = seam.cells.index(cell)
-            for i, (c, r) in enumerate(seam.cells):
-                if abs(i - at) >= 2:
-                    grid[r][c] = max(0, grid[r][c] - SEAM_RELIEF)
+    for (c, r), amount in relief_from(state.seams, cell):
+        grid[r][c] = max(0, grid[r][c] - amount)
     return tuple(tuple(row) for row in grid)
+
+
+@lru_cache(maxsize=1024)
+def relief_from(seams: tuple[Seam, ...], cell: Cell) -> tuple[tuple[Cell, int], ...]:
+    """(cell, stress removed) for every cell that excavating `cell` relieves."""
+    out: list[tuple[Cell, int]] = []
+    for seam in seams:
+        if cell not in seam.cells:
+            continue
+        at = seam.cells.index(cell)
+        for far in seam.cells[at + 2 :] + seam.cells[: max(0, at - 1)]:
+            out.append((far, SEAM_RELIEF))
+            out += [(n, FLANK_RELIEF) for n in neighbours(far) if n not in seam.cells]
+    return tuple(out)
 
 
 @lru_cache(maxsize=4096)

@@ -49,10 +49,11 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (
         "Load transfer",
         "Hollowing out a cell loads its four neighbours, but excavating a seam cell "
-        "unloads the cells two or more steps away along that seam.",
+        "unloads the cells two or more steps away along that seam and the cells beside them.",
         f"Excavating a cell adds {p.EXCAVATE_NEIGHBOUR_LOAD} stress to each orthogonal "
-        f"neighbour ({p.FAULT_NEIGHBOUR_LOAD} if it is a fault) and removes "
-        f"{p.SEAM_RELIEF} from every cell 2+ cells away on each seam through it.",
+        f"neighbour ({p.FAULT_NEIGHBOUR_LOAD} if it is a fault). Along each seam through "
+        f"it, cells 2+ steps away lose {p.SEAM_RELIEF} and the cells beside those lose "
+        f"{p.FLANK_RELIEF}.",
     ),
     (
         "Airflow",

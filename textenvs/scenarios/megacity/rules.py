@@ -26,7 +26,7 @@ from textenvs.scenarios.megacity.state import (
 )
 
 # --- initial maps (the only thing a seed changes) --------------------------------------
-STRESS_NOISE = (30, 76)  # uniform base stress, [low, high)
+STRESS_NOISE = (40, 86)  # uniform base stress, [low, high)
 SEAM_STRESS = 10
 FAULT_STRESS = 25
 FAULTS = 3
