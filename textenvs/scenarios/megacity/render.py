@@ -30,15 +30,13 @@ from textenvs.scenarios.megacity.state import (
 )
 
 DESCRIPTORS = {
-    "timber": "flexible wood: modest strength under still load, gives a little under sideways pull",
-    "basalt": "rigid stone: very strong under still load, shatters under sideways pull",
-    "mycelium": "living fungal lattice: fair still strength, flows with sideways pull",
-    "lodestone": "magnetised ore: strongest under still load, holds against sideways pull",
-    "vent": "a shaft from a cell straight to the grid edge; adds a permanent current along it",
-    "conduit": "1-3 adjacent cells; carries power to nearby districts, taps seams, and "
-    "tugs on the local gravity",
-    "district": "a district core in a supported, ventilated chamber; raises oxygen and "
-    "power demand",
+    "timber": "wood: fair still strength, no hold against sideways pull",
+    "basalt": "stone: strong under still load, shatters under sideways pull",
+    "mycelium": "fungal lattice: modest still strength, holds sideways pull",
+    "lodestone": "magnetised ore: strongest under still load, little sideways hold",
+    "vent": "a shaft from a cell to the grid edge: a permanent current along it",
+    "conduit": "1-3 adjacent cells: feeds districts beside it, taps seams, tugs on gravity",
+    "district": "a core in a supported, ventilated chamber; draws air and power each step",
 }
 SITE_LEGEND = (
     ". rock, o chamber, S supported chamber, D district running, X district offline; + conduit"
@@ -321,8 +319,8 @@ def render(obs: dict[str, Any]) -> str:
     parts.append(
         f"Victory forfeited: {obs['breach']}."
         if obs["breach"]
-        else "Thresholds: held so far (after the first district, any step with integrity "
-        "<= 80, air <= 60 or a brownout forfeits victory)."
+        else "Thresholds: held (from the first district on, a step with integrity <= 80, "
+        "air <= 60 or a brownout forfeits victory)."
     )
     if obs["status"] != "playing":
         parts.append(STATUS_LINES[obs["status"]])
