@@ -8,7 +8,7 @@ reports how many of the seeds it wins cleanly it still wins. `--ablate NAME` swi
 hidden mechanism off (in the world and in the planner's model alike) to show it matters.
 
     nice python -m benchmarks.megacity_baselines --seeds 0-499 [--policies planner,naive]
-        [--inject] [--ablate pull|seam-flow|relief|conduit-gravity|reversal|draw]
+        [--inject] [--ablate pull,seam-flow,relief,conduit-gravity,reversal,draw]
 """
 
 from __future__ import annotations
@@ -90,9 +90,13 @@ def seeds_of(text: str) -> list[int]:
     return list(range(int(first), int(last or first) + 1))
 
 
-def ablate(name: str) -> None:
-    for constant, value in ABLATIONS[name].items():
-        setattr(physics, constant, value)
+def ablate(names: str) -> None:
+    """Switch off each mechanism in a comma-separated list."""
+    for name in names.split(","):
+        if name not in ABLATIONS:
+            raise ValueError(f"unknown mechanism {name!r} (known: {', '.join(ABLATIONS)})")
+        for constant, value in ABLATIONS[name].items():
+            setattr(physics, constant, value)
     for cached in (physics.pull_of, physics.relief_from, physics._field, physics._power_flows):
         cached.cache_clear()
 
@@ -102,7 +106,9 @@ def main() -> None:
     parser.add_argument("--seeds", default="0-499", help="a range like 0-499 (default)")
     parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated")
     parser.add_argument("--inject", action="store_true", help="also the injection run")
-    parser.add_argument("--ablate", choices=sorted(ABLATIONS), help="switch a mechanism off")
+    parser.add_argument(
+        "--ablate", help=f"switch mechanisms off, comma-separated: {', '.join(ABLATIONS)}"
+    )
     args = parser.parse_args()
     try:
         seeds = seeds_of(args.seeds)
@@ -110,10 +116,10 @@ def main() -> None:
         unknown = [n for n in names if n not in POLICIES]
         if unknown or not seeds:
             raise ValueError(f"unknown policy {unknown[0]!r}" if unknown else "no seeds")
+        if args.ablate:
+            ablate(args.ablate)
     except ValueError as exc:
         sys.exit(f"megacity_baselines: {exc} (policies: {', '.join(POLICIES)})")
-    if args.ablate:
-        ablate(args.ablate)
     rows = []
     wins_by: dict[str, list[bool]] = {}
     for name in names:

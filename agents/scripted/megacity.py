@@ -188,9 +188,8 @@ def next_action(state: MegacityState, plan: Plan) -> Action:
             continue
         if state.steps >= plan.open_from and p.district_fault(state, cell, field_now) is None:
             # Opening a district raises demand: keep enough for every step left.
-            draw = p.DISTRICT_DRAW
-            need = reserve + max(0, demand + draw - generation) * left
-            if power - p.COSTS["district"] >= need - reserve or pending == 1:
+            after = max(0, demand + p.DISTRICT_DRAW - generation) * left
+            if power - p.COSTS["district"] >= after or pending == 1:
                 return _afford(Action("district", (cell,)), p.COSTS["district"], power, reserve)
     if pending == 0 and plan.extra and state.research < 10:
         spare = power - reserve - p.COSTS["research"]
@@ -203,21 +202,16 @@ def _afford(action: Action, cost: int, power: int, reserve: int) -> Action:
     return action if power - cost >= reserve else WAIT
 
 
-def rehearse(state: MegacityState, plan: Plan) -> tuple[bool, float, list[Any]]:
-    """Play the plan to the end with the equations: (won, score, predicted states)."""
-    trace = [dynamics(state)]
-    score = 0.0
+def rehearse(state: MegacityState, plan: Plan) -> tuple[bool, float]:
+    """Play the plan to the end with the equations: (won, how close it came)."""
     while state.steps < STEP_BUDGET:
         out = rules.step(state, next_action(state, plan))
         state = out.state
-        trace.append(dynamics(state))
         if out.terminated:
-            return out.success, 100.0 if out.success else -100.0, trace
+            return out.success, 100.0 if out.success else -100.0
         if state.breach:
-            return False, -50.0 + len(state.districts), trace
-    running = len(state.districts) - len(state.offline)
-    score = running + state.integrity / 100
-    return False, score, trace
+            return False, -50.0 + len(state.districts)
+    return False, len(state.districts) - len(state.offline) + state.integrity / 100
 
 
 # ----- proposing plans -----------------------------------------------------------------
@@ -358,9 +352,9 @@ def proposals(state: MegacityState, digs: list[tuple[Cell, str]] | None = None) 
         research = max(research, min(state.research, 4))
         # Clear-of-pull sites first, seam sites last (they wait for the seam to drain).
         order = sorted(sites, key=lambda s: (p.pull_of(state.seams, s[0]) > 0, _rank(s[0])))
-        for taps in (2, 1):
+        for taps in (0,) if state.conduits else (2, 1):
+            tapped = _taps(state, cells, taps)
             for open_from in OPEN_FROM:
-                tapped = [] if state.conduits else _taps(state, cells, taps)
                 yield Plan(order, research, tapped, vents, open_from, list(digs or []))
 
 
@@ -416,7 +410,7 @@ class MegacityPolicy(ScriptedPolicy):
         plain = itertools.islice(proposals(state), MAX_REHEARSALS)
         relieved = itertools.islice(relief_proposals(state), MAX_REHEARSALS)
         for plan in itertools.chain(tried, plain, relieved):
-            won, score, _trace = rehearse(state, plan)
+            won, score = rehearse(state, plan)
             if won:
                 return plan
             if best is None or score > best[0]:
