@@ -153,13 +153,17 @@ def test_bad_commands_waste_one_turn(env_name: str, command: str) -> None:
     env = textenvs.make(env_name)
     env.reset(seed=3)
     state = env._state
+    # The scenario says what a turn without an action does to its world (by default
+    # nothing; a world with its own clock lets that clock run, as after `wait`).
+    wasted = env.on_wasted_turn(state, 0)
     text, reward, terminated, _truncated, info = env.step(command)
     assert info["invalid_action"] and info["error"]
     assert text.startswith("Invalid command: ")
     assert env.observation_space.contains(text)
-    assert env._state == state
-    assert reward == 0 and not terminated
+    assert env._state == wasted.state
+    assert reward == wasted.reward and not terminated
     assert info["steps_used"] == 1
+    assert info["events"][0] == {"type": "invalid_command"}
 
 
 @settings(max_examples=150, deadline=None)

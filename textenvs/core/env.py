@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import string
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
 import gymnasium as gym
@@ -120,6 +120,14 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
         observation text; empty for nothing worth saying."""
         return ""
 
+    def on_wasted_turn(self, state: S, step_index: int) -> Transition[S]:
+        """The turn of an unreadable reply (the budget goes down by one either way).
+
+        By default the world does not change. A scenario whose world keeps its own clock
+        overrides this so that clock still advances (e.g. a turn in which nothing is
+        built), so the world's time and the turn budget never drift apart."""
+        return Transition(state)
+
     def on_budget_exhausted(self, state: S) -> Transition[S]:
         """Called once when the budget runs out without termination (final scoring)."""
         return Transition(state)
@@ -152,8 +160,9 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
         if error is None:
             result = self.transition(self._state, parsed, step_index)
         else:
-            # A wasted turn: the world does not change, but the budget still goes down.
-            result = Transition(self._state, events=({"type": "invalid_command"},))
+            # A wasted turn: the budget goes down; the scenario says what time does.
+            wasted = self.on_wasted_turn(self._state, step_index)
+            result = replace(wasted, events=({"type": "invalid_command"}, *wasted.events))
         self._steps_used += 1
         reward, terminated, success = result.reward, result.terminated, result.success
         events = result.events

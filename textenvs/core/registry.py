@@ -51,7 +51,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "megacity",
-        "textenvs/Megacity-v0",
+        "textenvs/Megacity-v1",
         "textenvs.scenarios.megacity.env:MegacityEnv",
         "Subterranean Megacity",
     ),

@@ -37,6 +37,7 @@ def conduit_paths() -> list[tuple[tuple[int, int], ...]]:
     return paths
 
 
+WAIT = Action("wait")
 PARAMETERS: dict[str, list[str]] = {
     "excavate": [cell_name(c) for c in all_cells()],
     "support": [f"{cell_name(c)} {m}" for c in all_cells() for m in MATERIALS],
@@ -47,16 +48,19 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v0`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v1`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,
-    rows 1-5 south to north). It must have six active districts at step 40 with structural
-    integrity above 80, the air index above 60 and no power brownout. The physics are
-    alien and hidden: stress creeps sideways along mineral seams, excavation unloads
-    distant seam cells, the airflow reverses every 8 steps, conduits tap seams for power
-    but strengthen their pull. Research reveals the equations rule by rule. The equations
-    are identical in every episode; only the maps (seams, faults, stress, airflow) vary.
+    rows 1-5 south to north). It must have six running districts at step 40 and, from its
+    first district on, keep structural integrity above 80, the air index above 60 and
+    power out of brownout at every step. The physics are alien and hidden: chambers on or
+    beside a mineral seam are pulled sideways (surface materials fail there), stress
+    creeps along seams, excavating a seam cell unloads distant cells, the airflow
+    reverses every 8 steps, conduits tap seams for power but double the pull where they
+    lie. Research reveals the equations rule by rule and unlocks the materials that hold
+    sideways pull. The equations are identical in every episode; only the maps (seams,
+    faults, stress, airflow) vary.
 
     ## Actions and command grammar
     | command | example | effect |
@@ -79,51 +83,73 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     `{"action": "support", "cells": ["C2"], "material": "basalt"}`.
 
     ## Observation
-    Step, districts, integrity, air, power (and its last change, brownout flag), the last
-    step's report, the 5x5 stress map, the sites map (rock/chamber/supported/district,
-    conduits), supports, conduits and shafts, the airflow field per cell (`E2N1` = 2 east
-    and 1 north, strength 3), the geology once scanned, the components with power costs
-    and qualitative descriptors (locked ones marked), research progress with each rule's
-    status and revealed text. Never the equations before research decodes them.
-    `info["observation"]` holds the same as a `MegacityObservation`.
+    Step, districts (offline ones with the reason), integrity, air, power (and its last
+    change, brownout flag), whether the thresholds still hold (or why victory is
+    forfeited), the last step's report, the 5x5 stress map, the sites map
+    (rock/chamber/supported/running or offline district, conduits), supports, conduits and
+    shafts, the airflow field per cell (`E2N1` = 2 east and 1 north, strength 3), the
+    geology once scanned, the components with power costs and qualitative descriptors
+    (locked ones marked), research progress with each rule's status and revealed text.
+    Never the equations before research decodes them. `info["observation"]` holds the
+    same as a `MegacityObservation`.
 
     ## Rewards (every term per step, summed; listed by name in the `reward` event)
-    +2 per point integrity rose over the previous step; +1 per point air rose; +5 per
-    district activated; +3 the first time power > 80; +4 per rule fully decoded; +0.5 if
-    integrity > 80 and air > 60; -2 per point integrity < 80; -1 per point air < 60;
-    -40 on collapse (integrity 0) or suffocation (air 0); +40 victory at step 40.
+    +2 per point integrity rose over the previous step and -2 per point it fell; +1 per
+    point air rose and -1 per point it fell; +5 per district activated; +3 the first time
+    power > 80; +4 per rule fully decoded; +0.5 if integrity > 80 and air > 60; -2 per
+    point integrity < 80; -1 per point air < 60; -40 on collapse (integrity 0) or
+    suffocation (air 0); +40 victory at step 40.
 
     ## Episode end
     Terminated on collapse or suffocation (failure), or at step 40 with victory (success).
-    Otherwise truncated when the 40-step budget is spent. Every command, refused actions
-    and unparseable replies included, spends one step.
+    Otherwise truncated when the 40-step budget is spent. Every reply spends one step and
+    advances the city's clock: refused actions and unreadable replies are steps in which
+    nothing is built (as after `wait`), so the clock and the budget never drift apart.
 
     ## Rules as implemented
     - One step = the action's immediate effect (power is paid now; an action that cannot
-      be done or afforded is refused, costs nothing, and time still passes), then the
-      tick: seam flow, conduit damping, power generation/demand, air toward its target,
-      integrity recomputed. Reward terms compare with the state before the step.
-    - Victory is checked on the state after the 40th step: >= 6 districts, integrity > 80,
-      air > 60, and no brownout in that step ("within the power budget"); it then ends the
-      episode with `terminated=True`, success and +40. Thresholds are checked at step 40
-      only; the per-step penalties already price any dip before it.
-    - A catastrophe step also carries the other terms of that step (e.g. -2 per point
-      below 80), then -40; all terms are additive and independent.
-    - Integrity is a function of the current state (100 minus the chambers' excess load),
-      so it recovers when loads are fixed; `+2 per point` pays for every recovery.
-    - Power storage is clamped to 0-100; demand it cannot cover is a brownout.
-    - Research: 5 rules x 2 points; mycelium unlocks at 2 points, lodestone at 4.
+      be done or afforded is refused with the reason, costs nothing, and time still
+      passes), then the tick: seam flow, conduit damping, power generation and demand,
+      air toward its target, integrity recomputed, which districts run, threshold check.
+      Reward terms compare with the state before the step.
+    - Unreadable reply (`on_wasted_turn`): the step of a `wait`, reported as "Your reply
+      was unreadable: nothing was built."; `info["invalid_action"]` is true.
+    - "Consistently above": from the step the first district opens, a step ending with
+      integrity <= 80, air <= 60 or a brownout is remembered (`breach`, shown in the
+      observation) and forfeits victory for the rest of the episode.
+    - A district runs while its column carries the chamber's whole load (zero excess), the
+      airflow strength at its cell is >= 3 and there is no brownout; otherwise it is
+      offline (shown as `X`, with the reason). Victory is judged on the state after the
+      40th step, whatever the replies were: >= 6 running districts, no breach,
+      integrity > 80 and air > 60; it ends the episode with `terminated=True`, success
+      and +40. The airflow reverses exactly as the 40th step completes, so every district
+      must run in both phases.
+    - No farmable reward: the +2 / +1 per point gained are matched by -2 / -1 per point
+      lost (`integrity_loss`, `air_loss`), so a dip the agent causes costs what its
+      recovery pays; over an episode these two terms sum to 2 x (final - 100) and
+      (final - 85). The spec's below-threshold penalties apply on top.
+    - A catastrophe step also carries the other terms of that step, then -40.
+    - Power storage is clamped to 0-100; demand it cannot cover is a brownout (all
+      districts offline, and a breach once a district exists).
+    - Research: 5 rules x 2 points (clue, then equation); mycelium unlocks at 2 points,
+      lodestone at 4. Only mycelium holds a seam's full sideways pull, and only four cells
+      per map are clear of it, so every winning plan researches.
     - Equations and constants: `physics.py`, explained in docs/scenarios/megacity.md.
     - The `random` baseline draws one of the eight command forms uniformly, then its
       parameters uniformly (25 cells, 100 supports, 100 shafts, 293 conduit paths).
 
     ## Version history
     - v0: first release.
+    - v1: every reply advances the clock; thresholds must hold at every step after the
+      first district; districts must still run at step 40 (after the final reversal);
+      sideways pull beside seams, basic materials fail under it, mycelium needs research;
+      relief reaches the seam's flanks; districts draw more power (one tap cannot feed
+      six); integrity and air changes are paid both ways (no farming).
     """
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "0"
+    version = "1"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation
@@ -137,6 +163,11 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
         self, state: MegacityState, action: Action, step_index: int
     ) -> Transition[MegacityState]:
         return rules.step(state, action)
+
+    def on_wasted_turn(self, state: MegacityState, step_index: int) -> Transition[MegacityState]:
+        """An unreadable reply is a turn in which nothing is built: time passes as after
+        `wait`, so the city's clock never falls behind the turn budget."""
+        return rules.step(state, WAIT, note="Your reply was unreadable: nothing was built.")
 
     def observe(self, state: MegacityState, steps_used: int) -> dict[str, Any]:
         return render.observe(state, steps_used)

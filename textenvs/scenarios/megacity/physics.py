@@ -23,21 +23,23 @@ from textenvs.scenarios.megacity.state import (
 
 # --- stress and sideways gravity -------------------------------------------------------
 STRESS_MAX = 100
-SEAM_FLOW_PCT = 15  # % of a seam cell's stress pulled one cell downstream per step
-CONDUIT_SEAM_GAIN = 2  # a conduit on a seam cell multiplies that pull (amplifies gravity)
-CONDUIT_DAMP = 3  # stress a conduit drains per step from an off-seam cell (dampens)
-SEAM_PULL = 15  # sideways load on a chamber cut into a seam
+SEAM_FLOW_PCT = 12  # % of a seam cell's stress pulled one cell downstream per step
+CONDUIT_SEAM_GAIN = 2  # a conduit on a cell doubles its seam flow and its sideways load
+CONDUIT_DAMP = 2  # stress a conduit drains per step from an off-seam cell (dampens)
+PULL_ON_SEAM = 20  # sideways load on a chamber per seam running through its cell
+PULL_BESIDE_SEAM = 10  # ... per seam running alongside it (an orthogonal neighbour)
 # --- excavation load transfer ----------------------------------------------------------
 EXCAVATE_NEIGHBOUR_LOAD = 6  # stress added to each orthogonal neighbour
 FAULT_NEIGHBOUR_LOAD = 14  # ... when the excavated cell is a fault
-SEAM_RELIEF = 12  # stress removed from seam cells 2+ cells away on the same seam
+SEAM_RELIEF = 12  # stress removed from seam cells 2+ cells away on the same seam...
+FLANK_RELIEF = 10  # ... and from the off-seam cells beside those
 # --- supports: (still-load capacity, sideways capacity, sideways brittleness) ----------
 MATERIAL_SPECS: dict[str, tuple[int, int, int]] = {
     "bare": (30, 0, 1),
-    "timber": (55, 10, 1),
+    "timber": (55, 0, 1),
     "basalt": (75, 0, 2),
-    "mycelium": (60, 35, 1),
-    "lodestone": (90, 25, 1),
+    "mycelium": (60, 25, 1),
+    "lodestone": (85, 5, 1),
 }
 UNLOCK_AT = {"mycelium": 2, "lodestone": 4}  # research points needed
 # --- air ------------------------------------------------------------------------------
@@ -48,13 +50,13 @@ FLOW_CAP = 6  # flow above this does not help a district
 O2_DEMAND = 5  # flow a district needs to breathe without drawing the air index down
 AIR_PER_FLOW = 3  # air-target points per unit of flow surplus/deficit at a district
 AIR_RATE = 3  # the air index moves toward its target by at most this per step
-DISTRICT_MIN_FLOW = 3  # a district core needs at least this flow to activate
+DISTRICT_MIN_FLOW = 3  # a district core needs at least this flow to run
 # --- power ----------------------------------------------------------------------------
 POWER_CAP = 100
-POWER_BASE_GEN = 2
-SEAM_TAP = 3  # generation per conduit cell lying on a seam
-DISTRICT_DRAW = 2  # power a district draws per step...
-DISTRICT_DRAW_CONNECTED = 1  # ... on or next to a conduit cell
+POWER_BASE_GEN = 1
+SEAM_TAP = 2  # generation per conduit cell lying on a seam
+DISTRICT_DRAW = 3  # power a district draws per step...
+DISTRICT_DRAW_CONNECTED = 2  # ... on or next to a conduit cell
 COSTS = {
     "excavate": 4,
     "support": 3,
@@ -70,8 +72,8 @@ COSTS = {
 POINTS_PER_RULE = 2  # the first point gives a clue, the second decodes the rule
 
 
-def seam_cells(state: MegacityState) -> set[Cell]:
-    return set(_seam_set(state.seams))
+def seam_cells(state: MegacityState) -> frozenset[Cell]:
+    return _seam_set(state.seams)
 
 
 @lru_cache(maxsize=256)
@@ -80,17 +82,21 @@ def _seam_set(seams: tuple[Seam, ...]) -> frozenset[Cell]:
     return frozenset(c for seam in seams for c in seam.cells)
 
 
+def phase_sign(steps: int) -> int:
+    """+1 while the base airflow blows as at the start, -1 in the reversed periods."""
+    return -1 if (steps // REVERSAL_PERIOD) % 2 else 1
+
+
 def flow_field(base: VecGrid, vents: tuple[tuple[Cell, str], ...], steps: int) -> VecGrid:
     """Airflow after `steps` completed steps: the base field, sign-flipped in odd periods
     of REVERSAL_PERIOD, plus VENT_MAG along each shaft (shafts never reverse)."""
-    return _field(base, vents, -1 if (steps // REVERSAL_PERIOD) % 2 else 1)
+    return _field(base, vents, phase_sign(steps))
 
 
 @lru_cache(maxsize=512)
 def _field(base: VecGrid, vents: tuple[tuple[Cell, str], ...], sign: int) -> VecGrid:
     field = [[(sign * dx, sign * dy) for dx, dy in row] for row in base]
-    for cell in vent_cells(vents):
-        (c, r), (vx, vy) = cell
+    for (c, r), (vx, vy) in vent_cells(vents):
         dx, dy = field[r][c]
         field[r][c] = (dx + vx * VENT_MAG, dy + vy * VENT_MAG)
     return tuple(tuple(row) for row in field)
@@ -149,26 +155,49 @@ def _off_seam(seams: tuple[Seam, ...], conduits: tuple[Cell, ...]) -> tuple[Cell
 
 def excavation_transfer(state: MegacityState, cell: Cell) -> Grid:
     """Load transfer when `cell` is hollowed out: its neighbours take extra load, but
-    cells two or more steps away along the same seam are relieved."""
+    along each seam through it the cells two or more steps away, and the cells beside
+    those, are relieved."""
     grid = [list(row) for row in state.stress]
     load = FAULT_NEIGHBOUR_LOAD if cell in state.faults else EXCAVATE_NEIGHBOUR_LOAD
     for c, r in neighbours(cell):
         grid[r][c] = min(STRESS_MAX, grid[r][c] + load)
-    for seam in state.seams:
-        if cell in seam.cells:
-            at = seam.cells.index(cell)
-            for i, (c, r) in enumerate(seam.cells):
-                if abs(i - at) >= 2:
-                    grid[r][c] = max(0, grid[r][c] - SEAM_RELIEF)
+    for (c, r), amount in relief_from(state.seams, cell):
+        grid[r][c] = max(0, grid[r][c] - amount)
     return tuple(tuple(row) for row in grid)
 
 
+@lru_cache(maxsize=1024)
+def relief_from(seams: tuple[Seam, ...], cell: Cell) -> tuple[tuple[Cell, int], ...]:
+    """(cell, stress removed) for every cell that excavating `cell` relieves."""
+    out: list[tuple[Cell, int]] = []
+    for seam in seams:
+        if cell not in seam.cells:
+            continue
+        at = seam.cells.index(cell)
+        for far in seam.cells[at + 2 :] + seam.cells[: max(0, at - 1)]:
+            out.append((far, SEAM_RELIEF))
+            out += [(n, FLANK_RELIEF) for n in neighbours(far) if n not in seam.cells]
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def pull_of(seams: tuple[Seam, ...], cell: Cell) -> int:
+    """The sideways pull at a cell before conduits: PULL_ON_SEAM per seam through it,
+    PULL_BESIDE_SEAM per seam that runs alongside it (through an orthogonal neighbour)."""
+    near = set(neighbours(cell))
+    total = 0
+    for seam in seams:
+        if cell in seam.cells:
+            total += PULL_ON_SEAM
+        elif near.intersection(seam.cells):
+            total += PULL_BESIDE_SEAM
+    return total
+
+
 def lateral_load(state: MegacityState, cell: Cell) -> int:
-    """The sideways pull on a chamber: SEAM_PULL per seam through it, x CONDUIT_SEAM_GAIN
-    with a conduit on the cell."""
-    seams = sum(1 for seam in state.seams if cell in seam.cells)
+    """The sideways load on a chamber, x CONDUIT_SEAM_GAIN with a conduit on its cell."""
     gain = CONDUIT_SEAM_GAIN if cell in state.conduits else 1
-    return SEAM_PULL * seams * gain
+    return pull_of(state.seams, cell) * gain
 
 
 def chamber_excess(state: MegacityState, cell: Cell, stress: Grid | None = None) -> int:
@@ -215,6 +244,20 @@ def _power_flows(
         near.update(neighbours(cell))
     demand = sum(DISTRICT_DRAW_CONNECTED if cell in near else DISTRICT_DRAW for cell in districts)
     return generation, demand
+
+
+def district_fault(
+    state: MegacityState, cell: Cell, field: VecGrid, stress: Grid | None = None
+) -> str | None:
+    """Why a district core at `cell` cannot run now (None when it can): its column must
+    carry the chamber's whole load and the current through the cell must be strong enough."""
+    if state.support_at(cell) is None:
+        return "no support column"
+    if chamber_excess(state, cell, stress) > 0:
+        return "the column cannot carry the load"
+    if strength(field[cell[1]][cell[0]]) < DISTRICT_MIN_FLOW:
+        return "the air circulation is too weak"
+    return None
 
 
 def support_cost(material: str) -> int:

@@ -30,17 +30,17 @@ from textenvs.scenarios.megacity.state import (
 )
 
 DESCRIPTORS = {
-    "timber": "flexible wood: modest strength under still load, gives a little under sideways pull",
-    "basalt": "rigid stone: very strong under still load, shatters under sideways pull",
-    "mycelium": "living fungal lattice: fair still strength, flows with sideways pull",
-    "lodestone": "magnetised ore: strongest under still load, holds against sideways pull",
-    "vent": "a shaft from a cell straight to the grid edge; adds a permanent current along it",
-    "conduit": "1-3 adjacent cells; carries power to nearby districts, taps seams, and "
-    "tugs on the local gravity",
-    "district": "a district core in a supported, ventilated chamber; raises oxygen and "
-    "power demand",
+    "timber": "wood: fair still strength, no hold against sideways pull",
+    "basalt": "stone: strong under still load, shatters under sideways pull",
+    "mycelium": "fungal lattice: modest still strength, holds sideways pull",
+    "lodestone": "magnetised ore: strongest under still load, little sideways hold",
+    "vent": "a shaft from a cell to the grid edge: a permanent current along it",
+    "conduit": "1-3 adjacent cells: feeds districts beside it, taps seams, tugs on gravity",
+    "district": "a core in a supported, ventilated chamber; draws air and power each step",
 }
-SITE_LEGEND = ". solid rock, o open chamber, S supported chamber, D district; + conduit"
+SITE_LEGEND = (
+    ". rock, o chamber, S supported chamber, D district running, X district offline; + conduit"
+)
 STATUS_LINES = {
     "victory": "EPISODE OVER: victory - six districts and every threshold held.",
     "collapse": "EPISODE OVER: structural collapse.",
@@ -65,6 +65,7 @@ def flow_text(vec: Vec) -> str:
 @lru_cache(maxsize=1024)
 def _sites(
     districts: tuple[Cell, ...],
+    offline: frozenset[Cell],
     chambers: tuple[Cell, ...],
     supports: tuple[tuple[Cell, str], ...],
     conduits: tuple[Cell, ...],
@@ -78,7 +79,7 @@ def _sites(
         for c in range(SIZE):
             cell = (c, r)
             if cell in districts:
-                mark = "D"
+                mark = "X" if cell in offline else "D"
             elif cell in chambers:
                 mark = "S" if cell in supported else "o"
             else:
@@ -154,7 +155,13 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
     `observation_model`): no model validation or dump on the hot path."""
     field = p.flow_field(state.base_flow, state.vents, state.steps)
     airflow, airflow_strength = _airflow(field)
-    sites = _sites(state.districts, state.chambers, state.supports, state.conduits)
+    sites = _sites(
+        state.districts,
+        frozenset(cell for cell, _why in state.offline),
+        state.chambers,
+        state.supports,
+        state.conduits,
+    )
     districts, supports, conduits, vents = _named(
         state.districts, state.supports, state.conduits, state.vents
     )
@@ -182,6 +189,8 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
         "steps_left": STEP_BUDGET - steps_used,
         "districts": len(state.districts),
         "district_cells": list(districts),
+        "offline": [f"{cell_name(cell)} ({why})" for cell, why in state.offline],
+        "breach": state.breach or None,
         "integrity": state.integrity,
         "air": state.air,
         "power": state.power,
@@ -305,6 +314,14 @@ def render(obs: dict[str, Any]) -> str:
         power,
     )
     parts = [head]
+    if obs["offline"]:
+        parts.append("Offline districts (they do not count): " + ", ".join(obs["offline"]))
+    parts.append(
+        f"Victory forfeited: {obs['breach']}."
+        if obs["breach"]
+        else "Thresholds: held (from the first district on, a step with integrity <= 80, "
+        "air <= 60 or a brownout forfeits victory)."
+    )
     if obs["status"] != "playing":
         parts.append(STATUS_LINES[obs["status"]])
     if obs["report"]:

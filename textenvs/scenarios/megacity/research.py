@@ -9,63 +9,73 @@ M = p.MATERIAL_SPECS
 
 
 def _materials() -> str:
-    specs = "; ".join(
-        f"{name}: still {still}, sideways {side}, brittleness x{brittle}"
-        for name, (still, side, brittle) in M.items()
+    caps = ", ".join(
+        f"{name} {still}/{side}/x{brittle}" for name, (still, side, brittle) in M.items()
     )
     return (
-        "Chamber excess = max(0, stress - still capacity) + max(0, sideways load - "
-        f"sideways capacity) x brittleness. Capacities: {specs}. Structural integrity = "
-        "100 - the sum of the excess over all chambers. A district core needs a support "
-        "column and zero excess."
+        "Excess = max(0, stress - still cap) + max(0, sideways load - sideways cap) x "
+        f"brittleness; integrity = 100 - total excess. Still/sideways/brittleness: {caps}. "
+        f"Lodestone unlocks at {p.UNLOCK_AT['lodestone']} points. A district runs only "
+        "with a column and zero excess."
     )
+
+
+def _reversed_steps() -> str:
+    period = p.REVERSAL_PERIOD
+    spans = [f"{s}-{s + period - 1}" for s in range(period, 40, 2 * period)]
+    return ", ".join(spans) + f" and from step {5 * period} (the final check)"
 
 
 # (name, clue, decoded equation), in the order research decodes them.
 RULES: tuple[tuple[str, str, str], ...] = (
     (
         "Support materials",
-        "Columns fail in two ways: under still load and under sideways pull. "
-        "Rigid stone is strongest until pulled sideways.",
+        "Chambers on a seam or beside one are pulled sideways: basalt shatters there and "
+        "timber gives no hold. One more research point unlocks mycelium, a column that "
+        "holds sideways pull.",
         _materials(),
     ),
     (
         "Sideways gravity",
-        "Stress creeps along mineral seams in the seam's pull direction and piles up "
-        "downstream; chambers cut into a seam are pulled sideways.",
-        f"Each step every seam cell passes {p.SEAM_FLOW_PCT}% of its stress (rounded "
-        f"down) to the next cell downstream (x{p.CONDUIT_SEAM_GAIN} with a conduit on it); "
-        f"the last cell keeps it (max {p.STRESS_MAX}). A chamber on a seam carries a "
-        f"sideways load of {p.SEAM_PULL} per seam (x{p.CONDUIT_SEAM_GAIN} with a conduit).",
+        "Seams carry stress downstream: upstream seam cells drain over time while the "
+        "last cell fills up. A conduit on a cell speeds that and doubles the pull on a "
+        "chamber there.",
+        f"Each step every seam cell but the last passes {p.SEAM_FLOW_PCT}% of its stress "
+        f"(x{p.CONDUIT_SEAM_GAIN} with a conduit) to the next one downstream; the last "
+        f"keeps it (max {p.STRESS_MAX}). Sideways load on a chamber = {p.PULL_ON_SEAM} per "
+        f"seam through its cell + {p.PULL_BESIDE_SEAM} per seam through a neighbour, "
+        f"x{p.CONDUIT_SEAM_GAIN} with a conduit on the cell.",
     ),
     (
         "Load transfer",
-        "Hollowing out a cell loads its neighbours, yet can unload distant cells "
-        "along the same seam.",
+        "Hollowing out a cell loads its four neighbours, but excavating a seam cell "
+        "unloads the cells two or more steps away along that seam and the cells beside them.",
         f"Excavating a cell adds {p.EXCAVATE_NEIGHBOUR_LOAD} stress to each orthogonal "
-        f"neighbour ({p.FAULT_NEIGHBOUR_LOAD} if the cell is a fault) and removes "
-        f"{p.SEAM_RELIEF} from every cell 2 or more cells away on the same seam.",
+        f"neighbour ({p.FAULT_NEIGHBOUR_LOAD} if it is a fault). Along each seam through "
+        f"it, cells 2+ steps away lose {p.SEAM_RELIEF} and the cells beside those lose "
+        f"{p.FLANK_RELIEF}.",
     ),
     (
         "Airflow",
-        "The prevailing current reverses periodically; shafts do not. A district "
-        "breathes through the current in its own cell.",
-        f"The base field flips sign every {p.REVERSAL_PERIOD} steps. A shaft adds "
+        "The prevailing current reverses periodically, and the city is judged just after "
+        "a reversal. Shafts never reverse: one across the current keeps a district's "
+        "strength; one along it cancels in half the periods.",
+        f"The base field is reversed after steps {_reversed_steps()}. A shaft adds "
         f"{p.VENT_MAG} along its direction to each cell from its start to the edge. "
-        "Strength = |east-west| + |north-south|. Air target = "
-        f"{p.AIR_BASE_TARGET} + sum over districts of {p.AIR_PER_FLOW} x (min(strength, "
-        f"{p.FLOW_CAP}) - {p.O2_DEMAND}); the air index moves toward it by at most "
-        f"{p.AIR_RATE} per step. A district core needs strength >= {p.DISTRICT_MIN_FLOW}.",
+        f"Strength = |east-west| + |north-south|; a district runs at >= "
+        f"{p.DISTRICT_MIN_FLOW}. Air target = {p.AIR_BASE_TARGET} + sum over districts of "
+        f"{p.AIR_PER_FLOW} x (min(strength, {p.FLOW_CAP}) - {p.O2_DEMAND}); air moves "
+        f"toward it by at most {p.AIR_RATE} per step.",
     ),
     (
         "Power and conduits",
-        "Conduits on seams tap them for power but strengthen their pull; conduits "
-        "in plain rock drain stress. Districts near conduits draw less.",
-        f"Generation = {p.POWER_BASE_GEN} + {p.SEAM_TAP} per conduit cell on a seam. "
-        f"Each district draws {p.DISTRICT_DRAW} per step ({p.DISTRICT_DRAW_CONNECTED} on "
-        f"or next to a conduit). A conduit off the seams removes {p.CONDUIT_DAMP} stress "
-        f"from its cell per step. Storage holds at most {p.POWER_CAP}; demand that "
-        "storage cannot cover is a brownout.",
+        "Districts draw power every step, less with a conduit on or beside them. "
+        "Conduit cells on a seam generate power; one short tap cannot feed six districts.",
+        f"Generation = {p.POWER_BASE_GEN} + {p.SEAM_TAP} per conduit cell on a seam. A "
+        f"district draws {p.DISTRICT_DRAW} per step ({p.DISTRICT_DRAW_CONNECTED} on or next "
+        f"to a conduit). A conduit off the seams removes {p.CONDUIT_DAMP} stress from its "
+        f"cell per step. Storage holds {p.POWER_CAP}; demand it cannot cover is a brownout "
+        "and every district goes offline.",
     ),
 )
 TOTAL_POINTS = len(RULES) * p.POINTS_PER_RULE

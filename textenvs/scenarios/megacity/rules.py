@@ -26,7 +26,7 @@ from textenvs.scenarios.megacity.state import (
 )
 
 # --- initial maps (the only thing a seed changes) --------------------------------------
-STRESS_NOISE = (30, 76)  # uniform base stress, [low, high)
+STRESS_NOISE = (40, 86)  # uniform base stress, [low, high)
 SEAM_STRESS = 10
 FAULT_STRESS = 25
 FAULTS = 3
@@ -49,11 +49,13 @@ R_CATASTROPHE = -40.0
 
 
 def initial_state(rng: np.random.Generator) -> MegacityState:
-    """One row seam and one column seam (random line, random pull direction), three
-    faults off the seams, stress from noise + seam + fault terms, and a prevailing
-    current with per-cell strength and occasional cross currents."""
-    row, row_dir = int(rng.integers(SIZE)), ("east", "west")[int(rng.integers(2))]
-    col, col_dir = int(rng.integers(SIZE)), ("north", "south")[int(rng.integers(2))]
+    """One row seam and one column seam, each on an inner line (rows/columns 2-4) with a
+    random pull direction, so that only the four cells of two corner blocks lie clear of
+    every seam's sideways pull; three faults off the seams; stress from noise + seam +
+    fault terms; a prevailing current with per-cell strength and occasional cross
+    currents."""
+    row, row_dir = int(rng.integers(1, SIZE - 1)), ("east", "west")[int(rng.integers(2))]
+    col, col_dir = int(rng.integers(1, SIZE - 1)), ("north", "south")[int(rng.integers(2))]
     row_cells = [(c, row) for c in range(SIZE)]
     col_cells = [(col, r) for r in range(SIZE)]
     seams = (
@@ -159,20 +161,16 @@ def apply_action(state: MegacityState, action: Action) -> tuple[MegacityState, s
 
 def _district(state: MegacityState, cell: Cell) -> tuple[MegacityState, str, int]:
     name = cell_name(cell)
-    field = p.flow_field(state.base_flow, state.vents, state.steps)
     why = None
     if cell in state.districts:
-        why = f"{name} is already a district"
+        why = "it is already a district"
     elif cell not in state.chambers:
-        why = f"{name} is solid rock (excavate it first)"
-    elif state.support_at(cell) is None:
-        why = f"the chamber at {name} has no support column"
-    elif p.chamber_excess(state, cell) > 0:
-        why = f"the support at {name} cannot carry its load"
-    elif p.strength(field[cell[1]][cell[0]]) < p.DISTRICT_MIN_FLOW:
-        why = f"the air circulation at {name} is too weak"
+        why = "it is solid rock (excavate it first)"
+    else:
+        field = p.flow_field(state.base_flow, state.vents, state.steps)
+        why = p.district_fault(state, cell, field)
     if why:
-        return state, f"District refused: {why}.", 0
+        return state, f"District refused at {name}: {why}.", 0
     new, refused = _spend(state, p.COSTS["district"], "District")
     if refused:
         return state, refused, 0
@@ -185,34 +183,59 @@ def _order(cell: Cell) -> tuple[int, int]:
 
 
 def tick(state: MegacityState) -> dict[str, Any]:
-    """Time passes one step: sideways gravity, conduit damping, power, air, integrity.
-    Returns the changed fields (the caller applies them with one `evolve`)."""
+    """Time passes one step: sideways gravity, conduit damping, power, air, integrity,
+    which districts run, and whether a threshold broke. Returns the changed fields (the
+    caller applies them with one `evolve`)."""
     stress = p.conduit_damping(p.seam_flow(state.stress, state), state)
     steps = state.steps + 1
     generation, demand = p.power_flows(state)
     storage = state.power + generation - demand
+    brownout = storage < 0
     field = p.flow_field(state.base_flow, state.vents, steps)
+    air = p.next_air(state.air, p.air_target(state, field))
+    integrity = p.integrity_of(state, stress)
+    offline = tuple(
+        (cell, "brownout" if brownout else why)
+        for cell in state.districts
+        if brownout or (why := p.district_fault(state, cell, field, stress))
+    )
+    breach = state.breach
+    if state.districts and not breach:
+        if integrity <= INTEGRITY_THRESHOLD:
+            breach = f"integrity fell to {integrity} at step {steps}"
+        elif air <= AIR_THRESHOLD:
+            breach = f"air fell to {air} at step {steps}"
+        elif brownout:
+            breach = f"brownout at step {steps}"
     return {
         "stress": stress,
         "steps": steps,
         "power": max(0, min(p.POWER_CAP, storage)),
-        "brownout": storage < 0,
-        "air": p.next_air(state.air, p.air_target(state, field)),
-        "integrity": p.integrity_of(state, stress),
+        "brownout": brownout,
+        "air": air,
+        "integrity": integrity,
+        "offline": offline,
+        "breach": breach,
     }
 
 
-def step(state: MegacityState, action: Action) -> Transition[MegacityState]:
-    """One step; every reward term is reported by name in the `reward` event."""
+def step(
+    state: MegacityState, action: Action, note: str | None = None
+) -> Transition[MegacityState]:
+    """One step; every reward term is reported by name in the `reward` event. `note`
+    replaces the action's report line (an unreadable reply is reported as such)."""
     acted, line, activated = apply_action(state, action)
+    line = note or line
     decoded = research.decoded_count(acted.research) - research.decoded_count(state.research)
     new = tick(acted)
     integrity, air, power = new["integrity"], new["air"], new["power"]
     terms: dict[str, float] = {}
-    if integrity > state.integrity:
-        terms["integrity_gain"] = R_INTEGRITY_GAIN * (integrity - state.integrity)
-    if air > state.air:
-        terms["air_gain"] = R_AIR_GAIN * (air - state.air)
+    # Changes are paid both ways, so a dip the agent causes costs what its recovery pays.
+    if integrity != state.integrity:
+        name = "integrity_gain" if integrity > state.integrity else "integrity_loss"
+        terms[name] = R_INTEGRITY_GAIN * (integrity - state.integrity)
+    if air != state.air:
+        terms["air_gain" if air > state.air else "air_loss"] = R_AIR_GAIN * (air - state.air)
     if activated:
         terms["district"] = R_DISTRICT * activated
     if power > POWER_BONUS_LEVEL and not state.power_bonus_paid:
@@ -227,6 +250,8 @@ def step(state: MegacityState, action: Action) -> Transition[MegacityState]:
     if air < AIR_THRESHOLD:
         terms["air_low"] = R_AIR_LOW * (AIR_THRESHOLD - air)
     lines = [line]
+    if new["breach"] and not state.breach:
+        lines.append(f"THRESHOLD BROKEN: {new['breach']}; victory is no longer possible.")
     terminated = success = False
     if integrity <= 0 or air <= 0:
         terms["catastrophe"] = R_CATASTROPHE
@@ -234,12 +259,12 @@ def step(state: MegacityState, action: Action) -> Transition[MegacityState]:
         lines.append(f"CATASTROPHE: {CATASTROPHES[new['outcome']]}")
         terminated = True
     elif new["steps"] >= STEP_BUDGET and is_victory(
-        len(acted.districts), integrity, air, new["brownout"]
+        len(acted.districts) - len(new["offline"]), integrity, air, new["breach"]
     ):
         terms["victory"] = R_VICTORY
         new["outcome"] = "victory"
         terminated = success = True
-        lines.append("VICTORY: six districts and every threshold held at step 40.")
+        lines.append("VICTORY: six running districts, every threshold held to step 40.")
     final = evolve(acted, **new, power_net=power - state.power, report=tuple(lines))
     events: list[dict[str, Any]] = [
         {"type": "action", "command": action.command(), "result": line},
@@ -247,6 +272,8 @@ def step(state: MegacityState, action: Action) -> Transition[MegacityState]:
     ]
     if activated:
         events.append({"type": "district", "at": cell_name(action.cells[0])})
+    if new["breach"] and not state.breach:
+        events.append({"type": "breach", "why": new["breach"]})
     if terminated:
         events.append({"type": final.outcome})
     return Transition(
@@ -261,11 +288,12 @@ def step(state: MegacityState, action: Action) -> Transition[MegacityState]:
 CATASTROPHES = {"collapse": "the city collapsed.", "suffocation": "the air is gone."}
 
 
-def is_victory(districts: int, integrity: int, air: int, brownout: bool) -> bool:
-    """Six districts, integrity > 80, air > 60, and the last step's demand was met."""
+def is_victory(running: int, integrity: int, air: int, breach: str) -> bool:
+    """At least six running districts at step 40, integrity > 80, air > 60, and no
+    threshold broken (nor a brownout) at any step since the first district."""
     return (
-        districts >= TARGET_DISTRICTS
+        running >= TARGET_DISTRICTS
         and integrity > INTEGRITY_THRESHOLD
         and air > AIR_THRESHOLD
-        and not brownout
+        and not breach
     )

@@ -98,6 +98,10 @@ class MegacityState:
     power: int = START_POWER
     power_net: int = 0  # change of storage over the last step (costs included)
     brownout: bool = False  # the last step's demand was not met
+    #: districts that could not run after the last step, with the reason
+    offline: tuple[tuple[Cell, str], ...] = ()
+    #: why victory is forfeited ("integrity 78 at step 23"); empty while thresholds hold
+    breach: str = ""
     steps: int = 0  # completed steps
     research: int = 0  # research points
     scanned: bool = False
@@ -151,6 +155,10 @@ class MegacityObservation(BaseModel):
     steps_left: int
     districts: int
     district_cells: list[str]
+    #: districts that could not run after the last step, e.g. "B3 (air circulation too weak)"
+    offline: list[str]
+    #: why victory is forfeited, or None while every threshold has held
+    breach: str | None
     integrity: int
     air: int
     power: int
@@ -158,8 +166,8 @@ class MegacityObservation(BaseModel):
     brownout: bool
     #: SIZE rows, row 5 (north) first; each row runs A to E
     stress: list[list[int]]
-    #: per cell: "." solid rock, "o" chamber, "S" supported chamber, "D" district; a "+"
-    #: suffix marks a conduit; supports listed separately
+    #: per cell: "." solid rock, "o" chamber, "S" supported chamber, "D" running district,
+    #: "X" offline district; a "+" suffix marks a conduit; supports listed separately
     sites: list[list[str]]
     supports: dict[str, str]
     conduits: list[str]

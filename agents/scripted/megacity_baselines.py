@@ -1,0 +1,145 @@
+"""Megacity reference policies that do not learn from the world, for the published
+baselines (`python -m benchmarks.megacity_baselines`). Each reads only the observation.
+
+- `NaiveBuilder`: builds as on the surface. It scans, avoids seam and fault cells, picks
+  six spread-out low-stress cells, taps a seam with one conduit, vents along the current
+  where a site is weak, uses basalt everywhere and opens every district in steps 32-39.
+  It never researches.
+- `FixedSequence`: the same 40 commands on every seed (a plausible plan written blind).
+- `SupportSwapFarmer`: one chamber, then `support X timber` / `support X basalt` in turn
+  (it farmed the old +2 per point of integrity recovered).
+- `DigSupportFarmer`: excavate a cell, then support it, cell after cell, never replacing
+  a column and never opening a district.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textenvs.agents.scripted import ScriptedPolicy
+from textenvs.agents.scripted.megacity import north_first, parse_cell, parse_flow, parse_seams
+from textenvs.scenarios.megacity.state import SIZE, Cell, cell_name, neighbours
+
+NAIVE_OPEN_FROM = 32
+NAIVE_FLOW = 4  # a site weaker than this gets a shaft along the current
+
+
+class NaiveBuilder(ScriptedPolicy):
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self.sites: list[Cell] = []
+        self.todo: list[str] = []
+
+    def _plan(self, obs: dict[str, Any]) -> None:
+        stress = north_first(obs["stress"])
+        seams = parse_seams(obs["seams"])
+        seam_cells = {c for seam in seams for c in seam.cells}
+        faults = {parse_cell(f) for f in obs["faults"]}
+        open_cells = sorted(
+            (c for c in stress if c not in seam_cells and c not in faults),
+            key=lambda c: (stress[c], c[1], c[0]),
+        )
+        # Spread out: lowest stress first, skipping neighbours of chosen sites, then fill.
+        for cell in open_cells:
+            if len(self.sites) < 6 and not set(neighbours(cell)) & set(self.sites):
+                self.sites.append(cell)
+        for cell in open_cells:
+            if len(self.sites) < 6 and cell not in self.sites:
+                self.sites.append(cell)
+        tap = seams[0].cells[1:4]
+        self.todo.append("conduit " + " ".join(cell_name(c) for c in tap))
+        flow = {c: parse_flow(v) for c, v in north_first(obs["airflow"]).items()}
+        along = _prevailing(flow)
+        lines = set()
+        for cell in self.sites:
+            dx, dy = flow[cell]
+            if abs(dx) + abs(dy) < NAIVE_FLOW:
+                # A shaft along the current, from the upwind edge of the site's line.
+                if along in ("north", "south"):
+                    start = (cell[0], 0 if along == "north" else SIZE - 1)
+                else:
+                    start = (0 if along == "east" else SIZE - 1, cell[1])
+                lines.add((start, along))
+        self.todo += [f"vent {cell_name(s)} {d}" for s, d in sorted(lines)]
+        for cell in self.sites:
+            self.todo += [f"support {cell_name(cell)} basalt", f"excavate {cell_name(cell)}"]
+
+    def choose(self, observation: dict[str, Any]) -> str:
+        obs = observation
+        if obs["seams"] is None:
+            return "scan"
+        if not self.sites:
+            self._plan(obs)
+        if self.todo:
+            return self.todo.pop(0)
+        if obs["step"] >= NAIVE_OPEN_FROM:
+            for cell in self.sites:
+                if cell_name(cell) not in obs["district_cells"]:
+                    return f"district {cell_name(cell)}"
+        return "wait"
+
+
+def _prevailing(flow: dict[Cell, tuple[int, int]]) -> str:
+    sx = sum(dx for dx, _ in flow.values())
+    sy = sum(dy for _, dy in flow.values())
+    if abs(sy) >= abs(sx):
+        return "north" if sy >= 0 else "south"
+    return "east" if sx >= 0 else "west"
+
+
+FIXED_BUILD = [
+    "scan", "research", "research", "conduit C1 C2 C3", "vent A2 east", "vent A4 east",
+    "support B2 basalt", "excavate B2", "support D2 basalt", "excavate D2",
+    "support B4 mycelium", "excavate B4", "support D4 mycelium", "excavate D4",
+    "support A1 basalt", "excavate A1", "support E5 basalt", "excavate E5",
+]  # fmt: skip
+FIXED_DISTRICTS = ["district B2", "district D2", "district B4", "district D4",
+                   "district A1", "district E5"]  # fmt: skip
+
+
+def _fixed_plan() -> list[str]:
+    """The build, waits until step 24, the six districts, then waits to step 40."""
+    commands = FIXED_BUILD + ["wait"] * (24 - len(FIXED_BUILD)) + FIXED_DISTRICTS
+    return commands + ["wait"] * (40 - len(commands))
+
+
+class FixedSequence(ScriptedPolicy):
+    COMMANDS = _fixed_plan()
+
+    def choose(self, observation: dict[str, Any]) -> str:
+        return self.COMMANDS[min(observation["step"], len(self.COMMANDS) - 1)]
+
+
+class SupportSwapFarmer(ScriptedPolicy):
+    CELL = "C3"
+
+    def choose(self, observation: dict[str, Any]) -> str:
+        sites = north_first(observation["sites"])
+        if sites[parse_cell(self.CELL)].rstrip("+") == ".":
+            return f"excavate {self.CELL}"
+        current = observation["supports"].get(self.CELL)
+        return f"support {self.CELL} {'basalt' if current == 'timber' else 'timber'}"
+
+
+class DigSupportFarmer(ScriptedPolicy):
+    def choose(self, observation: dict[str, Any]) -> str:
+        sites = north_first(observation["sites"])
+        supports = observation["supports"]
+        for r in range(SIZE):
+            for c in range(SIZE):
+                cell = (c, r)
+                if sites[cell].rstrip("+") != "." and cell_name(cell) not in supports:
+                    return f"support {cell_name(cell)} basalt"
+        for r in range(SIZE):
+            for c in range(SIZE):
+                if sites[(c, r)].rstrip("+") == ".":
+                    return f"excavate {cell_name((c, r))}"
+        return "wait"
+
+
+BASELINES: dict[str, type[ScriptedPolicy]] = {
+    "naive": NaiveBuilder,
+    "fixed": FixedSequence,
+    "farm-swap": SupportSwapFarmer,
+    "farm-dig": DigSupportFarmer,
+}
