@@ -22,9 +22,10 @@ east`) are rejected, never guessed or cut short.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from textenvs.core.parsing import (
     MASK,
@@ -33,6 +34,7 @@ from textenvs.core.parsing import (
     Reading,
     excerpt,
     fold,
+    is_mention,
     memoise_parse,
     nothing_found,
     read,
@@ -95,20 +97,25 @@ def _alternation(words: Sequence[str]) -> str:
 _TOKEN = re.compile(
     rf"(?P<mask>{MASK}+)"
     rf"|\b(?P<order>{_alternation(list(_ORDER_OF))})\b"
+    r"|\b(?P<exception>except|excepting|apart\s+from|other\s+than|besides|save\s+for"
+    rf"|(?:{_alternation(EVERYONE)})\s+but)\b"
     rf"|\b(?P<every>{_alternation(EVERYONE)})\b"
     r"|\b(?P<keyword>squads?|units?|teams?)\b"
     r"|\b(?P<squad>alpha|bravo|charlie|[a-z])\b"
     r"|\b(?P<step>then|next\s+(?:turn|step|move|round)|after\s+(?:that|this)|afterwards?"
     r"|later)\b"
     r"|\b(?P<choice>or|either)\b"
-    r"|\b(?P<exception>except|excepting|apart\s+from|other\s+than|besides)\b"
+    r"|\b(?P<same>too|as\s+well|also|likewise|similarly|ditto|same|follows?|following)\b"
     r"|\b(?P<join>and)\b"
     r"|(?P<word>[a-z0-9][a-z0-9']*)"
-    r"|(?P<sep>[;|.!?\n])"
+    r"|(?P<sep>[;|.!\n])"
     r"|(?P<joiner>->|[,/&+:=>])"
 )
 
 Item = tuple[str, Order]  # (squad name or "all", order)
+# What may stand between tokens of a whole-reply command ("A: north", `**B** east`); any
+# other character (a letter of another script, an emoji) means it is not one.
+_IGNORABLE = re.compile(r"[\s*#>()\[\]{}\"'`~]*")
 
 
 def _unknown(name: str, valid: Sequence[str]) -> ParseError:
@@ -131,6 +138,11 @@ class _Tally:
     #: a step word was passed after some order ("then", "next turn")
     step_seen: bool = False
     in_sequence: bool = False
+    #: "B as well", "same for B": a squad's order is another's, by reference
+    same: bool = False
+    exception: str = ""
+    #: order words given to no squad ("A north. Actually, east")
+    stray: list[str] = field(default_factory=list)
 
     def clear(self) -> None:
         self.pending, self.ordered, self.keyword = [], False, False
@@ -143,6 +155,11 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
     tally = _Tally(strict, valid, [])
     found: list[Found[tuple[Item, ...]]] = []
     matches = list(_TOKEN.finditer(folded))
+    if strict and not all(
+        _IGNORABLE.fullmatch(folded, a.end() if a else 0, b.start() if b else len(folded))
+        for a, b in itertools.pairwise([None, *matches, None])
+    ):
+        return None
     for index, match in enumerate(matches):
         kind, word = match.lastgroup, " ".join(match.group(0).split())
         following = matches[index + 1].lastgroup if index + 1 < len(matches) else None
@@ -170,6 +187,8 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 found.append(Found(match.start(), match.end(), items, word))
                 tally.pending, tally.ordered, tally.keyword = list(who), True, False
                 tally.in_sequence = tally.in_sequence or tally.step_seen
+            elif not is_mention(folded, Found(match.start(), match.end(), None, word, bare=True)):
+                tally.stray.append(word)
         elif kind in ("squad", "every"):
             name = ALL if kind == "every" else CALL_SIGNS.get(word, word.upper())
             if tally.ordered or name in tally.pending:
@@ -185,18 +204,18 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 "order (e.g. A north; B hold).",
                 valid,
             )
-        elif kind == "exception" and found:
-            raise ParseError(
-                "exceptions are not read: give each squad its own order "
-                "(e.g. A north; B north; C hold).",
-                valid,
-            )
+        elif kind == "exception":
+            tally.exception = tally.exception or word
+        elif kind == "same":
+            tally.same = tally.same or not (previous == "order" and tally.ordered)
         elif kind == "step":
+            _check_clause(tally)
             tally.step_seen = tally.step_seen or bool(found)
             tally.clear()
         elif kind in ("sep", "mask"):
             if strict and tally.pending and not tally.ordered:
                 raise _no_order(tally.pending, valid)
+            _check_clause(tally)
             tally.clear()
         elif kind == "word" and word not in FILLERS:
             if strict:
@@ -204,6 +223,19 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
             tally.clear()
     if strict and tally.pending and not tally.ordered:
         raise _no_order(tally.pending, valid)
+    _check_clause(tally)
+    if found and tally.exception:
+        raise ParseError(
+            f"exceptions ('{excerpt(tally.exception)}') are not read: give each squad its own "
+            "order (e.g. A north; B north; C hold).",
+            valid,
+        )
+    if found and tally.stray:
+        raise ParseError(
+            f"'{tally.stray[0]}' is given to no squad: write the squad before its order "
+            f"(e.g. A {tally.stray[0]}; all {tally.stray[0]}).",
+            valid,
+        )
     if strict and tally.in_sequence:
         raise ParseError(
             f"'{excerpt(text)}' gives orders for several turns; one reply is one turn: send "
@@ -211,6 +243,19 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
             valid,
         )
     return found
+
+
+def _check_clause(tally: _Tally) -> None:
+    """At the end of a clause: a squad named with "as well", "the same", "follows" but no
+    order of its own is rejected, not left to hold."""
+    if tally.same and tally.pending and not tally.ordered:
+        raise ParseError(
+            f"squad {' and '.join(tally.pending)} is given another squad's order by "
+            "reference ('as well', 'the same'): give each squad its own order "
+            "(e.g. A north; B north).",
+            tally.valid,
+        )
+    tally.same = False
 
 
 def _is_place(folded: str, match: re.Match[str]) -> bool:
