@@ -19,7 +19,8 @@ _SENTENCE = re.compile(r"[^.;!?\n]+[.;!?]*")
 _QUESTION = re.compile(r"[^.;!?\n]*\?")
 # Condition and hypothesis markers (matched on folded text: lower case, `-`/`_` as spaces).
 _CONDITION = re.compile(
-    r"\b(?:if|unless|otherwise|else|in\s+case|provided|providing|as\s+long\s+as|assuming"
+    r"\b(?:if|unless|otherwise|or\s+else|in\s+case|provided\s+that|providing\s+that"
+    r"|as\s+long\s+as|assuming"
     r"|suppose|supposing|imagine|imagining|hypothetically|whether)\b"
 )
 # After these an `if` asks whether ("check if north is open"): only its clause is unread.

@@ -99,6 +99,8 @@ _TOKEN = re.compile(
     rf"|\b(?P<order>{_alternation(list(_ORDER_OF))})\b"
     r"|\b(?P<exception>except|excepting|apart\s+from|other\s+than|besides|save\s+for"
     rf"|(?:{_alternation(EVERYONE)})\s+but)\b"
+    r"|\b(?P<rest>(?:all|everyone|everybody)\s+else|the\s+rest|(?:the\s+)?others"
+    r"|(?:the\s+)?(?:other|remaining)\s+(?:squads|units))\b"
     rf"|\b(?P<every>{_alternation(EVERYONE)})\b"
     r"|\b(?P<keyword>squads?|units?|teams?)\b"
     r"|\b(?P<squad>alpha|bravo|charlie|[a-z])\b"
@@ -143,9 +145,11 @@ class _Tally:
     exception: str = ""
     #: order words given to no squad ("A north. Actually, east")
     stray: list[str] = field(default_factory=list)
+    #: "the rest", "all else": the squads not named, whose only order can be to hold
+    rest: bool = False
 
     def clear(self) -> None:
-        self.pending, self.ordered, self.keyword = [], False, False
+        self.pending, self.ordered, self.keyword, self.rest = [], False, False, False
 
 
 def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[Item, ...]]] | None:
@@ -181,7 +185,15 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
 
         if kind == "order":
             who = tally.pending or ([ALL] if strict else [])
-            if who:
+            if tally.rest and not tally.pending:
+                if _ORDER_OF[word] is not Order.HOLD:
+                    raise ParseError(
+                        f"'the rest {word}' does not say which squads: give each squad its "
+                        "own order (e.g. A north; B north; C hold).",
+                        valid,
+                    )
+                tally.ordered = True  # "the rest hold": what unordered squads do anyway
+            elif who:
                 order = _ORDER_OF[word]
                 items = tuple((name, order) for name in who)
                 found.append(Found(match.start(), match.end(), items, word))
@@ -189,6 +201,9 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 tally.in_sequence = tally.in_sequence or tally.step_seen
             elif not is_mention(folded, Found(match.start(), match.end(), None, word, bare=True)):
                 tally.stray.append(word)
+        elif kind == "rest":
+            tally.clear()
+            tally.rest = True
         elif kind in ("squad", "every"):
             name = ALL if kind == "every" else CALL_SIGNS.get(word, word.upper())
             if tally.ordered or name in tally.pending:
@@ -248,9 +263,10 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
 def _check_clause(tally: _Tally) -> None:
     """At the end of a clause: a squad named with "as well", "the same", "follows" but no
     order of its own is rejected, not left to hold."""
-    if tally.same and tally.pending and not tally.ordered:
+    if tally.same and (tally.pending or tally.rest) and not tally.ordered:
+        who = f"squad {' and '.join(tally.pending)}" if tally.pending else "'the rest'"
         raise ParseError(
-            f"squad {' and '.join(tally.pending)} is given another squad's order by "
+            f"{who} is given another squad's order by "
             "reference ('as well', 'the same'): give each squad its own order "
             "(e.g. A north; B north).",
             tally.valid,
