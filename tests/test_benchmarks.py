@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from benchmarks import env_breakdown, env_throughput, observation_tokens
+from benchmarks import env_breakdown, env_throughput, magnetic_field_shortcut, observation_tokens
 
 
 def _run(main: object, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,3 +52,14 @@ def test_token_counting_matches_o200k_when_available() -> None:
         assert count("hello world") == 2
     assert count("") == 0
     assert chat_tokens([{"role": "user", "content": ""}], count) == 6
+
+
+def test_magnetic_field_shortcut_reports_each_guess(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run(magnetic_field_shortcut.main, ["--seeds", "3", "--level", "3"], monkeypatch)
+    out = capsys.readouterr().out
+    assert "hints never read" in out
+    for name in magnetic_field_shortcut.GUESSES:
+        assert name in out
+    assert "episodes at 1.0" in out

@@ -72,7 +72,8 @@ _STEPS = re.compile(
 )
 _LISTED = re.compile(r"[\s,;/|&+*`]*(?:(?:and|or)[\s,;/|&+*`]*)?")
 # After an order, these make it several turns ("north twice", "north 2 steps", "wait
-# for 3 turns", "north until the wall").
+# for 3 turns", "north until the wall"; a bare number only where its clause ends: "north
+# 2", not "excavate B3 - 2 power").
 _NUMBER = r"(?:[2-9]|[1-9]\d+|two|three|four|five|six|seven|eight|nine|ten)"
 _UNIT = (
     r"(?:times|x|steps?|tiles?|squares?|cells?|spaces?|slots?|places?|positions?|turns?"
@@ -82,7 +83,7 @@ _REPEATED = re.compile(
     r"[ \t*`]*(?:twice|thrice|repeatedly|until\b|till\b|all\s+the\s+way|x\s*\d"
     rf"|by\s+{_NUMBER}\b|for\s+{_NUMBER}\s*(?:more\s+)?{_UNIT}\b"
     rf"|(?:several|multiple|a\s+few|many)\s+(?:more\s+)?{_UNIT}\b"
-    rf"|{_NUMBER}(?:\s*(?:more\s+)?{_UNIT})?\b)"
+    rf"|{_NUMBER}\s*(?:more\s+)?{_UNIT}\b|{_NUMBER}(?=\s*(?:[.,;:!)\n]|$)))"
 )
 # After an order, these leave a choice open ("north or east", "excavate B3 (or C3)").
 _CHOICE = re.compile(r"[ \t]*[,(]?[ \t]*(?:or|either)\b")

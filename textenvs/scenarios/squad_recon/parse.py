@@ -16,8 +16,10 @@ the grammar, lower-case squad letters are fine. Prose is read leniently: a squad
 written `A`/`B`/`C` in capitals, `squad a` or by its call sign, one-letter orders are not
 read, and an unknown word between a squad and an order breaks the link ("A is north of B"
 orders nothing). A squad given two different orders, a choice (`A or B north`), an
-exception (`all north except C`) and orders for later turns (`A north, then next turn B
-east`) are rejected, never guessed or cut short.
+exception (`all north except C`, `all but C north`), an order by reference (`A north, B
+as well`, `the rest too`), an order word given to no squad (`A north. Actually, east`)
+and orders for later turns (`A north, then next turn B east`) are rejected, never
+guessed or cut short; `the rest hold` is what unordered squads do anyway.
 """
 
 from __future__ import annotations
