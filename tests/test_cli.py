@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import textenvs
+from textenvs.cli import main
 
 
 def textenvs_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -133,13 +134,25 @@ def _report_on_empty_config(tmp: Path) -> list[str]:
     ],
 )  # fmt: skip
 def test_user_mistakes_are_one_line_errors(
-    make_args: Callable[[Path], list[str]], message: str, tmp_path: Path
+    make_args: Callable[[Path], list[str]],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    done = textenvs_cli(*make_args(tmp_path))
-    output = done.stdout + done.stderr
-    assert done.returncode == 2, output
+    code, output = main_in_process(make_args(tmp_path), capsys)
+    assert code == 2, output
     assert message in output and "Traceback" not in output
     assert not (tmp_path / "dup").exists() and not (tmp_path / "r").exists()
+
+
+def main_in_process(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """`textenvs ARGS` in this process (no interpreter start-up): (exit code, output)."""
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse and one-line errors exit this way
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
 
 
 EVAL = ["eval", "--env", "treasure-hunt", "--agent", "random", "--seeds", "0"]

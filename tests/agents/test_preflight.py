@@ -1,12 +1,9 @@
 """The preflight check before LLM runs: against the loopback OpenAI server, a closed port,
-and as `textenvs eval` / `textenvs run` subprocesses (one line, exit 2, no run started)."""
+and through `textenvs eval` / `textenvs run` (one line, exit 2, no run started)."""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +14,7 @@ from tests.agents.conftest import KEY
 from tests.support.openai_server import OpenAIServer, http_error, server_error, text
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.preflight import PreflightError, check
-
-TEXTENVS = [sys.executable, "-m", "textenvs.cli"]
+from textenvs.cli import main
 
 
 @pytest.fixture
@@ -87,45 +83,53 @@ def test_unreachable_endpoint_and_missing_key(
         check(LLMConfig(model="m", api_key_env="MY_KEY"))
 
 
-def _cli(
-    *args: str, env: dict[str, str] | None = None
-) -> tuple[subprocess.CompletedProcess, float]:
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str, float]:
+    """`textenvs ARGS` in this process: (exit code, stdout, stderr, seconds)."""
     started = time.monotonic()
-    done = subprocess.run([*TEXTENVS, *args], capture_output=True, text=True, timeout=120, env=env)
-    return done, time.monotonic() - started
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err, time.monotonic() - started
 
 
-def test_cli_stops_at_once_with_one_line(dead_url: str, tmp_path: Path) -> None:
-    no_key = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+def test_cli_stops_at_once_with_one_line(
+    dead_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
     evaluate = ["eval", "--env", "all", "--agent", "llm", "--model", "gpt-4o-mini"]
     evaluate += ["--seeds", "0-99", "--out", str(tmp_path / "nokey")]
-    done, _ = _cli(*evaluate, env=no_key)
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.strip().splitlines() == [
+    code, _, err, _ = _cli(capsys, *evaluate)
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines() == [
         "textenvs eval: error: preflight: no API key: set the environment variable "
         "OPENAI_API_KEY (or give --base-url for a server that needs none)"
     ]
     assert not (tmp_path / "nokey").exists()  # nothing was started
 
     evaluate = ["eval", "--env", "all", "--agent", "llm", "--model", "m", "--seeds", "0-99"]
-    done, took = _cli(*evaluate, "--base-url", dead_url, "--out", str(tmp_path / "typo"))
-    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
-    assert f"the endpoint {dead_url} cannot be reached" in done.stderr
+    code, _, err, took = _cli(capsys, *evaluate, "--base-url", dead_url, "--out", str(tmp_path))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"the endpoint {dead_url} cannot be reached" in err
     assert took < 30  # one refused connection, not 500 episodes of retries
 
     run = ["run", "treasure-hunt", "--seed", "0", "--agent", "llm", "--model", "m"]
-    done, _ = _cli(*run, "--base-url", dead_url)
-    assert done.returncode == 2 and "textenvs run: error: preflight: the endpoint" in done.stderr
-    assert "Outcome" not in done.stdout  # no episode was played
+    code, out, err, _ = _cli(capsys, *run, "--base-url", dead_url)
+    assert code == 2 and "textenvs run: error: preflight: the endpoint" in err
+    assert "Outcome" not in out  # no episode was played
 
 
-def test_no_preflight_skips_the_check(dead_url: str, tmp_path: Path) -> None:
-    run = ["run", "treasure-hunt", "--seed", "0", "--agent", "llm", "--model", "m"]
-    done, _ = _cli(
-        *run, "--base-url", dead_url, "--no-preflight", "--agent-config", _fast(tmp_path)
-    )
-    assert done.returncode == 3  # played, and the episode ended in an agent error
-    assert "Outcome: agent_error" in done.stdout and "connection error" in done.stdout
+def test_no_preflight_skips_the_check(
+    dead_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = ["run", "treasure-hunt", "--seed", "0", "--agent", "llm", "--base-url", dead_url]
+    code, out, _, _ = _cli(capsys, *run, "--no-preflight", "--agent-config", _fast(tmp_path))
+    assert code == 3  # played, and the episode ended in an agent error
+    assert "Outcome: agent_error" in out and "connection error" in out
 
 
 def _fast(tmp_path: Path) -> str:

@@ -14,9 +14,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.openai_server import OpenAIServer, text
 from textenvs.agents import make_agent
 from textenvs.agents.base import Agent, Decision
+from textenvs.cli import main
 from textenvs.evals import runner, store
 from textenvs.evals.failures import FailFast, error_class, top_error_classes
 from textenvs.evals.metrics import key_of
@@ -187,29 +190,23 @@ def test_one_writer_per_run_folder_with_real_processes(tmp_path: Path) -> None:
     assert (out / store.LOCK).read_text() == ""  # released cleanly
 
 
-def test_cli_reports_errors_and_stops_early(tmp_path: Path) -> None:
+def test_cli_reports_errors_and_stops_early(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
         agent = tmp_path / "fast.toml"
         agent.write_text("model = 'm'\nmax_attempts = 1\n")
-        cmd = [*TEXTENVS, "eval", "--env", ENV, "--agent", "llm", "--agent-config", str(agent)]
-        cmd += ["--base-url", dead, "--no-preflight", "--seeds", "0-49", "--concurrency", "2"]
-        stopped = subprocess.run(
-            [*cmd, "--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=120
-        )
-        assert stopped.returncode == 4, stopped.stderr
-        assert "stopped early: the first 5 episodes all ended in the same agent error " in (
-            stopped.stderr
-        )
-        assert "connection error" in stopped.stderr and "--resume --retry-errors" in stopped.stderr
+        cmd = ["eval", "--env", ENV, "--agent", "llm", "--agent-config", str(agent)]
+        cmd += ["--base-url", dead, "--no-preflight", "--concurrency", "2"]
+        assert main([*cmd, "--seeds", "0-49", "--out", str(tmp_path / "a")]) == 4
+        err = capsys.readouterr().err
+        assert "stopped early: the first 5 episodes all ended in the same agent error " in err
+        assert "connection error" in err and "--resume --retry-errors" in err
         assert len(store.read_episodes(tmp_path / "a")) < 50
-        finished = subprocess.run(
-            [*cmd, "--seeds", "0-2", "--out", str(tmp_path / "b")],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    assert finished.returncode == 3, finished.stderr  # done, with agent errors
-    assert "3 episode(s) ended in agent errors; most frequent:" in finished.stderr
-    assert "    3  connection error" in finished.stderr
+        # done, with agent errors
+        assert main([*cmd, "--seeds", "0-2", "--out", str(tmp_path / "b")]) == 3
+    err = capsys.readouterr().err
+    assert "3 episode(s) ended in agent errors; most frequent:" in err
+    assert "    3  connection error" in err

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
+from textenvs.cli import main
 from textenvs.core.redact import (
     Scrubber,
     is_secret_name,
@@ -22,7 +22,6 @@ from textenvs.evals import store
 from textenvs.service import create_app
 from textenvs.service.background import serve_in_thread
 
-TEXTENVS = [sys.executable, "-m", "textenvs.cli"]
 API_KEY = "sk-scan-APIKEY-31337"
 LLM_USER, LLM_PASSWORD = "llmuser7", "LLMPASSWORD-4242"
 QUERY_KEY = "QUERYKEY-5150"
@@ -84,35 +83,45 @@ def _assert_nothing_leaked(out: Path, *consoles: str) -> None:
             assert secret not in console, f"{secret} leaked to the console"
 
 
-def test_no_secret_in_any_file_or_console_line(tmp_path: Path) -> None:
-    env = {**os.environ, "OPENAI_API_KEY": API_KEY, "TEXTENVS_TOKEN": SERVICE_TOKEN}
+def _textenvs(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """`textenvs ARGS` in this process: (exit code, everything printed)."""
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_no_secret_in_any_file_or_console_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.setenv("TEXTENVS_TOKEN", SERVICE_TOKEN)
     with (
         OpenAIServer(default=_echo) as llm,
         serve_in_thread(create_app(idle_timeout=0)) as service,  # TEXTENVS_TOKEN is sent
     ):
         base_url = llm.base_url.replace("http://", f"http://{LLM_USER}:{LLM_PASSWORD}@")
         env_url = service.replace("http://", f"http://{ENV_USER}:{ENV_PASSWORD}@")
-        cmd = [*TEXTENVS, "eval", "--env", "treasure-hunt", "--seeds", "0-1", "--agent", "llm"]
+        cmd = ["eval", "--env", "treasure-hunt", "--seeds", "0-1", "--agent", "llm"]
         cmd += ["--model", "test-model", "--base-url", base_url, "--env-url", env_url]
         cmd += ["--extra-body", f'{{"api_key": "{BODY_KEY}", "top_k": 3}}']
-        done = subprocess.run(
-            [*cmd, "--out", str(tmp_path / "ok")], capture_output=True, text=True, env=env
-        )
-        assert done.returncode == 0, done.stderr
+        code, console = _textenvs(capsys, *cmd, "--out", str(tmp_path / "ok"))
+        assert code == 0, console
         assert all(r.body["api_key"] == BODY_KEY for r in llm.requests)  # it was used
-        report = subprocess.run([*TEXTENVS, "report", str(tmp_path / "ok")], capture_output=True,
-                                text=True, env=env)  # fmt: skip
-        assert report.returncode == 0, report.stderr
-        _assert_nothing_leaked(tmp_path / "ok", done.stdout, done.stderr, report.stdout)
+        code, reported = _textenvs(capsys, "report", str(tmp_path / "ok"))
+        assert code == 0, reported
+        _assert_nothing_leaked(tmp_path / "ok", console, reported)
 
         # A key in the query string (the client then asks for a path the server echoes):
         # the preflight's line, then a run without preflight that stops on the errors.
         query_url = f"{llm.base_url}?api-key={QUERY_KEY}"
-        cmd = [*TEXTENVS, "eval", "--env", "treasure-hunt", "--seeds", "0-9", "--agent", "llm"]
+        cmd = ["eval", "--env", "treasure-hunt", "--seeds", "0-9", "--agent", "llm"]
         cmd += ["--model", "m", "--base-url", query_url, "--out", str(tmp_path / "query")]
-        refused = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        assert refused.returncode == 2 and "preflight" in refused.stderr
-        stopped = subprocess.run([*cmd, "--no-preflight"], capture_output=True, text=True, env=env)
-        assert stopped.returncode == 4, stopped.stderr
+        code, refused = _textenvs(capsys, *cmd)
+        assert code == 2 and "preflight" in refused
+        code, stopped = _textenvs(capsys, *cmd, "--no-preflight")
+        assert code == 4, stopped
     assert "HTTP 404" in (tmp_path / "query" / store.EPISODES).read_text()  # the echo, masked
-    _assert_nothing_leaked(tmp_path / "query", refused.stderr, stopped.stdout, stopped.stderr)
+    _assert_nothing_leaked(tmp_path / "query", refused, stopped)
