@@ -27,9 +27,19 @@ settings.register_profile("thorough", deadline=None)
 settings.load_profile("default")
 
 
+def is_thorough(config: pytest.Config) -> bool:
+    return config.getoption("hypothesis_profile", None) not in (None, "default")
+
+
+@pytest.fixture
+def thorough(request: pytest.FixtureRequest) -> bool:
+    """True under `--hypothesis-profile thorough`: property runs at full size."""
+    return is_thorough(request.config)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In the default profile, cap the example counts that tests set themselves."""
-    if config.getoption("hypothesis_profile", None) not in (None, "default"):
+    if is_thorough(config):
         return
     for item in items:
         test = getattr(item, "obj", None)

@@ -104,7 +104,7 @@ def test_no_secret_in_any_file_or_console_line(
     ):
         base_url = llm.base_url.replace("http://", f"http://{LLM_USER}:{LLM_PASSWORD}@")
         env_url = service.replace("http://", f"http://{ENV_USER}:{ENV_PASSWORD}@")
-        cmd = ["eval", "--env", "treasure-hunt", "--seeds", "0-1", "--agent", "llm"]
+        cmd = ["eval", "--env", "treasure-hunt", "--seeds", "0", "--agent", "llm"]
         cmd += ["--model", "test-model", "--base-url", base_url, "--env-url", env_url]
         cmd += ["--extra-body", f'{{"api_key": "{BODY_KEY}", "top_k": 3}}']
         code, console = _textenvs(capsys, *cmd, "--out", str(tmp_path / "ok"))
