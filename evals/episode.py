@@ -55,12 +55,14 @@ class EpisodeResult:
     latency_s: float = 0.0
     wall_s: float = 0.0
     final_observation: str = ""
+    #: `info["observation"]` of the last observation (the data form of the text above)
+    final_info_observation: dict[str, Any] = field(default_factory=dict)
     turns: list[Turn] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """Everything but the turns: one line of a results file."""
         data = asdict(self)
-        del data["turns"], data["final_observation"]
+        del data["turns"], data["final_observation"], data["final_info_observation"]
         return data
 
     def to_dict(self) -> dict[str, Any]:
@@ -138,6 +140,7 @@ async def run_episode(
             result.outcome, result.error = INVALID_LIMIT, f"{invalid_run} invalid commands in a row"
             break
     result.final_observation = observation
+    result.final_info_observation = info.get("observation") or {}
     result.wall_s = time.perf_counter() - started
     return result
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from textenvs.evals.episode import AGENT_ERROR
+from textenvs.evals.skills import aggregate
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
 
@@ -81,32 +82,87 @@ def cost(record: Record, prices: dict[str, float] | None) -> float | None:
     ) / 1000
 
 
+def clustered_stderr(values: Sequence[float], clusters: Sequence[Any]) -> float | None:
+    """Standard error of the mean with episodes clustered by seed (episodes of one seed
+    share its world, so they are not independent): the cluster-robust (CR1) estimate
+    sqrt(G / (G - 1) * sum_g (sum_i (x_gi - mean))^2) / n. With one episode per seed it
+    equals `stderr`. None below two clusters."""
+    groups = set(clusters)
+    n = len(values)
+    if len(groups) < 2:
+        return None
+    m = mean(values)
+    sums: dict[Any, float] = {}
+    for v, c in zip(values, clusters, strict=True):
+        sums[c] = sums.get(c, 0.0) + (v - m)
+    g = len(groups)
+    return math.sqrt(g / (g - 1) * sum(x * x for x in sums.values())) / n
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Chance that at least one of k episodes drawn from n (c successes) succeeds."""
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k: chance that all k episodes drawn from n (c successes) succeed."""
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def pass_k(records: Sequence[Record]) -> dict[str, dict[str, float]]:
+    """pass@k and pass^k for k = 1 .. the fewest scored episodes any seed has, averaged
+    over seeds (unbiased estimators from n episodes per seed); {} with one per seed."""
+    per_seed: dict[tuple[str, int], list[bool]] = {}
+    for r in records:
+        per_seed.setdefault((str(r["env"]), int(r["seed"])), []).append(bool(r["success"]))
+    if not per_seed:
+        return {}
+    n_min = min(len(v) for v in per_seed.values())
+    if n_min < 2:
+        return {}
+    out: dict[str, dict[str, float]] = {"pass@k": {}, "pass^k": {}}
+    for k in range(1, n_min + 1):
+        out["pass@k"][str(k)] = mean([pass_at_k(len(v), sum(v), k) for v in per_seed.values()])
+        out["pass^k"][str(k)] = mean([pass_hat_k(len(v), sum(v), k) for v in per_seed.values()])
+    return out
+
+
 def summarize(records: Iterable[Record], prices: dict[str, float] | None = None) -> Record:
-    """Per-env statistics (the `summary.json` shape) for a group of episode records."""
+    """Per-env statistics (the `summary.json` shape) for a group of episode records.
+
+    Figures that need a scored episode are None without one (shown as n/a). Standard
+    errors are clustered by seed. Over several scenarios (the "all" group) returns and
+    steps are not averaged: they have different scales.
+    """
     records = list(records)
     scored = [r for r in records if r["outcome"] != AGENT_ERROR]
+    envs = {r["env"] for r in records}
+    one_env = len(envs) == 1
     successes = sum(1 for r in scored if r["success"])
     returns = [float(r["return"]) for r in scored]
     steps = [int(r["steps"]) for r in scored]
+    clusters = [(r["env"], r["seed"]) for r in scored]
     invalid = sum(int(r["invalid_actions"]) for r in scored)
     token_totals: Counter[str] = Counter()
     for r in records:
         token_totals.update(tokens(r))
     costs = [c for r in records if (c := cost(r, prices)) is not None]
-    lo, hi = wilson(successes, len(scored))
     n = len(records)
+    some = bool(scored)
     return {
         "episodes": n,
         "scored_episodes": len(scored),
         "successes": successes,
-        "success_rate": successes / len(scored) if scored else 0.0,
-        "success_ci95": [lo, hi],
-        "mean_return": mean(returns),
-        "return_stderr": stderr(returns),
-        "mean_steps": mean(steps),
-        "steps_stderr": stderr(steps),
+        "success_rate": successes / len(scored) if some else None,
+        "success_ci95": list(wilson(successes, len(scored))) if some else None,
+        "mean_return": mean(returns) if some and one_env else None,
+        "return_stderr": clustered_stderr(returns, clusters) if one_env else None,
+        "mean_steps": mean(steps) if some and one_env else None,
+        "steps_stderr": clustered_stderr(steps, clusters) if one_env else None,
+        "seeds": len({c for c in clusters}),
+        **pass_k(scored),
         "invalid_actions": invalid,
-        "invalid_action_rate": invalid / sum(steps) if sum(steps) else 0.0,
+        "invalid_action_rate": invalid / sum(steps) if sum(steps) else None,
         "reasks": sum(int(r.get("reasks", 0)) for r in records),
         "agent_errors": n - len(scored),
         "outcomes": dict(sorted(Counter(r["outcome"] for r in records).items())),
@@ -115,19 +171,36 @@ def summarize(records: Iterable[Record], prices: dict[str, float] | None = None)
         "cost": sum(costs) if costs else None,
         "cost_per_episode": sum(costs) / n if costs and n else None,
         "mean_latency_s": mean([float(r.get("latency_s", 0.0)) for r in records]),
+        "skills": aggregate(next(iter(envs)), scored) if one_env else {},
     }
 
 
 def summarize_by_env(
-    records: Iterable[Record], prices: dict[str, float] | None = None
+    records: Iterable[Record],
+    prices: dict[str, float] | None = None,
+    bands: dict[str, Any] | None = None,
 ) -> dict[str, Record]:
-    """`{env: summary}` in first-seen order, plus `"all"` pooling every env."""
+    """`{env: summary}` in first-seen order, plus `"all"` over every env. Each env gets
+    its `headline` metric and `normalised` score against its reference band (from
+    `bands`, by default the shipped ones); "all" gets the mean of the normalised scores
+    (None unless every env has one) instead of pooled returns."""
+    from textenvs.evals.bands import headline_value, load_bands, normalised
+
+    bands = load_bands() if bands is None else bands
     records = list(records)
     groups: dict[str, list[Record]] = {}
     for r in records:
         groups.setdefault(r["env"], []).append(r)
     out = {env: summarize(rs, prices) for env, rs in groups.items()}
+    for env, s in out.items():
+        s["headline"] = headline_value(env, s)
+        s["normalised"] = normalised(s["headline"], bands["scenarios"].get(env))
+    scores = [s["normalised"] for s in out.values()]
     out["all"] = summarize(records, prices)
+    out["all"]["headline"] = None
+    out["all"]["normalised"] = (
+        mean(scores) if scores and all(v is not None for v in scores) else None
+    )
     return out
 
 

@@ -1,6 +1,7 @@
 """Small inline-SVG charts for the HTML report (no plotting library, no network).
 
-Both charts are horizontal: one row per (group, series) so long scenario names fit.
+Success rates with their CIs, each scenario's headline result against its reference
+band, and histograms of returns and steps (box plots say little about 0/1 outcomes).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import Any
 
 PALETTE = ("#3366cc", "#dc7633", "#2e9e5b", "#8e44ad", "#c0392b", "#7f8c8d", "#b7950b")
 WIDTH = 720
@@ -27,14 +29,6 @@ class Series:
 
 def color(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
-
-
-def quantile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolation quantile (numpy's default) of non-empty `values`."""
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -113,58 +107,151 @@ def success_chart(
                 f'<rect x="{LABEL_W}" y="{y + 2:.1f}" width="{x(rate) - LABEL_W:.1f}" '
                 f'height="{ROW_H - 4}" fill="{ser.color}" opacity="0.8">'
                 f"<title>{escape(ser.label)}: {rate:.1%} [{lo:.1%}, {hi:.1%}]</title></rect>"
-                f'<line x1="{x(lo):.1f}" y1="{mid:.1f}" x2="{x(hi):.1f}" y2="{mid:.1f}" class="w"/>'
-                f'<line x1="{x(lo):.1f}" y1="{mid - 4:.1f}" x2="{x(lo):.1f}" y2="{mid + 4:.1f}" '
-                f'class="w"/><line x1="{x(hi):.1f}" y1="{mid - 4:.1f}" x2="{x(hi):.1f}" '
-                f'y2="{mid + 4:.1f}" class="w"/>'
+                + _whisker(x(lo), x(hi), mid)
             )
     return "".join([*parts, _legend(series), "</svg>"])
 
 
-def box_chart(
+def band_chart(
     title: str,
-    groups: Sequence[str],
+    band: dict[str, Any] | None,
     series: Sequence[Series],
-    values: Sequence[Sequence[Sequence[float]]],
-    fmt: str = "g",
-    width: int = WIDTH,
-    label_w: int = LABEL_W,
+    values: Sequence[tuple[float, float, float] | None],
+    width: int = 540,
 ) -> str:
-    """Box plots (quartiles, whiskers to min/max, a mark at the mean) with every value
-    drawn as a faint dot; `values[s][g]` is a list of numbers."""
-    flat = [v for per_series in values for per_group in per_series for v in per_group]
-    if not flat:
-        flat = [0.0, 1.0]
-    ticks = nice_ticks(min(flat), max(flat))
-    parts, _, x = _frame(title, groups, len(series), ticks, fmt, width, label_w)
-    for s, ser in enumerate(series):
-        for g, data in enumerate(values[s]):
-            if not data:
-                continue
-            y = _row_y(g, s, len(series))
-            mid = y + ROW_H / 2
-            q1, q2, q3 = (quantile(data, q) for q in (0.25, 0.5, 0.75))
-            lo, hi, avg = min(data), max(data), sum(data) / len(data)
-            tip = (
-                f"{escape(ser.label)}: n={len(data)} min={lo:g} q1={q1:g} median={q2:g} "
-                f"q3={q3:g} max={hi:g} mean={avg:.3g}"
-            )
+    """One scenario's headline result against its reference band: the band (random to
+    ceiling) shaded behind, a mark at the scripted agent, a bar (with its 95% CI when
+    `lo < hi`) per run; `values[s] = (value, lo, hi)` or None. Own scale per scenario."""
+    label_w = 110
+    top = max([v[2] for v in values if v is not None] + [band["ceiling"] if band else 0.0])
+    ticks = nice_ticks(0.0, top if top > 0 else 1.0)
+    rows = ["", *[ser.label for ser in series]]
+    parts, _, x = _frame(title, [""], len(rows), ticks, _tick_format(ticks), width, label_w)
+    y0 = TOP
+    if band:
+        lo, hi = x(band["random"]), x(band["ceiling"])
+        parts.append(
+            f'<rect x="{lo:.1f}" y="{y0:.1f}" width="{max(hi - lo, 1):.1f}" '
+            f'height="{len(rows) * ROW_H:.1f}" fill="#e8e8e8">'
+            f"<title>band: random {band['random']:.3g} .. ceiling {band['ceiling']:.3g}"
+            "</title></rect>"
+        )
+        for key in ("random", "scripted", "ceiling"):
+            bx = x(band[key])
             parts.append(
-                f'<line x1="{x(lo):.1f}" y1="{mid:.1f}" x2="{x(hi):.1f}" y2="{mid:.1f}" class="w"/>'
-                f'<rect x="{x(q1):.1f}" y="{y + 2:.1f}" width="{max(x(q3) - x(q1), 1):.1f}" '
-                f'height="{ROW_H - 4}" fill="{ser.color}" opacity="0.35" stroke="{ser.color}">'
-                f"<title>{tip}</title></rect>"
-                f'<line x1="{x(q2):.1f}" y1="{y + 2:.1f}" x2="{x(q2):.1f}" y2="{y + ROW_H - 2:.1f}"'
-                f' stroke="{ser.color}" stroke-width="2"/>'
-                f'<path d="M{x(avg):.1f},{mid - 3:.1f}l3,3l-3,3l-3,-3z" fill="#222"/>'
+                f'<line x1="{bx:.1f}" y1="{y0:.1f}" x2="{bx:.1f}" '
+                f'y2="{y0 + len(rows) * ROW_H:.1f}" class="w"'
+                + (' stroke-dasharray="3,2"/>' if key == "scripted" else "/>")
             )
-            # Every value as a dot, spread vertically by a fixed pattern (no randomness).
-            dots = "".join(
-                f'<circle cx="{x(v):.1f}" cy="{y + 3 + (i * 7 % 11) * (ROW_H - 6) / 10:.1f}" '
-                'r="1.5"/>'
-                for i, v in enumerate(data[:2000])
+        # The first row names the band in words: marks that sit close cannot carry labels.
+        kind = band.get("ceiling_kind", "")
+        parts.append(
+            f'<text x="{label_w - 8}" y="{y0 + 12:.1f}" class="a" text-anchor="end">band</text>'
+            f'<text x="{label_w + 4}" y="{y0 + 12:.1f}" class="a">random {band["random"]:.3g}'
+            f" · scripted {band['scripted']:.3g} (dashed) · ceiling {band['ceiling']:.3g}"
+            f"{f' ({kind})' if kind else ''}</text>"
+        )
+    for s, ser in enumerate(series):
+        y = y0 + (s + 1) * ROW_H
+        mid = y + ROW_H / 2
+        parts.append(
+            f'<text x="{label_w - 8}" y="{mid + 4:.1f}" class="l" text-anchor="end">'
+            f"{escape(ser.label)}</text>"
+        )
+        value = values[s]
+        if value is None:
+            parts.append(f'<text x="{label_w + 4}" y="{mid + 4:.1f}" class="a">n/a</text>')
+            continue
+        v, lo, hi = value
+        parts.append(
+            f'<rect x="{label_w}" y="{y + 3:.1f}" width="{max(x(v) - label_w, 1):.1f}" '
+            f'height="{ROW_H - 6}" fill="{ser.color}" opacity="0.85">'
+            f"<title>{escape(ser.label)}: {v:.3g}</title></rect>"
+        )
+        if hi > lo:
+            parts.append(_whisker(x(lo), x(hi), mid))
+    return "".join([*parts, "</svg>"])
+
+
+def _whisker(lo: float, hi: float, mid: float) -> str:
+    return (
+        f'<line x1="{lo:.1f}" y1="{mid:.1f}" x2="{hi:.1f}" y2="{mid:.1f}" class="w"/>'
+        f'<line x1="{lo:.1f}" y1="{mid - 4:.1f}" x2="{lo:.1f}" y2="{mid + 4:.1f}" class="w"/>'
+        f'<line x1="{hi:.1f}" y1="{mid - 4:.1f}" x2="{hi:.1f}" y2="{mid + 4:.1f}" class="w"/>'
+    )
+
+
+def _tick_format(ticks: Sequence[float]) -> str:
+    """Enough decimals to tell the ticks apart, no more."""
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    return f".{decimals}f"
+
+
+def histogram(
+    title: str,
+    series: Sequence[Series],
+    values: Sequence[Sequence[float]],
+    width: int = 540,
+    height: int = 150,
+) -> str:
+    """Counts per bin, one bar per series side by side in each bin. Whole-number data
+    gets whole-number bins (so 40 and 41 never share an axis with 40.2)."""
+    flat = [v for vs in values for v in vs]
+    lo, hi = (min(flat), max(flat)) if flat else (0.0, 1.0)
+    whole = all(float(v).is_integer() for v in flat)
+    if whole:
+        size = max(1, math.ceil((hi - lo + 1) / 20))
+        edges = [lo + i * size for i in range(int((hi - lo) // size) + 2)]
+    else:
+        if hi <= lo:
+            lo, hi = lo - 0.5, hi + 0.5
+        size = nice_ticks(lo, hi, 12)
+        edges = size if len(size) > 2 else [lo, hi]
+    bins = len(edges) - 1
+    counts = [[0] * bins for _ in series]
+    for s, vs in enumerate(values):
+        for v in vs:
+            i = min(bins - 1, max(0, int((v - edges[0]) // (edges[1] - edges[0]))))
+            counts[s][i] += 1
+    peak = max([c for row in counts for c in row] + [1])
+    left, bottom, top = 40, 34, 26
+    plot_w, plot_h = width - left - 14, height - top - bottom
+    bin_w = plot_w / bins
+    bar_w = max(1.0, (bin_w - 2) / max(1, len(series)))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
+        f'<text x="{left}" y="16" class="t">{escape(title)}</text>',
+    ]
+    base = top + plot_h
+    for t in nice_ticks(0, peak, 3):
+        if t > peak:
+            break
+        y = base - t / peak * plot_h
+        parts.append(
+            f'<line x1="{left}" y1="{y:.1f}" x2="{width - 14}" y2="{y:.1f}" class="g"/>'
+            f'<text x="{left - 4}" y="{y + 4:.1f}" class="a" text-anchor="end">{t:g}</text>'
+        )
+    every = max(1, math.ceil(bins / 10))
+    for i in range(bins):
+        bx = left + i * bin_w
+        label = f"{edges[i]:g}" if not whole or size == 1 else f"{edges[i]:g}-{edges[i + 1] - 1:g}"
+        if i % every == 0:
+            parts.append(
+                f'<text x="{bx + bin_w / 2:.1f}" y="{base + 14}" class="a" '
+                f'text-anchor="middle">{label}</text>'
             )
-            parts.append(f'<g fill="{ser.color}" opacity="0.5">{dots}</g>')
+        for s, ser in enumerate(series):
+            c = counts[s][i]
+            if c:
+                h = c / peak * plot_h
+                parts.append(
+                    f'<rect x="{bx + 1 + s * bar_w:.1f}" y="{base - h:.1f}" width="{bar_w:.1f}"'
+                    f' height="{h:.1f}" fill="{ser.color}" opacity="0.85"><title>'
+                    f"{escape(ser.label)}: {c} at {label}</title></rect>"
+                )
+    parts.append(f'<line x1="{left}" y1="{base}" x2="{width - 14}" y2="{base}" class="w"/>')
     return "".join([*parts, _legend(series, width), "</svg>"])
 
 

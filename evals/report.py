@@ -1,14 +1,16 @@
 """Reports for eval runs: `report.md`, a self-contained `report.html` (inline CSS and
-SVG, nothing fetched) and one readable transcript page per episode.
+SVG, nothing fetched), `results.csv`, `results.tex`, and readable transcript pages.
 
 Statistics are recomputed from `episodes.jsonl`, so an interrupted run reports what it
-finished. With several runs the first is the baseline: each other run is compared with
-it on the (env, seed, episode) keys both ran (see `metrics.compare`).
+finished. Each scenario's result is read against its reference band (random / scripted
+/ ceiling, `textenvs.evals.bands`) as a normalised score; the "all" row averages those
+scores, never raw returns of different scales. With several runs the first is the
+baseline: each other run is compared with it on the (env, seed, episode) keys both ran
+(see `metrics.compare`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,10 +18,14 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from textenvs.evals import plots, store
+from textenvs.evals import store
+from textenvs.evals.bands import headline, load_bands, version_warnings
 from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.metrics import Record, compare, key_of, summarize_by_env
-from textenvs.evals.transcript import write_transcripts
+from textenvs.evals.skills import LABELS, format_value
+from textenvs.evals.transcript import write_side_by_side, write_transcripts
+
+Links = dict[tuple, str]
 
 
 @dataclass
@@ -36,8 +42,12 @@ class Run:
         model = agent.get("model")
         return f"{agent.get('name', '?')}" + (f" ({model})" if model else "")
 
+    @property
+    def versions(self) -> dict[str, str]:
+        return {env: str(v) for env, v in (self.config.get("envs") or {}).items()}
 
-def load_run(path: Path) -> Run:
+
+def load_run(path: Path, bands: dict[str, Any] | None = None) -> Run:
     config = store.read_config(path)
     if config is None:
         raise store.RunDirError(f"{path} is not an eval run (no {store.CONFIG})")
@@ -45,11 +55,12 @@ def load_run(path: Path) -> Run:
     for record in store.read_episodes(path):
         seen.setdefault(key_of(record), record)
     records = list(seen.values())
-    return Run(path, path.name, config, records, summarize_by_env(records, config.get("prices")))
+    summary = summarize_by_env(records, config.get("prices"), bands)
+    return Run(path, path.name, config, records, summary)
 
 
-def load_runs(paths: list[Path]) -> list[Run]:
-    runs = [load_run(p) for p in paths]
+def load_runs(paths: list[Path], bands: dict[str, Any] | None = None) -> list[Run]:
+    runs = [load_run(p, bands) for p in paths]
     labels = [r.path.resolve().name or str(r.path) for r in runs]
     for i, run in enumerate(runs):  # unique labels even for runs in same-named folders
         run.label = labels[i] if labels.count(labels[i]) == 1 else f"{labels[i]}#{i + 1}"
@@ -64,95 +75,103 @@ def env_order(runs: list[Run]) -> list[str]:
 
 
 def write_report(paths: list[Path], out: Path) -> list[Path]:
-    """Write transcripts for every run, then `out/report.md` and `out/report.html`."""
-    runs = load_runs(paths)
+    """Transcripts for every run (and side-by-side pages when comparing), then
+    `report.md`, `report.html`, `results.csv` and `results.tex` in `out`."""
+    from textenvs.evals.report_html import render_html
+    from textenvs.evals.report_md import render_markdown
+    from textenvs.evals.results_files import render_csv, render_tex
+
+    bands = load_bands()
+    runs = load_runs(paths, bands)
     out.mkdir(parents=True, exist_ok=True)
-    links = {}
+    html = out / "report.html"
+    links: Links = {}
     for run in runs:
-        for key, rel in write_transcripts(run.path, run.records).items():
+        back = os.path.relpath(html, run.path / store.TRANSCRIPTS)
+        for key, rel in write_transcripts(run.path, run.records, back).items():
             links[(run.label, *key)] = os.path.relpath(run.path / rel, out)
-    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    md, html = out / "report.md", out / "report.html"
-    store.write_atomic(md, render_markdown(runs, links, generated))
-    store.write_atomic(html, render_html(runs, links, generated))
-    return [md, html]
+    for other in runs[1:]:
+        for key, rel in write_side_by_side(out, runs[0], other, links).items():
+            links[("vs", other.label, *key)] = rel
+    report = Report(runs, bands, links, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
+    written = {
+        out / "report.md": render_markdown(report),
+        html: render_html(report),
+        out / "results.csv": render_csv(report),
+        out / "results.tex": render_tex(report),
+    }
+    for path, text in written.items():
+        store.write_atomic(path, text)
+    return list(written)
+
+
+@dataclass
+class Report:
+    runs: list[Run]
+    bands: dict[str, Any]
+    links: Links
+    generated: str
+
+    @property
+    def envs(self) -> list[str]:
+        return env_order(self.runs)
+
+    def band(self, env: str) -> dict[str, Any] | None:
+        return self.bands["scenarios"].get(env)
+
+
+# ----- formatting --------------------------------------------------------------------
+
+NA = "n/a"
+
+
+def pct(x: float | None) -> str:
+    return NA if x is None else f"{x:.1%}"
+
+
+def num(x: float | None, spec: str = ".3f") -> str:
+    return NA if x is None else format(x, spec)
+
+
+def plain(value: Any) -> str:
+    """A config value for people: no Python reprs (None, True, dicts)."""
+    if value is None or value == {} or value == []:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {plain(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(plain(v) for v in value)
+    return str(value)
+
+
+def ci(s: Record) -> str:
+    return (
+        NA
+        if s["success_ci95"] is None
+        else f"{pct(s['success_ci95'][0])} - {pct(s['success_ci95'][1])}"
+    )
+
+
+def plus_minus(value: float | None, se: float | None) -> str:
+    if value is None:
+        return NA
+    return f"{value:.3f}" + (f" ± {se:.3f}" if se is not None else "")
 
 
 # ----- shared rows -------------------------------------------------------------------
 
-
-def _pct(x: float) -> str:
-    return f"{x:.1%}"
-
-
-def summary_row(s: Record) -> list[str]:
-    lo, hi = s["success_ci95"]
-    cost = "-" if s["cost_per_episode"] is None else f"${s['cost_per_episode']:.4f}"
-    return [
-        str(s["episodes"]),
-        f"{s['successes']}/{s['scored_episodes']}",
-        _pct(s["success_rate"]),
-        f"{_pct(lo)} - {_pct(hi)}",
-        f"{s['mean_return']:.3f} ± {s['return_stderr']:.3f}",
-        f"{s['mean_steps']:.1f}",
-        _pct(s["invalid_action_rate"]),
-        str(s["agent_errors"]),
-        f"{s['tokens_per_episode']:.0f}",
-        cost,
-    ]
-
-
+RUN_HEAD = ["run", "directory", "agent", "episodes", "seeds", "episodes/seed", "max invalid",
+            "scenario versions", "textenvs", "created"]  # fmt: skip
+SCORE_HEAD = ["env", "run", "headline metric", "result", "random", "scripted", "ceiling",
+              "normalised"]  # fmt: skip
 SUMMARY_HEAD = ["env", "run", "episodes", "successes", "success", "95% CI", "return ± se",
                 "steps", "invalid", "agent errors", "tokens/ep", "cost/ep"]  # fmt: skip
+PASS_HEAD = ["env", "run", "k", "pass@k", "pass^k"]
 COMPARE_HEAD = ["env", "run vs baseline", "pairs", "success (base → run)", "Δ success",
                 "only base / only run", "McNemar p", "Δ return ± se", "sign-test p"]  # fmt: skip
 EPISODE_HEAD = ["seed", "ep", "outcome", "return", "steps", "invalid", "tokens", "transcript"]
-
-
-def summary_rows(runs: list[Run]) -> list[list[str]]:
-    rows = []
-    for env in [*env_order(runs), "all"]:
-        for run in runs:
-            if env in run.summary:
-                rows.append([env, run.label, *summary_row(run.summary[env])])
-    return rows
-
-
-def compare_rows(runs: list[Run]) -> list[list[str]]:
-    rows = []
-    base = runs[0]
-    for run in runs[1:]:
-        for env in [*env_order(runs), "all"]:
-            a = [r for r in base.records if env in ("all", r["env"])]
-            b = [r for r in run.records if env in ("all", r["env"])]
-            c = compare(a, b)
-            if not c["pairs"]:
-                continue
-            rows.append(
-                [
-                    env,
-                    f"{run.label} vs {base.label}",
-                    str(c["pairs"]),
-                    f"{_pct(c['success_rate_a'])} → {_pct(c['success_rate_b'])}",
-                    f"{c['success_diff'] * 100:+.1f} pp",
-                    f"{c['a_only_success']} / {c['b_only_success']}",
-                    f"{c['success_p']:.3g}",
-                    f"{c['mean_return_diff']:+.3f} ± {c['return_diff_stderr']:.3f}",
-                    f"{c['return_p']:.3g}",
-                ]
-            )
-    return rows
-
-
-def error_groups(runs: list[Run]) -> list[tuple[Run, str, str, list[Record]]]:
-    """Agent errors grouped by (run, env, message): one line each, every seed linked."""
-    groups: dict[tuple[str, str, str], tuple[Run, list[Record]]] = {}
-    for run in runs:
-        for r in sorted(run.records, key=key_of):
-            if r["outcome"] == AGENT_ERROR:
-                entry = groups.setdefault((run.label, r["env"], str(r["error"])), (run, []))
-                entry[1].append(r)
-    return [(run, env, error, rs) for (_, env, error), (run, rs) in groups.items()]
 
 
 def run_rows(runs: list[Run]) -> list[list[str]]:
@@ -166,76 +185,183 @@ def run_rows(runs: list[Run]) -> list[list[str]]:
                 str(run.path),
                 run.agent,
                 f"{len(run.records)}/{planned}",
-                str(c.get("seeds")),
-                str(c.get("max_invalid")),
-                str(c.get("textenvs_version")),
-                str(c.get("created_at")),
+                plain(c.get("seeds")),
+                plain(c.get("episodes_per_seed")),
+                plain(c.get("max_invalid")),
+                ", ".join(f"{env} v{v}" for env, v in run.versions.items()),
+                plain(c.get("textenvs_version")),
+                plain(c.get("created_at")),
             ]
         )
     return rows
 
 
-RUN_HEAD = ["run", "directory", "agent", "episodes", "seeds", "max invalid", "version", "created"]
-
-
-# ----- markdown ----------------------------------------------------------------------
-
-
-def _md_table(head: list[str], rows: list[list[str]]) -> str:
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def render_markdown(runs: list[Run], links: dict[tuple, str], generated: str) -> str:
-    parts = [
-        "# textenvs eval report",
-        f"Generated {generated}. Success CIs are 95% Wilson intervals; return ± is the "
-        "standard error of the mean; invalid = invalid commands / steps. Agent errors are "
-        "listed below and kept out of success, return and step statistics.",
-        "## Runs",
-        _md_table(RUN_HEAD, run_rows(runs)),
-        "## Results by scenario",
-        _md_table(SUMMARY_HEAD, summary_rows(runs)),
+def band_cells(band: dict[str, Any] | None) -> list[str]:
+    if band is None:
+        return [NA, NA, NA]
+    return [
+        num(band["random"]),
+        num(band["scripted"]),
+        f"{num(band['ceiling'])} ({band['ceiling_kind']})",
     ]
-    if len(runs) > 1:
-        parts += [
-            f"## Paired comparison against {runs[0].label}",
-            "Pairs are the (env, seed, episode) keys both runs finished. McNemar: exact "
-            "two-sided sign test on the pairs where exactly one run succeeded. Return: exact "
-            "two-sided sign test on per-pair return differences (ties dropped).",
-            _md_table(COMPARE_HEAD, compare_rows(runs)),
-        ]
-    groups = error_groups(runs)
-    if groups:
-        total = sum(len(rs) for *_, rs in groups)
-        items = []
-        for run, env, error, rs in groups:
-            seeds = ", ".join(
-                f"[{r['seed']}]({links.get((run.label, *key_of(r)), '')})" for r in rs
-            )
-            items.append(f"- {run.label} {env}, {len(rs)} episode(s): {error}  \n  seeds: {seeds}")
-        parts += [f"## Agent errors ({total})", "\n".join(items)]
-    parts.append("## Episodes")
+
+
+def score_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for env in report.envs:
+        for run in report.runs:
+            if env in run.summary:
+                s = run.summary[env]
+                rows.append(
+                    [env, run.label, headline(env).label, num(s["headline"]),
+                     *band_cells(report.band(env)), num(s["normalised"])]
+                )  # fmt: skip
+    for run in report.runs:
+        rows.append(["all", run.label, "mean normalised score", "", "", "", "",
+                     num(run.summary["all"]["normalised"])])  # fmt: skip
+    return rows
+
+
+def summary_row(s: Record) -> list[str]:
+    cost = NA if s["cost_per_episode"] is None else f"${s['cost_per_episode']:.4f}"
+    return [
+        str(s["episodes"]),
+        f"{s['successes']}/{s['scored_episodes']}",
+        pct(s["success_rate"]),
+        ci(s),
+        plus_minus(s["mean_return"], s["return_stderr"]),
+        num(s["mean_steps"], ".1f"),
+        pct(s["invalid_action_rate"]),
+        str(s["agent_errors"]),
+        f"{s['tokens_per_episode']:.0f}",
+        cost,
+    ]
+
+
+def summary_rows(runs: list[Run]) -> list[list[str]]:
+    rows = []
+    for env in [*env_order(runs), "all"]:
+        for run in runs:
+            if env in run.summary:
+                rows.append([env, run.label, *summary_row(run.summary[env])])
+    return rows
+
+
+def skill_head(runs: list[Run]) -> list[str]:
+    return ["env", "skill metric", *(run.label for run in runs)]
+
+
+def skill_rows(runs: list[Run]) -> list[list[str]]:
+    rows = []
+    for env in env_order(runs):
+        fields: list[str] = []
+        for run in runs:
+            fields += [f for f in run.summary.get(env, {}).get("skills", {}) if f not in fields]
+        for field in fields:
+            cells = [
+                format_value(field, run.summary[env]["skills"].get(field))
+                if env in run.summary
+                else NA
+                for run in runs
+            ]
+            rows.append([env, LABELS.get(field, (field,))[0], *cells])
+    return rows
+
+
+def pass_rows(runs: list[Run]) -> list[list[str]]:
+    rows = []
     for env in env_order(runs):
         for run in runs:
-            rows = [_episode_cells(run, r, links, md=True) for r in _sorted(run, env)]
-            if rows:
-                parts += [f"### {env} - {run.label}", _md_table(EPISODE_HEAD, rows)]
-    return "\n\n".join(parts) + "\n"
+            s = run.summary.get(env, {})
+            for k, value in s.get("pass@k", {}).items():
+                rows.append([env, run.label, k, pct(value), pct(s["pass^k"][k])])
+    return rows
 
 
-def _sorted(run: Run, env: str) -> list[Record]:
+def compare_rows(runs: list[Run]) -> list[list[str]]:
+    rows = []
+    base = runs[0]
+    for run in runs[1:]:
+        for env in [*env_order(runs), "all"]:
+            a = [r for r in base.records if env in ("all", r["env"])]
+            b = [r for r in run.records if env in ("all", r["env"])]
+            c = compare(a, b)
+            if not c["pairs"]:
+                continue
+            # Returns of different scenarios have different scales: no pooled mean.
+            delta = (
+                NA if env == "all" else plus_minus(c["mean_return_diff"], c["return_diff_stderr"])
+            )
+            delta = delta if delta == NA else ("+" if c["mean_return_diff"] >= 0 else "") + delta
+            rows.append(
+                [
+                    env,
+                    f"{run.label} vs {base.label}",
+                    str(c["pairs"]),
+                    f"{pct(c['success_rate_a'])} → {pct(c['success_rate_b'])}",
+                    f"{c['success_diff'] * 100:+.1f} pp",
+                    f"{c['a_only_success']} / {c['b_only_success']}",
+                    f"{c['success_p']:.3g}",
+                    delta,
+                    f"{c['return_p']:.3g}",
+                ]
+            )
+    return rows
+
+
+def warnings(report: Report) -> list[str]:
+    """What makes the figures hard to compare: band versions, different scenario or
+    seed sets between runs, runs that did not finish."""
+    out = []
+    for run in report.runs:
+        out += version_warnings(report.bands, run.label, run.versions)
+        missing = [env for env in run.versions if env not in report.bands["scenarios"]]
+        if missing:
+            out.append(f"{run.label}: no reference band for {', '.join(missing)}")
+    base = report.runs[0]
+    for run in report.runs[1:]:
+        if set(run.versions) != set(base.versions):
+            out.append(
+                f"{run.label} and {base.label} cover different scenarios "
+                f"({', '.join(run.versions)} vs {', '.join(base.versions)}): their 'all' rows "
+                "average different things"
+            )
+        if run.config.get("seed_list") != base.config.get("seed_list") or run.config.get(
+            "episodes_per_seed"
+        ) != base.config.get("episodes_per_seed"):
+            out.append(
+                f"{run.label} and {base.label} ran different seed sets "
+                f"({plain(run.config.get('seeds'))} vs {plain(base.config.get('seeds'))}): "
+                "compare them on the paired rows only"
+            )
+    return out
+
+
+def error_groups(runs: list[Run]) -> list[tuple[Run, str, str, list[Record]]]:
+    """Agent errors grouped by (run, env, message): one line each, every seed linked."""
+    groups: dict[tuple[str, str, str], tuple[Run, list[Record]]] = {}
+    for run in runs:
+        for r in sorted(run.records, key=key_of):
+            if r["outcome"] == AGENT_ERROR:
+                entry = groups.setdefault((run.label, r["env"], str(r["error"])), (run, []))
+                entry[1].append(r)
+    return [(run, env, error, rs) for (_, env, error), (run, rs) in groups.items()]
+
+
+def sorted_records(run: Run, env: str) -> list[Record]:
     return sorted((r for r in run.records if r["env"] == env), key=key_of)
 
 
-def _episode_cells(run: Run, r: Record, links: dict[tuple, str], *, md: bool) -> list[str]:
-    link = links.get((run.label, *key_of(r)), "")
-    name = "view"
-    anchor = f"[{name}]({link})" if md else f'<a href="{escape(link)}">{name}</a>'
+def episode_cells(report: Report, run: Run, r: Record, *, md: bool) -> list[str]:
+    def link(text: str, href: str) -> str:
+        return f"[{text}]({href})" if md else f'<a href="{escape(href)}">{text}</a>'
+
+    key = key_of(r)
+    page = report.links.get((run.label, *key))
+    pair = report.links.get(("vs", run.label, *key))
+    anchors = [link("view", page)] if page else []
+    if pair:
+        anchors.append(link(f"vs {report.runs[0].label}", pair))
     outcome = r["outcome"] if md else f'<span class="o-{r["outcome"]}">{r["outcome"]}</span>'
     return [
         str(r["seed"]),
@@ -244,120 +370,27 @@ def _episode_cells(run: Run, r: Record, links: dict[tuple, str], *, md: bool) ->
         f"{r['return']:g}",
         str(r["steps"]),
         str(r["invalid_actions"]),
-        str(r.get("tokens", {}).get("total", 0)),
-        anchor if link else "-",
+        str((r.get("tokens") or {}).get("total", 0)),
+        " · ".join(anchors) or "-",
     ]
 
 
-# ----- HTML --------------------------------------------------------------------------
+# ----- notes shared by the Markdown and HTML pages --------------------------------------
 
-CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222;
-padding:0 16px}
-h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
-th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}
-th{background:#f4f4f4}td:first-child,td:nth-child(2),th:first-child{text-align:left}
-tr.all td{font-weight:600;background:#fafafa}
-.o-success{color:#1e7d3a}.o-failure,.o-timeout,.o-invalid_limit{color:#9a4b00}
-.o-agent_error,.o-context_overflow{color:#b00020;font-weight:600}
-.chart{display:inline-block;vertical-align:top}
-.note{color:#555}.err{color:#b00020}details{margin:6px 0}summary{cursor:pointer}
-"""
+PASS_NOTE = "Over k episodes of one seed: pass@k, at least one succeeds; pass^k, all do."
+READING = (
+    "Each scenario is scored on its headline metric and read against its reference band: "
+    "random play, the scripted agent, and the best known ceiling (exact, a bound, or an "
+    "estimate). Normalised = (result - random) / (ceiling - random), clipped to [0, 1]; "
+    "the 'all' row averages normalised scores. Success CIs are 95% Wilson intervals; "
+    "± is the standard error of the mean clustered by seed; invalid = invalid commands / "
+    "steps. Agent errors are listed and kept out of every statistic."
+)
 
 
-def _html_table(head: list[str], rows: list[list[str]], *, raw: bool = False) -> str:
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = []
-    for row in rows:
-        cls = ' class="all"' if row and row[0] == "all" else ""
-        cells = "".join(f"<td>{c if raw else escape(c)}</td>" for c in row)
-        body.append(f"<tr{cls}>{cells}</tr>")
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _charts(runs: list[Run]) -> str:
-    envs = env_order(runs)
-    series = [plots.Series(run.label, plots.color(i)) for i, run in enumerate(runs)]
-
-    def scored(run: Run, env: str, field: str) -> list[float]:
-        ok = (r for r in run.records if r["env"] == env and r["outcome"] != AGENT_ERROR)
-        return [float(r[field]) for r in ok]
-
-    success = [
-        [
-            (s["success_rate"], *s["success_ci95"])
-            if (s := run.summary.get(env)) and s["scored_episodes"]
-            else None
-            for env in envs
-        ]
-        for run in runs
-    ]
-    charts = [plots.success_chart(envs, series, success)]
-    # Returns and steps differ in scale between scenarios: one pair of charts per scenario.
-    for env in envs:
-        for field, what in (("return", "return"), ("steps", "steps")):
-            values = [[scored(run, env, field)] for run in runs]
-            title = f"{env}: {what} per episode"
-            charts.append(plots.box_chart(title, [""], series, values, width=540, label_w=20))
-    return "".join(f'<div class="chart">{svg}</div>' for svg in charts)
-
-
-def render_html(runs: list[Run], links: dict[tuple, str], generated: str) -> str:
-    title = "textenvs eval report: " + ", ".join(run.label for run in runs)
-    body = [
-        f"<h1>{escape(title)}</h1>",
-        f'<p class="note">Generated {escape(generated)}. Success CIs are 95% Wilson '
-        "intervals; return ± is the standard error of the mean; invalid = invalid commands "
-        "/ steps. Agent errors are listed and kept out of success, return and step "
-        "statistics.</p>",
-        "<h2>Runs</h2>",
-        _html_table(RUN_HEAD, run_rows(runs)),
-        "<h2>Results by scenario</h2>",
-        f'<div id="summary">{_html_table(SUMMARY_HEAD, summary_rows(runs))}</div>',
-        "<h2>Plots</h2>",
-        _charts(runs),
-    ]
-    if len(runs) > 1:
-        body += [
-            f"<h2>Paired comparison against {escape(runs[0].label)}</h2>",
-            '<p class="note">Pairs are the (env, seed, episode) keys both runs finished. '
-            "McNemar: exact two-sided sign test on the pairs where exactly one run "
-            "succeeded. Return: exact two-sided sign test on per-pair return differences "
-            "(ties dropped).</p>",
-            f'<div id="compare">{_html_table(COMPARE_HEAD, compare_rows(runs))}</div>',
-        ]
-    groups = error_groups(runs)
-    if groups:
-        total = sum(len(rs) for *_, rs in groups)
-        items = []
-        for run, env, error, rs in groups:
-            seeds = " ".join(
-                f'<a href="{escape(links.get((run.label, *key_of(r)), ""))}">{r["seed"]}</a>'
-                for r in rs
-            )
-            items.append(
-                f"<li>{escape(run.label)} {escape(env)}, {len(rs)} episode(s): "
-                f'<span class="err">{escape(error)}</span><br>seeds: {seeds}</li>'
-            )
-        body += [f"<h2>Agent errors ({total})</h2><ul>{''.join(items)}</ul>"]
-    body.append("<h2>Episodes</h2>")
-    for env in env_order(runs):
-        for run in runs:
-            rows = [_episode_cells(run, r, links, md=False) for r in _sorted(run, env)]
-            if rows:
-                s = run.summary[env]
-                body.append(
-                    f"<details><summary>{escape(env)} - {escape(run.label)}: "
-                    f"{s['successes']}/{s['scored_episodes']} succeeded</summary>"
-                    f"{_html_table(EPISODE_HEAD, rows, raw=True)}</details>"
-                )
-    # Machine-readable figures; "</" is escaped so the JSON cannot close the script tag.
-    data = json.dumps({run.label: run.summary for run in runs}).replace("</", "<\\/")
-    return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{CSS}{plots.SVG_CSS}</style></head>"
-        f"<body>{''.join(body)}"
-        f'<script type="application/json" id="summary-data">{data}</script>'
-        "</body></html>\n"
-    )
+COMPARE_NOTE = (
+    "Pairs are the (env, seed, episode) keys both runs finished. McNemar: exact two-sided "
+    "sign test on the pairs where exactly one run succeeded. Return: exact two-sided sign "
+    "test on per-pair return differences (ties dropped); no mean return difference over "
+    "all scenarios, whose returns have different scales."
+)

@@ -31,6 +31,7 @@ from textenvs.evals import store
 from textenvs.evals.episode import AGENT_ERROR, EpisodeResult, run_episode
 from textenvs.evals.failures import CRASHED, FailFast
 from textenvs.evals.metrics import Key, Record, key_of, summarize_by_env
+from textenvs.evals.skills import measure
 
 AgentFactory = Callable[[], Agent]
 YIELD_EVERY_S = 0.005  # a CPU-bound agent gives the loop back at least this often
@@ -133,6 +134,7 @@ def episode_record(result: EpisodeResult, key: Key, model: str | None, trajector
         "wall_s": round(result.wall_s, 4),
         "error": result.error,
         "trajectory": trajectory,
+        "skills": measure(key[0], key[1], result.to_dict()),
     }
 
 

@@ -9,6 +9,7 @@ Importing the package registers every scenario with gymnasium:
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from textenvs.core.registry import SCENARIOS, get, make, names, register_all
 
@@ -19,4 +20,14 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 
 register_all()
 
-__all__ = ["SCENARIOS", "__version__", "get", "make", "names"]
+
+def load_environment(env: str = "all", **kwargs: Any) -> Any:
+    """The verifiers environment (`pip install 'textenvs[verifiers]'`), so that
+    `verifiers.load_environment("textenvs", env=...)` and `vf-eval textenvs` find it;
+    see `textenvs.adapters.verifiers.load_environment` for the arguments."""
+    from textenvs.adapters.verifiers import load_environment as load
+
+    return load(env=env, **kwargs)
+
+
+__all__ = ["SCENARIOS", "__version__", "get", "load_environment", "make", "names"]

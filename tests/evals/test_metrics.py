@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from textenvs.evals.metrics import compare, sign_test, stderr, summarize, summarize_by_env, wilson
-from textenvs.evals.plots import nice_ticks, quantile
+from textenvs.evals.plots import nice_ticks
 
 
 def test_wilson_by_hand() -> None:
@@ -106,8 +107,150 @@ def test_paired_comparison_by_hand() -> None:
 
 
 def test_plot_helpers() -> None:
-    assert quantile([1, 2, 3, 4], 0.5) == 2.5
-    assert quantile([1, 2, 3, 4], 0.25) == 1.75  # position .75 between 1 and 2
-    assert quantile([5], 0.9) == 5
     assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert nice_ticks(0, 37) == [0, 10, 20, 30, 40]
+
+
+def test_clustered_stderr_by_hand() -> None:
+    from textenvs.evals.metrics import clustered_stderr
+
+    # One episode per seed: the ordinary standard error.
+    assert clustered_stderr([1, 2, 3, 4], [0, 1, 2, 3]) == pytest.approx(stderr([1, 2, 3, 4]))
+    # Seeds {0: 1, 1}, {1: 3, 3}: mean 2, cluster sums -2 and +2, G=2:
+    # sqrt(2/1 * (4 + 4)) / 4 = 1.0 (the naive se would be sqrt(4/3)/2 = .577).
+    assert clustered_stderr([1, 1, 3, 3], [0, 0, 1, 1]) == pytest.approx(1.0)
+    assert clustered_stderr([1, 2], [0, 0]) is None
+
+
+def test_pass_at_k_by_hand() -> None:
+    from textenvs.evals.metrics import pass_at_k, pass_hat_k, pass_k
+
+    # 4 episodes, 1 success: pass@2 = 1 - C(3,2)/C(4,2) = 1 - 3/6; pass^2 = 0.
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)
+    assert pass_hat_k(4, 1, 2) == 0.0
+    # 4 episodes, 3 successes: pass^2 = C(3,2)/C(4,2) = 0.5; pass@2 = 1.
+    assert pass_hat_k(4, 3, 2) == pytest.approx(0.5) and pass_at_k(4, 3, 2) == 1.0
+    records = [rec("e", s, o, 0, 1) for s, o in [(0, "success"), (0, "failure"),
+                                                  (1, "success"), (1, "success")]]  # fmt: skip
+    out = pass_k(records)
+    assert out["pass@k"] == {"1": pytest.approx(0.75), "2": pytest.approx(1.0)}
+    assert out["pass^k"] == {"1": pytest.approx(0.75), "2": pytest.approx(0.5)}
+    assert pass_k(records[:1]) == {}  # one episode per seed: nothing to add
+
+
+def test_zero_scored_episodes_are_not_a_zero_rate() -> None:
+    s = summarize([rec("a", 0, "agent_error", 0.0, 1)])
+    assert s["success_rate"] is None and s["success_ci95"] is None and s["mean_return"] is None
+
+
+def test_all_row_averages_normalised_scores_not_returns() -> None:
+    bands = {"scenarios": {
+        "a": {"version": "0", "random": 0.0, "scripted": 0.5, "ceiling": 1.0},
+        "b": {"version": "0", "random": 0.2, "scripted": 0.4, "ceiling": 0.6},
+    }}  # fmt: skip
+    records = [rec("a", 0, "success", 1, 3), rec("a", 1, "failure", 0, 3),
+               rec("b", 0, "success", 500.0, 5), rec("b", 1, "success", -20.0, 5)]  # fmt: skip
+    by_env = summarize_by_env(records, bands=bands)
+    assert by_env["a"]["normalised"] == pytest.approx(0.5)  # (.5 - 0) / (1 - 0)
+    assert by_env["b"]["normalised"] == 1.0  # (1 - .2) / .4 = 2, clipped to 1
+    assert by_env["all"]["normalised"] == pytest.approx(0.75)
+    assert by_env["all"]["mean_return"] is None and by_env["all"]["return_stderr"] is None
+    # A scenario without a band has no normalised score, and then neither has "all".
+    assert summarize_by_env(records, bands={"scenarios": {}})["all"]["normalised"] is None
+
+
+def test_normalised_is_clipped() -> None:
+    from textenvs.evals.bands import normalised
+
+    band = {"random": 0.1, "ceiling": 0.5}
+    assert normalised(0.3, band) == pytest.approx(0.5)
+    assert normalised(0.0, band) == 0.0 and normalised(0.9, band) == 1.0
+    assert normalised(None, band) is None and normalised(0.3, None) is None
+
+
+def test_treasure_curve_by_hand() -> None:
+    from textenvs.evals.skills import expected_treasure_success, treasure_curve
+
+    curve = treasure_curve()
+    assert curve[0] == 0.0
+    assert curve[1] == pytest.approx(1 / 63)  # the first new tile is the Bomb
+    # Second tile: first Empty (52/63), then Bomb (1/62).
+    assert curve[2] == pytest.approx(1 / 63 + 52 / 63 / 62)
+    assert curve[63] == pytest.approx(1 / 11)  # Bomb before all ten Flowers
+    assert expected_treasure_success(1.5) == pytest.approx((curve[1] + curve[2]) / 2)
+
+
+def episode(turns: list[list[dict]], final: dict, outcome: str = "timeout") -> dict:
+    return {
+        "outcome": outcome,
+        "turns": [{"events": events} for events in turns],
+        "final_info_observation": final,
+    }
+
+
+def test_skill_measures_from_events_and_the_last_observation() -> None:
+    from textenvs.evals.skills import measure
+
+    new = [{"type": "reveal", "at": [1, 0], "icon": "empty"}, {"type": "move"}]
+    own = [{"type": "reveal", "at": [1, 0], "icon": "empty", "own": True}]
+    th = measure("treasure-hunt", 0, episode([new, own, new, new], {"steps_left": 26}))
+    assert th["new_tiles"] == 3 and th["exploration"] == pytest.approx(0.75)
+    # Ended on a Flower after 2 new tiles in 2 steps, 28 left: extended to 30 tiles.
+    flower = episode([new, new], {"steps_left": 28}, outcome="failure")
+    from textenvs.evals.skills import TREASURE_OPTIMUM
+
+    assert measure("treasure-hunt", 0, flower)["expected_success"] == pytest.approx(
+        TREASURE_OPTIMUM
+    )
+    view = [[0, 0, 0], [0, 1, 0], [0, 0, 0]]
+    em = measure("em-anomaly", 0, episode([[]], {"last_action": "mark", "view": view}))
+    assert em == {"mark": "near"}
+    assert measure("em-anomaly", 0, episode([[]], {"last_action": "north"})) == {"mark": None}
+    low = [{"type": "reward", "terms": {"air_low": -3.0}}]
+    fine = [{"type": "reward", "terms": {"steady": 1.0}}]
+    mc = measure("megacity", 0, episode([low, fine, low], {"districts": 4}))
+    assert mc == {"districts": 4, "violation_steps": 2}
+    # A redesigned scenario without those fields reads n/a, never 0.
+    assert measure("megacity", 0, episode([[]], {})) == {
+        "districts": None,
+        "violation_steps": None,
+    }
+
+
+def test_squad_recon_winnable_matches_the_seed_strengths() -> None:
+    import textenvs
+    from textenvs.evals.skills import squad_recon_ceiling
+
+    env = textenvs.make("squad-recon")
+    for seed in range(20):
+        env.reset(seed=seed)
+        total = sum(s.strength for s in env._state.squads)
+        camps = [c.strength for c in env._state.camps]
+        expected = 1.0 if total > max(camps) else 0.5 if total > min(camps) else 0.0
+        assert squad_recon_ceiling(seed) == expected
+
+
+def test_bands_command_measures_and_records_provenance(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import textenvs
+    from textenvs.evals.bands import main
+    from textenvs.evals.skills import TREASURE_OPTIMUM
+
+    out = tmp_path / "bands.json"
+    out.write_text(json.dumps({"scenarios": {"em-anomaly": {"kept": True}}}))
+    assert main(["--seeds", "0-3", "--env", "treasure-hunt", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["scenarios"]["em-anomaly"] == {"kept": True}  # not named: kept
+    band = data["scenarios"]["treasure-hunt"]
+    assert band["version"] == textenvs.get("treasure-hunt").load().version
+    assert band["seeds"] == "0-3" and band["episodes"] == 4
+    assert band["scripted"] == pytest.approx(TREASURE_OPTIMUM)  # the sweep is optimal
+    assert band["ceiling"] == pytest.approx(TREASURE_OPTIMUM) and band["ceiling_kind"] == "exact"
+    assert band["random"] < band["scripted"]
+    assert "--seeds 0-3" in data["command"]
+    assert main(["--seeds", "9-1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "bands: error: bad seed range" in err and "Traceback" not in err

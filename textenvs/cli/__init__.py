@@ -16,6 +16,7 @@ COMMANDS = (
     "textenvs.cli.run",
     "textenvs.cli.eval",
     "textenvs.cli.report",
+    "textenvs.cli.export",
     "textenvs.cli.serve",
 )
 

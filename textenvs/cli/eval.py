@@ -310,9 +310,15 @@ def _verdict(args: argparse.Namespace, summary: dict[str, Any], console: Console
     return EXIT_AGENT_ERRORS if errors else 0
 
 
+def na(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
 def results_table(summary: dict[str, Any], title: str) -> Table:
+    """Per-env results; "score" is the normalised score against the scenario's reference
+    band (the "all" row averages those, never returns of different scales)."""
     table = Table(title=f"{summary['agent'].get('name')} - {title}", title_justify="left")
-    for column in ("env", "episodes", "success", "95% CI", "return", "steps", "invalid"):
+    for column in ("env", "episodes", "success", "95% CI", "return", "steps", "invalid", "score"):
         left = column == "env"
         table.add_column(column, justify="left" if left else "right", no_wrap=left)
     table.add_column("errors", justify="right")
@@ -324,15 +330,17 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
         table.add_column("$/ep", justify="right")
     envs = list(summary["by_env"])
     for env, s in summary["by_env"].items():
-        lo, hi = s["success_ci95"]
+        lo, hi = s["success_ci95"] or (None, None)
         row = [
             env,
             str(s["episodes"]),
-            f"{s['successes']}/{s['scored_episodes']} {s['success_rate']:.0%}",
-            f"{lo:.0%}-{hi:.0%}",
-            f"{s['mean_return']:.2f}±{s['return_stderr']:.2f}",
-            f"{s['mean_steps']:.1f}",
-            f"{s['invalid_action_rate']:.1%}",
+            f"{s['successes']}/{s['scored_episodes']} {na(s['success_rate'], '.0%')}",
+            f"{na(lo, '.0%')}-{na(hi, '.0%')}" if lo is not None else "n/a",
+            na(s["mean_return"], ".2f")
+            + (f"±{s['return_stderr']:.2f}" if s["return_stderr"] is not None else ""),
+            na(s["mean_steps"], ".1f"),
+            na(s["invalid_action_rate"], ".1%"),
+            na(s.get("normalised"), ".2f"),
             f"[red]{s['agent_errors']}[/]" if s["agent_errors"] else "0",
         ]
         if tokens:

@@ -33,7 +33,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "magnetic-field",
-        "textenvs/MagneticField-v0",
+        "textenvs/MagneticField-v1",
         "textenvs.scenarios.magnetic_field.env:MagneticFieldEnv",
         "Magnetic Field Pattern Recognition",
     ),

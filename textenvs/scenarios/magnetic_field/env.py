@@ -10,7 +10,6 @@ from textenvs.core.env import TextEnv, Transition
 from textenvs.scenarios.magnetic_field import parse as parsing
 from textenvs.scenarios.magnetic_field import render, rules
 from textenvs.scenarios.magnetic_field.state import (
-    LEVELS,
     STEP_BUDGET,
     Action,
     MagneticFieldAction,
@@ -20,14 +19,17 @@ from textenvs.scenarios.magnetic_field.state import (
 
 
 class MagneticFieldEnv(TextEnv[MagneticState, Action]):
-    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v0`, `magnetic-field`).
+    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v1`, `magnetic-field`).
 
     ## Description
     A static 9x9 "magnetic field" of 0 (empty), 1 (field line) and 2 (intersection) hides
-    a four-character hexadecimal message. The field is read as 2x2 windows in raster
-    order; a fixed table, identical in every episode and never shown whole, maps each 2x2
-    pattern to two bits; the first 16 bits are the four characters. The agent fills four
-    slots with hex digits, moving a cursor, and submits within 40 steps.
+    a four-character hexadecimal message. The field is read as 18 overlapping 2x2 windows
+    in raster order; one fixed rule, identical in every episode and never told to the
+    agent, gives each window's two bits from its cells; the first 16 bits are the four
+    characters, the other 20 a check. The observation shows example pattern -> bits
+    entries (hints); the agent must work out the rule, check its reading against the
+    check bits, fill four slots with hex digits (moving a cursor) and submit within 40
+    steps. Higher levels show fewer hints and more decoration that the rule ignores.
 
     ## Actions and command grammar
     | id | command | aliases | effect |
@@ -51,9 +53,9 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
     ## Observation
     Text: the 9x9 field with rows and columns labelled 0-8 (row 0 on top), a legend, how
     the field is read, the encoding hints (`ab/cd -> bits`: top row a b, bottom row c d),
-    the step index (0-39), and the four slots with the cursor's slot in brackets.
-    `info["observation"]` holds the same as a `MagneticObservation`; once the episode has
-    ended it also holds the scored answer, the true message and the count right.
+    the step index (0-39), and the four slots with the cursor's slot in brackets. Once the
+    episode has ended it also shows the true message, the score slot by slot and the true
+    bits of all 18 windows. `info["observation"]` holds the same as a `MagneticObservation`.
 
     ## Rewards
     0.25 per slot holding the right character, paid once, at the end (submit or the
@@ -74,49 +76,62 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
     - Bits 1-16 are the four characters, 4 bits each, most significant first. Bits 17-32
       repeat the message (a check copy) and bits 33-36 are the sum of the four digits mod
       16 (a checksum). Only bits 1-16 are scored.
-    - The table (`rules.TABLE`, all 81 patterns of 0/1/2) is a module constant, the same
-      in every episode. Each of its rows (a pattern's left column) holds every 2-bit value,
-      so any message can be drawn whatever column a window shares with its neighbour.
-    - Hints make every episode decodable: the observation shows the table entry of every
-      pattern the 18 windows use, padded with other entries to 20, sorted by pattern (so
-      neither their number nor their order says where they occur). Reading the windows
-      and looking them up decodes the message exactly (the scripted agent does that).
-    - The message is uniform over 0000-FFFF; each window's pattern is uniform among the
-      patterns with the wanted value (the right window of a pair among those matching the
-      shared column).
+    - The rule (`rules.pattern_value`; written out for all 81 patterns as `rules.TABLE`;
+      never told to the agent, whose rules text says only that each bit follows from
+      simple properties of the window's cells): a cell is "on a line" when it is 1 or 2.
+      The high bit is 1 when exactly one of the window's two top cells is on a line, the
+      low bit the same for the two bottom cells.
+    - Generation: the message is uniform over 0000-FFFF. In each row of a window pair the
+      first cell is drawn at random and the next two follow from the pair's bits, all
+      as plain lines (1). Decoration, then hints, are drawn after; so one seed gives the
+      same message and the same undecorated windows at every level.
     - Levels (`options={"level": 0..3}` at reset, or `level=` when making the env; default
-      0) add decoration only, in rows 2, 5 and 8: level 1 one stray line segment, level 2
-      two segments and two intersections, level 3 four segments and five intersections
-      (a segment drawn over a line makes an intersection). Decoration is drawn after the
-      message, windows and hints, so one seed gives the same message, windows and hints at
-      every level.
-    - Step index: the index of the next step, 0-39 while playing; the final observation
-      after all 40 steps shows 40 ("all 40 steps used").
+      0; an integer, anything else is an error) change only the hints and the decoration,
+      never the rule or the message (`rules.LEVEL_SPECS`):
+      | level | hints | of them from windows | rows lined | lines crossed | rows 2/5/8 |
+      |---|---|---|---|---|---|
+      | 0 | 20 | every pattern used | 0 | 0 | empty |
+      | 1 | 12 | 8 | 25% | 15% | 1 segment |
+      | 2 | 8 | 4 | 50% | 30% | 2 segments, 2 intersections |
+      | 3 | 6 | 1 | 75% | 45% | 4 segments, 5 intersections |
+      "Rows lined": the chance that an empty 3-cell row of a window pair gets a line
+      through it; "lines crossed": the chance that a line cell of a read row is drawn as
+      an intersection. A lined row keeps both windows' bits; an intersection is still on a
+      line. Other hints are drawn from the rest of the table.
+    - Decodable from the observation alone: whatever its level, the hints and the check
+      copy fix the message for every rule in the family "each bit is a parity of some of
+      the properties 'cell i is on a line' / 'cell i is an intersection', possibly
+      negated" (the true rule is one). The other hints are redrawn (up to 20 times) until
+      they do; if they still do not, the pattern of an undetermined message window is
+      added (a few seeds in 10,000, see the docs page).
+    - Step index: the index of the next step while playing (0-39); in the final
+      observation, the index of the episode's last step (0-39 as well).
     - Slots start empty; an empty slot is never right. Entering a digit does not move the
       cursor. The message is shown only once the episode has ended.
 
     ## Version history
-    - v0: first release.
+    - v1: a rule instead of a random table; levels change the number of hints and draw
+      decoration inside the read windows too; the final observation shows the score per
+      slot and the true window bits; strict `level`; step index 0-39 throughout.
+    - v0: first release (a random table; every used pattern hinted at every level).
     """
 
     name = "magnetic-field"
     title = "Magnetic Field Pattern Recognition"
-    version = "0"
+    version = "1"
     max_steps = STEP_BUDGET
     action_schema = MagneticFieldAction
     observation_model = MagneticObservation
 
     def __init__(self, render_mode: str | None = None, level: int = 0) -> None:
         super().__init__(render_mode=render_mode)
-        if level not in LEVELS:
-            raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
-        self.level = level
+        self.level = rules.checked_level(level)
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> MagneticState:
         unknown = sorted(set(options) - {"level"})
         if unknown:
             raise ValueError(f"magnetic-field takes only the option 'level', got {unknown}")
-        return rules.initial_state(rng, int(options.get("level", self.level)))
+        return rules.initial_state(rng, rules.checked_level(options.get("level", self.level)))
 
     def transition(
         self, state: MagneticState, action: Action, step_index: int

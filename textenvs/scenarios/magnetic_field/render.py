@@ -21,9 +21,10 @@ LEGEND = legend([("0", "empty space"), ("1", "field line segment"), ("2", "inter
 READING = (
     "How to read it: rows 0-1, 3-4 and 6-7 are read as 2x2 windows at columns 0-1, 1-2,\n"
     "3-4, 4-5, 6-7 and 7-8 (18 windows, band by band from the top, left to right in each\n"
-    "band). Rows 2, 5 and 8 are never read. Each window's pattern gives 2 bits (from the\n"
-    "hints); bits 1-16 are the four hex characters, 4 bits each, most significant bit\n"
-    "first. Bits 17-32 repeat them and bits 33-36 are their sum mod 16 (a check)."
+    "band). Rows 2, 5 and 8 are never read. One fixed rule gives each window's 2 bits from\n"
+    "its cells; the hints are examples of it. Bits 1-16 are the four hex characters, 4 bits\n"
+    "each, most significant bit first. Bits 17-32 repeat them and bits 33-36 are their sum\n"
+    "mod 16 (a check)."
 )
 HINTS_PER_LINE = 5
 
@@ -40,7 +41,8 @@ def observe(state: MagneticState, steps_used: int) -> dict[str, Any]:
     ended = state.ended is not None
     return {
         "grid": [list(row) for row in state.grid],
-        "step_index": steps_used,
+        # While playing, the next step; once over, the last one taken (0-39 either way).
+        "step_index": steps_used - 1 if ended else steps_used,
         "steps_left": STEP_BUDGET - steps_used,
         "cursor": state.cursor,
         "slots": list(state.slots),
@@ -50,6 +52,10 @@ def observe(state: MagneticState, steps_used: int) -> dict[str, Any]:
         "answer": state.answer if ended else None,
         "message": "".join(HEX[d] for d in state.message) if ended else None,
         "correct": rules.correct_count(state) if ended else None,
+        "slot_right": list(rules.slot_right(state)) if ended else None,
+        "window_bits": [format(v, "02b") for v in rules.window_values(state.message)]
+        if ended
+        else None,
     }
 
 
@@ -87,10 +93,10 @@ def render(obs: dict[str, Any]) -> str:
         f"[{s or '_'}]" if i == cursor else f" {s or '_'} " for i, s in enumerate(obs["slots"])
     )
     step_index, steps_left = obs["step_index"], obs["steps_left"]
-    if steps_left > 0:
+    if obs["status"] == "playing":
         step = f"Step index: {step_index} (steps 0-{STEP_BUDGET - 1}; {steps_left} left)"
     else:
-        step = f"Step index: {step_index} (all {STEP_BUDGET} steps used)"
+        step = f"Step index: {step_index} (the last step; {steps_left} left)"
     parts = [
         f"Magnetic field, 9x9, level {obs['level']} (columns 0-8 left to right, "
         "rows 0-8 top to bottom):",
@@ -106,10 +112,23 @@ def render(obs: dict[str, Any]) -> str:
         f"Slots: {slots}   (cursor on slot {cursor + 1} of {SLOTS})",
     ]
     if obs["status"] != "playing":
-        how = "you submitted" if obs["status"] == "submitted" else "the steps ran out; scored"
-        parts.append(
-            f"EPISODE OVER: {how} {obs['answer']}. The message was {obs['message']}: "
-            f"{obs['correct']} of {SLOTS} characters right "
-            f"(reward {CREDIT_PER_CHAR * (obs['correct'] or 0):g})."
-        )
+        parts += _ending(obs)
     return "\n".join(parts)
+
+
+def _ending(obs: dict[str, Any]) -> list[str]:
+    """The score, slot by slot, and the true bits of every window (to learn the rule from)."""
+    how = "you submitted" if obs["status"] == "submitted" else "the steps ran out; scored"
+    marks = zip(obs["answer"], obs["message"], obs["slot_right"], strict=True)
+    slots = " | ".join(
+        f"slot {i + 1}: {answer} " + ("right" if ok else f"wrong, was {true}")
+        for i, (answer, true, ok) in enumerate(marks)
+    )
+    bands = [" ".join(obs["window_bits"][k : k + 6]) for k in range(0, 18, 6)]
+    return [
+        f"EPISODE OVER: {how} {obs['answer']}. The message was {obs['message']}: "
+        f"{obs['correct']} of {SLOTS} characters right "
+        f"(reward {CREDIT_PER_CHAR * (obs['correct'] or 0):g}).",
+        f"Per slot: {slots}.",
+        "The true bits of windows 1-18 (one band per group): " + " / ".join(bands),
+    ]

@@ -20,7 +20,7 @@ HEX = "0123456789ABCDEF"
 # The block layout (see the env docstring): three bands of two rows; in each band the
 # columns form three 3-wide groups, each read as two 2x2 windows sharing the middle
 # column. 3 bands x 6 windows = 18 windows x 2 bits = 36 bits. Rows 2, 5, 8 are never
-# read: they are the only place decoration goes.
+# read.
 BAND_ROWS = (0, 3, 6)
 WINDOW_COLS = (0, 1, 3, 4, 6, 7)
 GUTTER_ROWS = (2, 5, 8)
@@ -103,24 +103,28 @@ class MagneticObservation(BaseModel):
 
     #: 9 rows, the top row first; each row left to right; 0 empty, 1 line, 2 intersection
     grid: list[list[int]]
-    #: the index of the next step, 0-39 while playing (40 once all 40 steps are used)
+    #: the index of the next step while playing (0-39); once the episode has ended, the
+    #: index of its last step (so always 0-39)
     step_index: int
     steps_left: int
     #: the selected slot, 0-3 (slot 1-4 in the text)
     cursor: int
     #: the four slots, left to right; null while empty
     slots: list[str | None]
-    #: revealed pattern -> bits entries of the fixed table (every pattern the reading
-    #: windows of this grid use, padded with other entries), sorted by pattern
+    #: example pattern -> bits entries of the fixed table, sorted by pattern: at level 0
+    #: every pattern the windows use (and a few others), fewer at higher levels
     hints: list[Hint]
-    #: difficulty level 0-3 (decoration in rows 2, 5, 8 only)
+    #: difficulty level 0-3 (fewer hints, more decoration; the encoding never changes)
     level: int
     status: Literal["playing", "submitted", "out_of_steps"]
     #: set once the episode has ended: the scored answer, the true message, how many
-    #: characters were right
+    #: characters were right, which slots were right, and the 18 windows' true bits in
+    #: reading order (so an agent playing several episodes can learn the fixed rule)
     answer: str | None = None
     message: str | None = None
     correct: int | None = None
+    slot_right: list[bool] | None = None
+    window_bits: list[str] | None = None
 
 
 class MagneticFieldAction(ActionSchema):
