@@ -162,7 +162,8 @@ def _eval(out: Path, url: str, *extra: str) -> list[str]:
 
 def test_one_writer_per_run_folder_with_real_processes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    with OpenAIServer(default=text("Action: wait", latency_s=0.05)) as server:
+    # slow replies (~6 s an episode) keep the first run busy while the second one starts
+    with OpenAIServer(default=text("Action: wait", latency_s=0.2)) as server:
         cmd = _eval(out, server.base_url)
         # two resumes started together: one runs, the other exits at once
         procs = [subprocess.Popen([*cmd, "--resume"], stderr=subprocess.PIPE, text=True)]
