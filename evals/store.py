@@ -206,7 +206,7 @@ class RunLock:
             since = f", since {holder['started_at']}" if holder.get("started_at") else ""
             raise RunDirError(
                 f"{self.path.parent} is in use by another textenvs run ({who}{since}); "
-                "wait for it to finish, or stop it, before resuming"
+                "wait for it to finish (or stop it) first"
             ) from None
         self.previous_holder = _holder(self._file) or None
         self._file.seek(0)
