@@ -14,6 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from textenvs.core.redact import redact_data
+
 #: `--model local` (with no base URL) starts the embedded llama.cpp server (agents/llm/local.py)
 LOCAL_MODEL = "local"
 
@@ -106,9 +108,11 @@ class LLMConfig(BaseModel):
         return "EMPTY"
 
     def public(self) -> dict[str, Any]:
-        """JSON-able settings for results files: no key, no credentials in URLs."""
+        """JSON-able settings for results files: no key, no credentials in URLs or in
+        key-like `extra_body` fields."""
         data = self.model_dump(mode="json")
         data["base_url"] = strip_credentials(self.resolved_base_url())
+        data["extra_body"] = redact_data(data["extra_body"])  # e.g. {"api_key": "***"}
         return data
 
 
