@@ -87,6 +87,7 @@ def _pct(x: float) -> str:
 
 def summary_row(s: Record) -> list[str]:
     lo, hi = s["success_ci95"]
+    n = max(1, s["episodes"])
     cost = "-" if s["cost_per_episode"] is None else f"${s['cost_per_episode']:.4f}"
     return [
         str(s["episodes"]),
@@ -98,12 +99,15 @@ def summary_row(s: Record) -> list[str]:
         _pct(s["invalid_action_rate"]),
         str(s["agent_errors"]),
         f"{s['tokens_per_episode']:.0f}",
+        f"{s['tokens'].get('prompt', 0) / n:.0f} ({s['tokens'].get('cached', 0) / n:.0f})",
+        "-" if s.get("cacheable_share") is None else _pct(s["cacheable_share"]),
         cost,
     ]
 
 
 SUMMARY_HEAD = ["env", "run", "episodes", "successes", "success", "95% CI", "return ± se",
-                "steps", "invalid", "agent errors", "tokens/ep", "cost/ep"]  # fmt: skip
+                "steps", "invalid", "agent errors", "tokens/ep", "prompt/ep (cached)",
+                "cacheable", "cost/ep"]  # fmt: skip
 COMPARE_HEAD = ["env", "run vs baseline", "pairs", "success (base → run)", "Δ success",
                 "only base / only run", "McNemar p", "Δ return ± se", "sign-test p"]  # fmt: skip
 EPISODE_HEAD = ["seed", "ep", "outcome", "return", "steps", "invalid", "tokens", "transcript"]
