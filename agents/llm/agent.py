@@ -374,7 +374,9 @@ class LLMAgent(Agent):
         if self.cfg.is_local:
             from textenvs.agents.llm import local
 
-            base_url = await asyncio.to_thread(local.ensure_server)
+            reply = self.cfg.max_tokens or LOCAL_MAX_TOKENS
+            n_ctx = local.context_size(self.cfg.resolved_prompt_budget, reply)
+            base_url = await asyncio.to_thread(local.ensure_server, n_ctx)
         try:
             key = self.cfg.api_key(required=base_url is None)
         except ValueError as exc:
