@@ -194,9 +194,10 @@ class LLMAgent(Agent):
         can reuse, whatever the server), and what the server says it reused."""
         text = prompt_text(messages)
         prefix = shared_prefix_chars(self._last_prompt, text)
+        extended = bool(self._last_prompt) and prefix == len(self._last_prompt) - 1  # to its "]"
         self._last_prompt = text
         reported = _prompt_usage(completion)
-        self._history.gauge.calibrate(len(text), reported["prompt_tokens"])
+        self._history.gauge.calibrate(len(text), reported["prompt_tokens"], extended=extended)
         for key, value in (("prompt_chars", len(text)), ("prefix_chars", prefix)):
             usage[key] = usage.get(key, 0) + value
         prompt = {"chars": len(text), "prefix_chars": prefix, "cut": cut, **reported}

@@ -70,9 +70,9 @@ class TokenGauge:
     ratio the server's own counts show (servers count differently: a grid may be one
     token per cell for one tokenizer and one per three cells for another).
 
-    The ratio is the larger of the last prompt's and, when it grew from the one before,
-    of its growth: history turns are often denser than the system prompt, and an estimate
-    on the high side only cuts a little early."""
+    The ratio is the larger of the last prompt's and, when that prompt extended the one
+    before, of what it added: history turns are often denser than the system prompt, and
+    an estimate on the high side only cuts a little early."""
 
     def __init__(self, tokens_per_char: float = DEFAULT_TOKENS_PER_CHAR) -> None:
         self.tokens_per_char = tokens_per_char
@@ -81,14 +81,15 @@ class TokenGauge:
     def estimate(self, messages: Sequence[Message]) -> int:
         return math.ceil(prompt_chars(messages) * self.tokens_per_char)
 
-    def calibrate(self, chars: int, prompt_tokens: int) -> None:
-        """Learn from the server's count of a prompt of `chars` characters it was sent
-        (a server that reports no count leaves the estimate as it was)."""
+    def calibrate(self, chars: int, prompt_tokens: int, *, extended: bool) -> None:
+        """Learn from the server's count of a prompt of `chars` characters it was sent,
+        `extended` if it began with the whole previous prompt (a server that reports no
+        count leaves the estimate as it was)."""
         if prompt_tokens <= 0 or chars <= 0:
             return
         ratio = prompt_tokens / chars
         last_chars, last_tokens = self._last
-        if chars > last_chars and prompt_tokens > last_tokens > 0:
+        if extended and chars > last_chars and prompt_tokens > last_tokens > 0:
             ratio = max(ratio, (prompt_tokens - last_tokens) / (chars - last_chars))
         self.tokens_per_char = ratio
         self._last = (chars, prompt_tokens)

@@ -93,6 +93,11 @@ class LocalServer:
         self._log = tempfile.NamedTemporaryFile(prefix="textenvs-llama-", suffix=".log")  # noqa: SIM115
 
     @property
+    def log_path(self) -> str:
+        """The server's output (llama.cpp's timings included)."""
+        return self._log.name
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
