@@ -129,13 +129,13 @@ def share(episodes: list[Episode]) -> float:
     return sum(e.prefix_chars for e in episodes) / max(1, sum(e.prompt_chars for e in episodes))
 
 
-def loopback(seeds: int, budget: int, count: Callable[[str], int]) -> None:
+def loopback(seeds: int, budget: int, count: Callable[[str], int], names: list[str]) -> None:
     from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 
     print(f"1. Loopback server, {seeds} episodes per scenario, player and policy, "
           f"budget {budget:,}")  # fmt: skip
     rows = []
-    for scenario in textenvs.SCENARIOS:
+    for name in names:
         for full in (True, False):
             player = Player(full)
 
@@ -150,10 +150,10 @@ def loopback(seeds: int, budget: int, count: Callable[[str], int]) -> None:
                     url = server.base_url
                     agent = LLMAgent(model="bench", base_url=url, api_key_env="NO_KEY",
                                      prompt_budget=budget, **options)  # fmt: skip
-                    episodes = asyncio.run(play_all(agent, scenario.name, range(seeds), player))
+                    episodes = asyncio.run(play_all(agent, name, range(seeds), player))
                     tokens = [t for e in episodes for t in e.prompt_tokens]
                     rows.append([
-                        scenario.name, "full-length" if full else "random", label,
+                        name, "full-length" if full else "random", label,
                         f"{sum(e.turns for e in episodes) / seeds:.1f}", f"{share(episodes):.1%}",
                         f"{np.mean(tokens):,.0f}", f"{max(tokens):,}",
                         f"{sum(e.cuts for e in episodes) / seeds:.1f}",
@@ -209,6 +209,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20, help="loopback episodes per scenario")
     parser.add_argument("--loopback-budget", type=int, default=DEFAULT_PROMPT_BUDGET,
                         help="prompt budget on the loopback server (o200k tokens)")  # fmt: skip
+    every = ",".join(s.name for s in textenvs.SCENARIOS)
+    parser.add_argument("--loopback-scenarios", default=every,
+                        help="comma-separated scenarios on the loopback server (all)")  # fmt: skip
     parser.add_argument("--local", action="store_true", help="also play the embedded model")
     parser.add_argument("--scenarios", default="treasure-hunt,em-anomaly",
                         help="comma-separated scenarios for the embedded model")  # fmt: skip
@@ -218,7 +221,7 @@ def main() -> None:
     args = parser.parse_args()
     label, count = counter()
     print(f"tokenizer (loopback): {label}\n")
-    loopback(args.seeds, args.loopback_budget, count)
+    loopback(args.seeds, args.loopback_budget, count, args.loopback_scenarios.split(","))
     if args.local:
         real_model(args.scenarios.split(","), args.seed, args.budget)
 
