@@ -118,9 +118,8 @@ class History:
     turns: list[PastTurn] = field(default_factory=list)
     #: every turn cut so far (append policy); the recap is a function of these alone
     cut_turns: list[PastTurn] = field(default_factory=list)
-    cuts: int = 0
     #: (cut turns, text) of the last recap built, so an unchanged recap is not rebuilt
-    _recap: tuple[int, str] = (0, "")
+    _recap: tuple[int, str] = field(default=(0, ""), init=False, repr=False)
 
     def request(self, system: Message, pending: list[Message]) -> tuple[list[Message], bool]:
         """The messages to send for the turn in progress (`pending`: its observation and
@@ -139,7 +138,6 @@ class History:
         while self.turns and self.gauge.estimate(messages) > target:
             self.cut_turns.append(self.turns.pop(0))
             messages = self.render(system, pending)
-        self.cuts += 1
         return messages, True
 
     def add(self, turn: PastTurn) -> None:

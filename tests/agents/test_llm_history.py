@@ -231,7 +231,7 @@ def test_the_embedded_model_context_holds_every_budgeted_prompt(name: str) -> No
     assert max(counts) + LOCAL_MAX_TOKENS <= n_ctx, (max(counts), n_ctx)
 
 
-def test_history_settings(server: OpenAIServer) -> None:
+def test_history_settings() -> None:
     assert LLMConfig(model="m").history_policy == "append"
     assert LLMConfig(model="m", history=3).history_policy == "window"  # as before
     assert LLMConfig(model="m", history=3, history_policy="append").history_policy == "append"
