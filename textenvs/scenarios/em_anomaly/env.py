@@ -107,9 +107,13 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
     observation_model = EMObservation
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> EMState:
-        if options:
-            raise ValueError(f"em-anomaly takes no options, got {sorted(options)}")
-        return rules.initial_state(rng)
+        unknown = sorted(set(options) - {"withheld"})
+        if unknown:
+            raise ValueError(f"em-anomaly takes only the option 'withheld', got {unknown}")
+        withheld = options.get("withheld", False)
+        if not isinstance(withheld, bool):
+            raise ValueError(f"withheld must be true or false, not {withheld!r}")
+        return rules.initial_state(rng, withheld)
 
     def transition(self, state: EMState, action: Action, step_index: int) -> Transition[EMState]:
         return rules.step(state, action, step_index)

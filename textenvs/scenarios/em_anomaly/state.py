@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
 from textenvs.core.env import ActionSchema
 
@@ -77,6 +77,8 @@ class EMState:
     #: untouched was an unreadable (wasted) command
     last_step: int = 0
     outcome: Outcome = "playing"
+    #: the withheld-knowledge variant (reset option `withheld`)
+    withheld: bool = False
 
     def level(self, cell: Cell) -> int:
         x, y = cell
@@ -102,6 +104,19 @@ class EMObservation(BaseModel):
     last_result: LastResult
     #: "playing", or how the episode ended
     status: Literal["playing", "marked_success", "marked_failure", "out_of_steps"]
+    #: only in the withheld-knowledge variant (reset option `withheld`; absent otherwise):
+    #: true, and once the episode has ended the node's Manhattan distance from the tile
+    #: the agent ended on (what the variant reveals at the end)
+    withheld: bool | None = None
+    node_distance: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _variant_fields_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        for key in ("withheld", "node_distance"):
+            if data.get(key) is None:
+                del data[key]
+        return data
 
 
 class EMAnomalyAction(ActionSchema):

@@ -128,10 +128,16 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
         self.level = rules.checked_level(level)
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> MagneticState:
-        unknown = sorted(set(options) - {"level"})
+        unknown = sorted(set(options) - {"level", "withheld"})
         if unknown:
-            raise ValueError(f"magnetic-field takes only the option 'level', got {unknown}")
-        return rules.initial_state(rng, rules.checked_level(options.get("level", self.level)))
+            raise ValueError(
+                f"magnetic-field takes only the options 'level' and 'withheld', got {unknown}"
+            )
+        withheld = options.get("withheld", False)
+        if not isinstance(withheld, bool):
+            raise ValueError(f"withheld must be true or false, not {withheld!r}")
+        level = rules.checked_level(options.get("level", self.level))
+        return rules.initial_state(rng, level, withheld)
 
     def transition(
         self, state: MagneticState, action: Action, step_index: int
