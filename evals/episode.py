@@ -158,10 +158,11 @@ async def run_episode(
             break
     result.final_observation = observation
     result.final_info_observation = info.get("observation") or {}
-    if result.outcome not in (AGENT_ERROR, CONTEXT_OVERFLOW):
+    end_episode = getattr(agent, "end_episode", None)  # duck-typed agents may lack it
+    if end_episode is not None and result.outcome not in (AGENT_ERROR, CONTEXT_OVERFLOW):
         end = EpisodeEnd(result.outcome, result.success, result.total_reward, result.steps)
         try:
-            agent.end_episode(observation, info, end)
+            end_episode(observation, info, end)
         except Exception as exc:  # like a fault in `act`: recorded, never raised
             result.outcome, result.error = AGENT_ERROR, f"{type(exc).__name__}: {exc}"
     result.wall_s = time.perf_counter() - started

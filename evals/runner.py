@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import textenvs
-from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.agents.base import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.core.env import TextEnv
 from textenvs.core.redact import redact_data
 from textenvs.evals import store, trials
@@ -163,6 +163,9 @@ class _Yielding(Agent):
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
         self.inner.reset(context)
+
+    def end_episode(self, observation: str, info: dict[str, Any], end: EpisodeEnd) -> None:
+        self.inner.end_episode(observation, info, end)
 
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         now = time.perf_counter()

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from textenvs.core.env import TextEnv, Transition
+from textenvs.core.variants import withheld_option
 from textenvs.scenarios.em_anomaly import parse as parsing
 from textenvs.scenarios.em_anomaly import render, rules
 from textenvs.scenarios.em_anomaly.state import (
@@ -110,10 +111,7 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
         unknown = sorted(set(options) - {"withheld"})
         if unknown:
             raise ValueError(f"em-anomaly takes only the option 'withheld', got {unknown}")
-        withheld = options.get("withheld", False)
-        if not isinstance(withheld, bool):
-            raise ValueError(f"withheld must be true or false, not {withheld!r}")
-        return rules.initial_state(rng, withheld)
+        return rules.initial_state(rng, withheld_option(options))
 
     def transition(self, state: EMState, action: Action, step_index: int) -> Transition[EMState]:
         return rules.step(state, action, step_index)

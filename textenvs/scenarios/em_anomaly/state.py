@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel
 
 from textenvs.core.env import ActionSchema
+from textenvs.core.variants import VariantObservation
 
 SIZE = 15
 WALL_FRACTION = 0.2
@@ -89,7 +90,7 @@ class EMState:
 ViewCell = Literal[0, 1, 2, 3, "wall", "outside"]
 
 
-class EMObservation(BaseModel):
+class EMObservation(VariantObservation):
     """Exactly what the agent sees. No coordinates, no map, no node position."""
 
     #: VIEW rows, the northern row first; each row runs west to east. The agent stands on
@@ -109,14 +110,7 @@ class EMObservation(BaseModel):
     #: the agent ended on (what the variant reveals at the end)
     withheld: bool | None = None
     node_distance: int | None = None
-
-    @model_serializer(mode="wrap")
-    def _variant_fields_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        for key in ("withheld", "node_distance"):
-            if data.get(key) is None:
-                del data[key]
-        return data
+    variant_fields: ClassVar[tuple[str, ...]] = ("withheld", "node_distance")
 
 
 class EMAnomalyAction(ActionSchema):

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from textenvs.core.env import TextEnv, Transition
+from textenvs.core.variants import withheld_option
 from textenvs.scenarios.magnetic_field import parse as parsing
 from textenvs.scenarios.magnetic_field import render, rules
 from textenvs.scenarios.magnetic_field.state import (
@@ -131,13 +132,10 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
         unknown = sorted(set(options) - {"level", "withheld"})
         if unknown:
             raise ValueError(
-                f"magnetic-field takes only the options 'level' and 'withheld', got {unknown}"
+                f"magnetic-field takes only the option 'level' (and 'withheld'), got {unknown}"
             )
-        withheld = options.get("withheld", False)
-        if not isinstance(withheld, bool):
-            raise ValueError(f"withheld must be true or false, not {withheld!r}")
         level = rules.checked_level(options.get("level", self.level))
-        return rules.initial_state(rng, level, withheld)
+        return rules.initial_state(rng, level, withheld_option(options))
 
     def transition(
         self, state: MagneticState, action: Action, step_index: int

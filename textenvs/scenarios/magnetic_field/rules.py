@@ -132,8 +132,9 @@ def window_values(message: tuple[int, ...]) -> tuple[int, ...]:
 
 def initial_state(rng: np.random.Generator, level: int, withheld: bool = False) -> MagneticState:
     """Draw order: message, windows, decoration, hints; so a seed gives the same message
-    and the same undecorated windows at every level, and with `withheld` (only the fixed
-    `WITHHELD_HINTS`, no guarantee that the observation fixes the message)."""
+    and the same undecorated windows at every level, and with `withheld` (the variant:
+    only the fixed `WITHHELD_HINTS`, no guarantee that the observation fixes the
+    message, and the check bits' form not told)."""
     level = checked_level(level)
     spec = LEVEL_SPECS[level]
     message = tuple(int(d) for d in rng.integers(16, size=SLOTS))
@@ -144,6 +145,7 @@ def initial_state(rng: np.random.Generator, level: int, withheld: bool = False) 
         message=message,
         hints=tuple((p, TABLE[p]) for p in shown),
         level=level,
+        withheld=withheld,
     )
 
 

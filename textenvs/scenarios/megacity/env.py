@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from textenvs.core.env import TextEnv, Transition
+from textenvs.core.variants import withheld_option
 from textenvs.scenarios.megacity import parse as parsing
 from textenvs.scenarios.megacity import render, rules
 from textenvs.scenarios.megacity.state import (
@@ -155,9 +157,10 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     observation_model = MegacityObservation
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> MegacityState:
-        if options:
-            raise ValueError(f"megacity takes no options, got {sorted(options)}")
-        return rules.initial_state(rng)
+        unknown = sorted(set(options) - {"withheld"})
+        if unknown:
+            raise ValueError(f"megacity takes only the option 'withheld', got {unknown}")
+        return replace(rules.initial_state(rng), withheld=withheld_option(options))
 
     def transition(
         self, state: MegacityState, action: Action, step_index: int
