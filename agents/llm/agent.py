@@ -457,7 +457,6 @@ def episode_ending(context: EpisodeContext, observation: str, end: EpisodeEnd) -
     )
 
 
-
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One client TLS context per process, with the CA bundle the SDK's HTTP client uses

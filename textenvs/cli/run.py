@@ -102,7 +102,8 @@ def _play(args: argparse.Namespace) -> int:
                 print()
                 print(result.final_observation)
                 if args.trials > 1:
-                    print(f"\n=== end of trial {len(results)} of {args.trials} (seed {result.seed}) ===")
+                    trial = f"{len(results)} of {args.trials} (seed {result.seed})"
+                    print(f"\n=== end of trial {trial} ===")
                 print_outcome(result, scrub)
         finally:
             await agent.aclose()  # e.g. the LLM agent's HTTP client

@@ -37,8 +37,7 @@ SCALE = (
 )
 # The withheld-knowledge variant leaves the scale out: it is for the agent to learn.
 WITHHELD_SCALE = (
-    "Field strength: 0-3 (what the readings mean is not told: learn it from the ends of "
-    "episodes)."
+    "Field strength: 0-3 (what the readings mean is not told: learn it from the ends of episodes)."
 )
 SCAN_TITLE = "Field scan around you (3x3, north at the top):"
 # Enum `.value` is a descriptor call; observe runs these every step.

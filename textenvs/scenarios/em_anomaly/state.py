@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel
-
 from textenvs.core.env import ActionSchema
 from textenvs.core.variants import VariantObservation
 
