@@ -58,9 +58,9 @@ def config_groups(config: dict[str, Any]) -> list[list[Key]]:
 
 
 def trial_fields(group: Sequence[Key], key: Key) -> dict[str, int]:
-    """What an episode line records of its place: `trial` (1-based) and `group` (the seed
-    of the group's first trial)."""
-    return {"trial": group.index(key) + 1, "group": group[0][1]}
+    """What an episode line records of its place: `trial` (1-based) of `trials`, and
+    `group` (the seed of the group's first trial)."""
+    return {"trial": group.index(key) + 1, "trials": len(group), "group": group[0][1]}
 
 
 def unfinished_groups(config: dict[str, Any], records: Sequence[Record]) -> set[Key]:
