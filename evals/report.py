@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import cached_property
 from datetime import UTC, datetime
+from functools import cached_property
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -177,8 +177,15 @@ SUMMARY_HEAD = ["env", "run", "episodes", "successes", "success", "95% CI", "ret
                 "steps", "invalid", "agent errors", "tokens/ep", "prompt/ep (cached)",
                 "cacheable", "cost/ep"]  # fmt: skip
 PASS_HEAD = ["env", "run", "k", "pass@k", "pass^k"]
-LEARNING_HEAD = ["env", "run", "groups x trials", "success by trial", "slope / trial (95% CI)",
-                 "gain last vs first (95% CI)", "return gain (95% CI)"]
+LEARNING_HEAD = [
+    "env",
+    "run",
+    "groups x trials",
+    "success by trial",
+    "slope / trial (95% CI)",
+    "gain last vs first (95% CI)",
+    "return gain (95% CI)",
+]
 COMPARE_HEAD = ["env", "run vs baseline", "pairs", "success (base → run)", "Δ success",
                 "only base / only run", "McNemar p", "Δ return ± se", "sign-test p"]  # fmt: skip
 EPISODE_HEAD = ["seed", "ep", "outcome", "return", "steps", "invalid", "tokens", "transcript"]

@@ -30,6 +30,7 @@ from textenvs.core.redact import redact_data
 from textenvs.evals import store, trials
 from textenvs.evals.episode import AGENT_ERROR, EpisodeResult, run_episode
 from textenvs.evals.failures import CRASHED, FailFast
+from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Key, Record, key_of, summarize_by_env
 from textenvs.evals.skills import measure
 
@@ -397,6 +398,8 @@ def write_summary(
         "stopped": stopped,
         "by_env": summarize_by_env(records, config.get("prices")),
     }
+    if config.get("trials", 1) > 1:
+        summary["learning"] = learning_curves(records)
     store.write_json_atomic(run_dir / store.SUMMARY, summary)
     return summary
 

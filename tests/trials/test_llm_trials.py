@@ -106,9 +106,10 @@ def test_a_variant_is_played_with_its_own_rules_text(server: OpenAIServer) -> No
     assert system == system_prompt("em-anomaly-withheld")
     assert "withheld-knowledge variant" in system and "reads 2 or 3" not in system
     # what the variant reveals at the end reaches the next trial
-    assert "steps (Manhattan distance) from the tile you ended on" in user_texts(
-        server.requests[-1]
-    )[1]
+    assert (
+        "steps (Manhattan distance) from the tile you ended on"
+        in user_texts(server.requests[-1])[1]
+    )
     assert all(r.outcome in ("success", "failure") for r in results)
 
 
@@ -134,9 +135,7 @@ def test_budget_holds_over_ten_trials(server: OpenAIServer) -> None:
 
 
 def eval_llm(out: Path, server: OpenAIServer, *, resume: bool = False) -> dict[str, Any]:
-    plan = runner.EvalPlan(
-        envs=["magnetic-field"], seeds=list(range(12)), trials=3, concurrency=3
-    )
+    plan = runner.EvalPlan(envs=["magnetic-field"], seeds=list(range(12)), trials=3, concurrency=3)
 
     def factory() -> LLMAgent:
         return agent_for(server)
