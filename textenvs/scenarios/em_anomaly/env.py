@@ -92,6 +92,13 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
       is always north-up.
     - After an unreadable command the observation reports `last_result` "wasted".
     - Events carry no coordinates (`move`, `blocked`, `rotate`, `mark` with `success`).
+    - Withheld-knowledge variant (`options={"withheld": True}`, opt-in; default play is
+      unchanged): for learning across episodes (`--trials K`). Its rules text
+      (`prompts/em-anomaly-withheld.md`) and observation do not say what the readings
+      mean (no field formula, no "mark where it reads 2 or 3"); the final observation
+      adds the node's Manhattan distance from the tile the episode ended on
+      (`node_distance`), so the meaning of each reading can be learned from the ends of
+      episodes. `info["observation"]` carries `withheld: true`. Same world per seed.
 
     ## Version history
     - v0: first release.

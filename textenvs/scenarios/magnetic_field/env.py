@@ -109,6 +109,15 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
       observation, the index of the episode's last step (0-39 as well).
     - Slots start empty; an empty slot is never right. Entering a digit does not move the
       cursor. The message is shown only once the episode has ended.
+    - Withheld-knowledge variant (`options={"withheld": True}`, opt-in; default play is
+      unchanged): for learning across episodes (`--trials K`). The hints are the same
+      three in every episode (`rules.WITHHELD_HINTS`: 00/00 -> 00, 10/00 -> 10,
+      11/01 -> 01), with no guarantee that they fix the message, and neither the
+      observation nor the variant's rules text (`prompts/magnetic-field-withheld.md`) says
+      how bits 17-36 are formed. The end of an episode shows the true bits of all 18
+      windows as always: the rule must be learned from those. `info["observation"]`
+      then carries `withheld: true`. The world (message, field, decoration) is the one
+      the same seed and level give in default play.
 
     ## Version history
     - v1: a rule instead of a random table; levels change the number of hints and draw

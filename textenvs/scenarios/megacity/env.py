@@ -139,6 +139,13 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     - Equations and constants: `physics.py`, explained in docs/scenarios/megacity.md.
     - The `random` baseline draws one of the eight command forms uniformly, then its
       parameters uniformly (25 cells, 100 supports, 100 shafts, 293 conduit paths).
+    - Withheld-knowledge variant (`options={"withheld": True}`, opt-in; default play is
+      unchanged): for learning across episodes (`--trials K`). Research still costs,
+      unlocks materials and pays +4 per decoded rule, but the observation shows no rule
+      text while playing; the final observation shows all five rules' decoded texts.
+      Its rules text (`prompts/megacity-withheld.md`) leaves out the qualitative
+      physics paragraph. An agent that remembers earlier episodes' ends knows the
+      equations from step 0. `info["observation"]` carries `withheld: true`.
 
     ## Version history
     - v0: first release.
