@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     seed_argument(p)
     p.add_argument(
         "--trials",
-        type=non_negative_trials,
+        type=_at_least_one,
         default=1,
         metavar="K",
         help="trial mode: the agent plays K consecutive episodes (seeds N, N+1, ..., "
@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run)
 
 
-def non_negative_trials(text: str) -> int:
+def _at_least_one(text: str) -> int:
     value = non_negative(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
