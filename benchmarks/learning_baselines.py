@@ -32,8 +32,8 @@ RUNS = (
 
 
 def run(out: Path, env: str, agent: str, seeds: str, trials: int) -> None:
-    command = ["textenvs", "eval", "--env", env, "--agent", agent, "--seeds", seeds,
-               "--trials", str(trials), "--env-option", "withheld=true", "--out", str(out)]  # fmt: skip
+    command = ["textenvs", "eval", "--env", env, "--agent", agent, "--seeds", seeds, "--trials",
+               str(trials), "--env-option", "withheld=true", "--out", str(out)]  # fmt: skip
     if (out / store.CONFIG).exists():
         command.append("--resume")
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
