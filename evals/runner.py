@@ -1,8 +1,10 @@
 """Batch evaluation: envs x seeds x episodes-per-seed with bounded asyncio concurrency.
 
 C workers pull (env, seed, episode) keys from one queue, so at most C episodes (and so
-at most C LLM calls) are in flight. Each worker owns its env instances and builds a
-fresh agent per episode from the factory. Agents that only compute never await; a thin
+at most C LLM calls) are in flight. Each worker plays its keys through a backend's
+player: by default an `EpisodePlayer` on this event loop that owns its env instances and
+builds a fresh agent per episode from the factory; `--backend ray` plays them on Ray
+actors instead (`ray_backend.py`). This process alone writes the run folder. Agents that only compute never await; a thin
 wrapper hands the loop back every few milliseconds so the progress display and the
 other episodes keep moving.
 """
@@ -21,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import textenvs
 from textenvs.agents.base import Agent, Decision, EpisodeContext
@@ -234,6 +236,7 @@ async def run_eval(
     on_episode: Progress | None = None,
     on_note: Callable[[str], None] | None = None,
     make_env: EnvFactory | None = None,
+    backend: Backend | None = None,
 ) -> dict[str, Any]:
     """Run every planned episode not yet in `run_dir`; returns the written summary, whose
     `stopped` names why `fail_fast` ended the run early (None when it did not).
@@ -246,7 +249,10 @@ async def run_eval(
     `on_note(text)` for things worth telling (a lock taken over from a killed run).
     `make_env(name)` builds a blocking env to play instead of the local one (e.g.
     `textenvs.service.client.remote_env_factory(url)`); its steps run in threads.
+    `backend` plays the episodes elsewhere (e.g. `ray_backend.RayBackend`); by default a
+    `LocalBackend` plays them here. Either way this process writes every file.
     """
+    backend = backend or LocalBackend(plan, factory, make_env)
     scrub = scrub or (lambda value: value)
     config = scrub(redact_data(config))
     with store.RunLock(run_dir) as lock:
@@ -255,57 +261,125 @@ async def run_eval(
             on_note(f"took over the lock of an earlier run that did not finish (pid {pid})")
         done = store.prepare(run_dir, config, resume=resume, retry_errors=retry_errors)
         stopped = await _run_todo(
-            plan, run_dir, factory, config, done, fail_fast, scrub, on_start, on_episode, make_env
+            plan, run_dir, backend, config, done, fail_fast, scrub, on_start, on_episode
         )
         return write_summary(run_dir, config, stopped=stopped)
+
+
+class EpisodePlayer:
+    """Plays episodes one after another on envs it owns (one per scenario), with a fresh
+    agent each. The local backend runs C players on one event loop; a Ray actor holds a
+    few of them (`evals/ray_backend.py`)."""
+
+    def __init__(
+        self,
+        plan: EvalPlan,
+        factory: AgentFactory,
+        make_env: EnvFactory | None = None,
+        executor: ThreadPoolExecutor | None = None,
+    ) -> None:
+        self.plan = plan
+        self.factory = factory
+        self.make_env = make_env
+        self.executor = executor
+        self.envs: dict[str, Any] = {}
+
+    async def play(self, key: Key) -> EpisodeResult:
+        if key[0] not in self.envs:
+            try:
+                self.envs[key[0]] = await self._open(key[0])
+            except Exception as exc:  # e.g. a lost service: this episode fails
+                return _crashed(key, "?", exc, "cannot open the env: ")
+        return await _play(self.envs[key[0]], self.factory, key, self.plan)
+
+    async def _open(self, name: str) -> Any:
+        if self.make_env is None or self.executor is None:
+            return textenvs.make(name)
+        loop = asyncio.get_running_loop()
+        env = await loop.run_in_executor(self.executor, self.make_env, name)
+        return ThreadedEnv(env, self.executor)
+
+    async def close(self) -> None:
+        for env in self.envs.values():  # a remote env deletes its session (an HTTP call)
+            with contextlib.suppress(Exception):
+                if isinstance(env, ThreadedEnv):
+                    await env._call(env.env.close)
+                else:
+                    env.close()
+        self.envs.clear()
+
+
+class Player(Protocol):
+    async def play(self, key: Key) -> EpisodeResult: ...
+
+    async def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    """Where episodes are played. The driver (`run_eval`) stays the only writer of the run
+    folder: a backend only turns keys into `EpisodeResult`s. `start` and `stop` are
+    idempotent; `player(i)` is one of the C episode slots."""
+
+    def start(self) -> None: ...
+
+    def player(self, index: int) -> Player: ...
+
+    def stop(self) -> None: ...
+
+
+class LocalBackend:
+    """Every episode on this process's event loop (the default backend)."""
+
+    def __init__(
+        self, plan: EvalPlan, factory: AgentFactory, make_env: EnvFactory | None = None
+    ) -> None:
+        self.plan = plan
+        self.factory = factory
+        self.make_env = make_env
+        self._executor: ThreadPoolExecutor | None = None
+
+    def start(self) -> None:
+        if self.make_env is not None and self._executor is None:
+            self._executor = ThreadPoolExecutor(self.plan.concurrency, "textenvs-env")
+
+    def player(self, index: int) -> Player:
+        return EpisodePlayer(self.plan, self.factory, self.make_env, self._executor)
+
+    def stop(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
 
 
 async def _run_todo(
     plan: EvalPlan,
     run_dir: Path,
-    factory: AgentFactory,
+    backend: Backend,
     config: dict[str, Any],
     done: set[Key],
     fail_fast: FailFast | None,
     scrub: Callable[[Any], Any],
     on_start: Callable[[int, int], None] | None,
     on_episode: Progress | None,
-    make_env: EnvFactory | None,
 ) -> str | None:
     """Play the planned episodes not in `done`; the fail-fast reason if it stopped them."""
     todo = [key for key in plan.planned() if key not in done]
     if on_start is not None:
         on_start(len(plan.planned()), len(plan.planned()) - len(todo))
+    if not todo:
+        return None
     model = config["agent"].get("model")
     log = store.EpisodeLog(run_dir)
     queue: Iterator[Key] = iter(todo)
     workers = max(1, min(plan.concurrency, len(todo)))
-    executor = ThreadPoolExecutor(workers, "textenvs-env") if make_env is not None else None
 
-    async def open_env(name: str) -> Any:
-        if make_env is None or executor is None:
-            return textenvs.make(name)
-        loop = asyncio.get_running_loop()
-        return ThreadedEnv(await loop.run_in_executor(executor, make_env, name), executor)
-
-    async def worker() -> None:
-        envs: dict[str, Any] = {}
+    async def worker(index: int) -> None:
+        player = backend.player(index)
         try:
             for key in queue:  # a shared iterator: each key goes to exactly one worker
-                if key[0] not in envs:
-                    try:
-                        envs[key[0]] = await open_env(key[0])
-                    except Exception as exc:  # e.g. a lost service: this episode fails
-                        await record(key, _crashed(key, "?", exc, "cannot open the env: "))
-                        continue
-                await record(key, await _play(envs[key[0]], factory, key, plan))
+                await record(key, await player.play(key))
         finally:
-            for env in envs.values():  # a remote env deletes its session (an HTTP call)
-                with contextlib.suppress(Exception):
-                    if isinstance(env, ThreadedEnv):
-                        await env._call(env.env.close)
-                    else:
-                        env.close()
+            await player.close()
 
     async def record(key: Key, result: EpisodeResult) -> None:
         data = scrub({"key": list(key), "model": model, **result.to_dict()})
@@ -320,16 +394,16 @@ async def _run_todo(
             raise _Stop(reason)
 
     stopped = None
+    backend.start()
     try:
         async with asyncio.TaskGroup() as group:
-            for _ in range(workers):
-                group.create_task(worker())
+            for index in range(workers):
+                group.create_task(worker(index))
     except* _Stop as stop:
         stopped = str(stop.exceptions[0])
     finally:
         log.close()
-        if executor is not None:
-            executor.shutdown(wait=False)
+        backend.stop()
     return stopped
 
 
