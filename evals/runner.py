@@ -4,9 +4,9 @@ C workers pull (env, seed, episode) keys from one queue, so at most C episodes (
 at most C LLM calls) are in flight. Each worker plays its keys through a backend's
 player: by default an `EpisodePlayer` on this event loop that owns its env instances and
 builds a fresh agent per episode from the factory; `--backend ray` plays them on Ray
-actors instead (`ray_backend.py`). This process alone writes the run folder. Agents that only compute never await; a thin
-wrapper hands the loop back every few milliseconds so the progress display and the
-other episodes keep moving.
+actors instead (`ray_backend.py`). This process alone writes the run folder. Agents that
+only compute never await; a thin wrapper hands the loop back every few milliseconds so
+the progress display and the other episodes keep moving.
 """
 
 from __future__ import annotations

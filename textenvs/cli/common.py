@@ -74,6 +74,7 @@ def scrubber_for(args: argparse.Namespace, agent: Agent) -> Scrubber:
     config = getattr(agent, "cfg", None)
     if isinstance(config, LLMConfig):
         found += secrets_in_url(config.resolved_base_url()) + secrets_in_data(config.extra_body)
+        found += [secret for url in config.base_urls for secret in secrets_in_url(url)]
         found.append(os.environ.get(config.api_key_env))
     return Scrubber(found)
 
