@@ -57,7 +57,9 @@ class LocalCluster:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise RuntimeError(f"ray start failed:\n{self.log.read_text()[-3000:]}")
+                log = self.log.read_text()[-3000:]
+                self.stop()
+                raise RuntimeError(f"ray start failed:\n{log}")
             if b"Ray runtime started" in self.log.read_bytes():
                 return self
             time.sleep(0.5)
