@@ -14,8 +14,10 @@ in a fresh worker per episode, and could not keep HTTP connections open across e
 An actor that dies (its process killed, its node lost) loses only the episodes it had in
 flight: the driver plays each of them again on the next actor (Ray restarts the dead one),
 up to `RERUNS` times, then records it as an agent error (`--retry-errors` replays it).
-The unit of work sent to an actor is a group of keys played in order (today one key),
-so that several episodes of one conversation can travel together.
+The unit of work sent to an actor is a group of keys played in order on one player: up to
+`GROUP` keys when there are many episodes per slot (the runner keeps at least four groups
+per slot), which spares episodes of a few ms most of a round trip each; for long (LLM)
+runs a group is one episode. An actor lost mid-group loses, and replays, that group.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +40,8 @@ from textenvs.evals.runner import AgentFactory, EpisodePlayer, EvalPlan, _crashe
 from textenvs.evals.store import stem
 
 RERUNS = 3  # plays of one episode lost with its actor before it is recorded as an error
+GROUP = 8  # keys per actor call at most: fewer round trips for episodes of a few ms
+CONNECT_TIMEOUT_S = 5.0
 START_TIMEOUT_S = 180.0  # for the actors to be placed and to import textenvs
 # What a lost actor looks like to the awaiting driver.
 LOST = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
@@ -60,7 +65,7 @@ class EpisodeActor:
         """Each key of the group, in order, on one player (so on the same envs)."""
         player = self._idle.pop() if self._idle else EpisodePlayer(self.plan, self.factory)
         try:
-            return [await player.play(tuple(key)) for key in keys]  # type: ignore[arg-type]
+            return await player.play(keys)
         finally:
             self._idle.append(player)
 
@@ -95,6 +100,7 @@ class RayBackend:
     plan: EvalPlan
     factory: AgentFactory
     address: str | None = None
+    max_group: int = GROUP
     actors: int | None = None
     env_vars: dict[str, str] = field(default_factory=dict)
     on_note: Callable[[str], None] | None = None
@@ -107,6 +113,16 @@ class RayBackend:
         """Join the cluster (`RayBackendError` when it cannot be reached)."""
         if ray.is_initialized():
             return
+        where = self.address or os.environ.get("RAY_ADDRESS") or "(auto)"
+        host, _, port = where.rpartition(":")
+        if port.isdigit() and "//" not in host:  # ray.init would retry for minutes
+            try:
+                socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+            except OSError as exc:
+                raise RayBackendError(
+                    f"cannot reach the Ray cluster at {where} ({exc.strerror or exc}): "
+                    "check --ray-address (the head's GCS port, 6379 by default)"
+                ) from None
         try:
             ray.init(
                 address=self.address,
@@ -115,7 +131,6 @@ class RayBackend:
                 configure_logging=True,
             )
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = self.address or os.environ.get("RAY_ADDRESS") or "(auto)"
             raise RayBackendError(f"cannot join the Ray cluster at {where}: {exc}") from None
         self._connected_here = True
 
@@ -193,21 +208,21 @@ class _RayPlayer:
         self.backend = backend
         self.index = index
 
-    async def play(self, key: Key) -> EpisodeResult:
+    async def play(self, keys: list[Key]) -> list[EpisodeResult]:
         handles = self.backend._handles
         cause = ""
         for attempt in range(RERUNS + 1):
             actor = handles[(self.index + attempt) % len(handles)]
             try:
-                (result,) = await actor.play.remote([key])
-                return result
+                return await actor.play.remote(keys)
             except LOST as exc:
                 cause = type(exc).__name__
                 if attempt < RERUNS:
-                    self.backend.reruns += 1
-                    self.backend._note(f"a Ray actor was lost ({cause}): replaying {stem(*key)}")
+                    self.backend.reruns += len(keys)
+                    names = ", ".join(stem(*key) for key in keys)
+                    self.backend._note(f"a Ray actor was lost ({cause}): replaying {names}")
         error = RuntimeError(f"the Ray actor playing it was lost {RERUNS + 1} times ({cause})")
-        return _crashed(key, "?", error)
+        return [_crashed(key, "?", error) for key in keys]
 
     async def close(self) -> None:
         return None

@@ -284,7 +284,11 @@ class EpisodePlayer:
         self.executor = executor
         self.envs: dict[str, Any] = {}
 
-    async def play(self, key: Key) -> EpisodeResult:
+    async def play(self, keys: list[Key]) -> list[EpisodeResult]:
+        """A group of episodes, in order."""
+        return [await self.play_one(key) for key in keys]
+
+    async def play_one(self, key: Key) -> EpisodeResult:
         if key[0] not in self.envs:
             try:
                 self.envs[key[0]] = await self._open(key[0])
@@ -310,15 +314,18 @@ class EpisodePlayer:
 
 
 class Player(Protocol):
-    async def play(self, key: Key) -> EpisodeResult: ...
+    async def play(self, keys: list[Key]) -> list[EpisodeResult]: ...
 
     async def close(self) -> None: ...
 
 
 class Backend(Protocol):
     """Where episodes are played. The driver (`run_eval`) stays the only writer of the run
-    folder: a backend only turns keys into `EpisodeResult`s. `start` and `stop` are
-    idempotent; `player(i)` is one of the C episode slots."""
+    folder: a backend only turns groups of keys into `EpisodeResult`s. `start` and `stop`
+    are idempotent; `player(i)` is one of the C episode slots; `max_group` caps the keys
+    sent to a player at once (more amortises a per-call cost, e.g. a remote call)."""
+
+    max_group: int
 
     def start(self) -> None: ...
 
@@ -329,6 +336,8 @@ class Backend(Protocol):
 
 class LocalBackend:
     """Every episode on this process's event loop (the default backend)."""
+
+    max_group = 1
 
     def __init__(
         self, plan: EvalPlan, factory: AgentFactory, make_env: EnvFactory | None = None
@@ -370,14 +379,17 @@ async def _run_todo(
         return None
     model = config["agent"].get("model")
     log = store.EpisodeLog(run_dir)
-    queue: Iterator[Key] = iter(todo)
     workers = max(1, min(plan.concurrency, len(todo)))
+    # groups small enough that every worker gets several (the last ones finish together)
+    size = max(1, min(backend.max_group, len(todo) // (4 * workers)))
+    queue: Iterator[list[Key]] = iter([todo[i : i + size] for i in range(0, len(todo), size)])
 
     async def worker(index: int) -> None:
         player = backend.player(index)
         try:
-            for key in queue:  # a shared iterator: each key goes to exactly one worker
-                await record(key, await player.play(key))
+            for group in queue:  # a shared iterator: each key goes to exactly one worker
+                for key, result in zip(group, await player.play(group), strict=True):
+                    await record(key, result)
         finally:
             await player.close()
 

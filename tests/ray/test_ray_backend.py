@@ -124,3 +124,13 @@ def test_llm_eval_survives_a_killed_actor(cluster: LocalCluster, tmp_path: Path)
     assert summary["complete"] and summary["by_env"][ENV]["agent_errors"] == 0
     assert comparable(tmp_path / "ray") == comparable(tmp_path / "local")
     assert set(comparable(tmp_path / "ray")) == {(ENV, s, 0) for s in seeds}
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
+    from tests.ray.cluster import free_port
+
+    done = cli_eval(tmp_path / "run", "--agent", "random", "--seeds", "0", "--backend", "ray",
+                    "--ray-address", f"127.0.0.1:{free_port()}")  # fmt: skip
+    assert done.returncode == 2
+    assert "cannot reach the Ray cluster at 127.0.0.1:" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "run").exists()
