@@ -134,3 +134,13 @@ def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "cannot reach the Ray cluster at 127.0.0.1:" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "run").exists()
+
+
+def test_the_benchmark_runs(cluster: LocalCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import ray_backend
+
+    argv = ["--ray-address", cluster.address, "--concurrency", "2", "--rounds", "1",
+            "--scripted", "8", "--latency", "0.01"]  # fmt: skip
+    assert ray_backend.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "ray/local" in out and out.count("\nllm ") == 1 and "\nscripted " in out
