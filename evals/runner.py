@@ -119,6 +119,9 @@ def episode_record(result: EpisodeResult, key: Key, model: str | None, trajector
     prompt = int(usage.get("prompt_tokens", usage.get("prompt", 0)))
     completion = int(usage.get("completion_tokens", usage.get("completion", 0)))
     total = int(usage.get("total_tokens", usage.get("total", prompt + completion)))
+    cached = int(usage.get("cached_tokens", 0))
+    # the llm agent's prompts: characters sent, and those repeating the previous request
+    chars = {key: int(usage.get(key, 0)) for key in ("prompt_chars", "prefix_chars")}
     return {
         "env": key[0],
         "seed": key[1],
@@ -131,7 +134,8 @@ def episode_record(result: EpisodeResult, key: Key, model: str | None, trajector
         "steps": result.steps,
         "invalid_actions": result.invalid_actions,
         "reasks": result.reasks,
-        "tokens": {"prompt": prompt, "completion": completion, "total": total},
+        "tokens": {"prompt": prompt, "completion": completion, "total": total, "cached": cached},
+        **({"prompt_cache": chars} if chars["prompt_chars"] else {}),
         "latency_s": round(result.latency_s, 4),
         "wall_s": round(result.wall_s, 4),
         "error": result.error,

@@ -21,6 +21,11 @@ LOCAL_MODEL = "local"
 #: in a base URL, replaced where the agent runs by its node's address (see endpoints.py)
 NODE_IP = "{node_ip}"
 NODE_IP_ENV = "TEXTENVS_NODE_IP"
+#: prompt budget (tokens) when none is given: fits models with a 32k context and leaves
+#: room for the reply
+DEFAULT_PROMPT_BUDGET = 24_000
+#: the embedded model's budget; its server's context is sized from it (local.py)
+LOCAL_PROMPT_BUDGET = 12_000
 
 
 class LLMConfig(BaseModel):
@@ -52,7 +57,16 @@ class LLMConfig(BaseModel):
     action_mode: Literal["text", "tools"] = "text"
     #: tool_choice sent in tools mode ("auto" is the most widely supported)
     tool_choice: Literal["auto", "required"] = "auto"
-    #: past turns kept in the prompt (0: only the current observation)
+    #: "append": each request extends the previous one until the prompt budget, then one
+    #: large cut (cache-friendly); "window": the last `history` turns (see history.py)
+    history_policy: Literal["append", "window"] = "append"
+    #: most tokens a prompt may have (None: DEFAULT_PROMPT_BUDGET, LOCAL_PROMPT_BUDGET for
+    #: the embedded model)
+    prompt_budget: int | None = Field(default=None, gt=0)
+    #: share of the budget the newest turns may fill after a cut (append policy)
+    history_keep: float = Field(default=0.5, ge=0, lt=1)
+    #: past turns kept by the window policy (0: only the current observation); giving it
+    #: without `history_policy` selects the window policy
     history: int = Field(default=8, ge=0)
     #: re-asks per turn after an unparseable reply, before stepping anyway
     reasks: int = Field(default=1, ge=0)
@@ -74,6 +88,14 @@ class LLMConfig(BaseModel):
     @classmethod
     def _no_empty_url(cls, value: Any) -> Any:
         return value or None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _history_implies_window(cls, data: Any) -> Any:
+        # `history = K` (older configs, `--history K`) has always meant a sliding window
+        if isinstance(data, dict) and "history" in data and "history_policy" not in data:
+            data = {**data, "history_policy": "window"}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> LLMConfig:
@@ -103,6 +125,12 @@ class LLMConfig(BaseModel):
     @property
     def is_local(self) -> bool:
         return self.model == LOCAL_MODEL and self.resolved_base_url() is None
+
+    @property
+    def resolved_prompt_budget(self) -> int:
+        if self.prompt_budget is not None:
+            return self.prompt_budget
+        return LOCAL_PROMPT_BUDGET if self.is_local else DEFAULT_PROMPT_BUDGET
 
     def resolved_base_url(self) -> str | None:
         """The endpoint to call (the first of `base_urls`), `{node_ip}` filled in."""

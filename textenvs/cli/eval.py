@@ -406,6 +406,10 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
     tokens = any(s["tokens_per_episode"] for s in summary["by_env"].values())
     if tokens:
         table.add_column("tokens/ep", justify="right")
+    cached = any(s.get("cacheable_share") is not None for s in summary["by_env"].values())
+    if cached:  # llm prompts: share repeating the previous request; tokens the server reused
+        table.add_column("cacheable", justify="right")
+        table.add_column("cached/ep", justify="right")
     if priced:
         table.add_column("$/ep", justify="right")
     envs = list(summary["by_env"])
@@ -425,6 +429,10 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
         ]
         if tokens:
             row.append(f"{s['tokens_per_episode']:.0f}")
+        if cached:
+            share = s.get("cacheable_share")
+            row.append("-" if share is None else f"{share:.0%}")
+            row.append(f"{s['tokens'].get('cached', 0) / max(1, s['episodes']):.0f}")
         if priced:
             row.append(f"{s['cost_per_episode']:.4f}")
         table.add_row(*row, end_section=len(envs) > 1 and env == envs[-2])
