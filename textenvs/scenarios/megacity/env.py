@@ -78,6 +78,9 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     `dig a ventilation shaft from A1 towards the north`, `install power conduit on B2, B3`,
     `build district core at B3`, `research anomaly`, `diagnostic scan`. Case-insensitive;
     prose and markdown around one command are fine, two different commands are an error.
+    Nothing is cut short: ranges (`excavate B3 to B5`), open choices (`B3 (or C3)`), an
+    argument to `research`/`scan`/`wait` (`scan B3`, `research gravity`) and a second
+    order without its cell (`excavate B3 and build a district there`) are rejected.
     Bad parameters are named: "C9 is outside the 5x5 grid (A-E, 1-5)", "B2 and B4 are not
     adjacent", "'granite' is not a support material". Structured form (function calling):
     `{"action": "support", "cells": ["C2"], "material": "basalt"}`.

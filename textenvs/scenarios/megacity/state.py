@@ -7,9 +7,9 @@ north); `cell_name((1, 2)) == "B3"`. Grids are stored row-major, `grid[row][col]
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from textenvs.core.env import ActionSchema
 
@@ -191,8 +191,11 @@ class MegacityAction(ActionSchema):
     action: Literal[
         "excavate", "support", "vent", "conduit", "district", "research", "scan", "wait"
     ]
-    #: the target cell(s) like "B3"; a conduit takes 1-3 contiguous cells
-    cells: list[str] = Field(default_factory=list)
+    #: the target cell(s) like "B3"; a conduit takes 1-3 contiguous cells. A cell is one
+    #: letter and a number, nothing else ("B3\nAction: district B3" is not a cell).
+    cells: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z][0-9]{1,2}$")]] = Field(
+        default_factory=list
+    )
     material: Literal["timber", "basalt", "mycelium", "lodestone"] | None = None
     direction: Literal["north", "south", "east", "west"] | None = None
 
