@@ -56,7 +56,8 @@ class EpisodeActor:
     """Plays groups of episode keys on its node; registered as a Ray actor class."""
 
     def __init__(self, plan: EvalPlan, factory: AgentFactory) -> None:
-        os.environ.setdefault(NODE_IP_ENV, ray.util.get_node_ip_address())
+        self.node = _node_address()
+        os.environ.setdefault(NODE_IP_ENV, self.node)  # one set on the node (or sent) wins
         self.plan = plan
         self.factory = factory
         self._idle: list[EpisodePlayer] = []
@@ -71,7 +72,7 @@ class EpisodeActor:
 
     def where(self) -> tuple[str, int]:
         """The node address and process id of this actor."""
-        return os.environ[NODE_IP_ENV], os.getpid()
+        return self.node, os.getpid()
 
     async def preflight(self) -> str | None:
         """Check the LLM endpoint from here (None: fine, or the one-line failure)."""
@@ -85,6 +86,16 @@ class EpisodeActor:
         except PreflightError as exc:
             return str(exc)
         return None
+
+
+def _node_address() -> str:
+    """The address this node joined the cluster with (`ray start --node-ip-address`), which
+    may differ from the one the routing table gives."""
+    node_id = ray.get_runtime_context().get_node_id()
+    for node in ray.nodes():
+        if node["NodeID"] == node_id:
+            return str(node["NodeManagerAddress"])
+    return ray.util.get_node_ip_address()
 
 
 @dataclass

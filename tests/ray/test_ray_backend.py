@@ -19,10 +19,12 @@ import pytest
 
 pytest.importorskip("ray")
 
+import ray
+
 from tests.ray.cluster import LocalCluster
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from textenvs.agents import make_agent
-from textenvs.agents.llm.config import LLMConfig
+from textenvs.agents.llm.config import NODE_IP_ENV, LLMConfig
 from textenvs.evals import runner, store
 from textenvs.evals.metrics import key_of
 from textenvs.evals.ray_backend import RayBackend
@@ -31,6 +33,7 @@ ENV = "treasure-hunt"
 TEXTENVS = [sys.executable, "-m", "textenvs.cli"]
 TIMING = ("latency_s", "wall_s")  # the only fields that may differ between two runs
 MOVES = ("north", "east", "south", "west", "reveal")
+KEY_ENV = "TEXTENVS_RAY_TEST_KEY"  # unset here: only the actors get it, from the driver
 
 
 def comparable(run_dir: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -83,22 +86,31 @@ def run_llm_eval(out: Path, base_url: str, seeds: list[int], backend: Any = None
 
 
 def llm_config(base_url: str) -> LLMConfig:
-    return LLMConfig(model="test-model", base_url=base_url, api_key_env="TEXTENVS_RAY_TEST_KEY")
+    return LLMConfig(model="test-model", base_url=base_url, api_key_env=KEY_ENV)
 
 
 def test_llm_eval_survives_a_killed_actor(cluster: LocalCluster, tmp_path: Path) -> None:
     seeds = list(range(12))
     with OpenAIServer(default=reply) as server:
-        local = run_llm_eval(tmp_path / "local", server.base_url, seeds)
+        # the model server "on each node". Ray names this node by its interface address
+        # whatever --node-ip-address says, and the server listens on loopback only: the
+        # actors are told so (a $TEXTENVS_NODE_IP on a node wins over Ray's address).
+        url = f"http://{{node_ip}}:{server.port}/v1"
+        local = run_llm_eval(tmp_path / "local", url, seeds)
         assert local["complete"] and local["by_env"][ENV]["agent_errors"] == 0
+        asked_locally = len(server.requests)
 
         plan = runner.EvalPlan(envs=[ENV], seeds=seeds, concurrency=4)
-        factory = functools.partial(make_agent, "llm", config=llm_config(server.base_url))
+        factory = functools.partial(make_agent, "llm", config=llm_config(url))
         notes: list[str] = []
-        backend = RayBackend(plan, factory, address=cluster.address, on_note=notes.append)
+        backend = RayBackend(plan, factory, address=cluster.address, on_note=notes.append,
+                             env_vars={KEY_ENV: "sk-forwarded-to-actors",
+                                       NODE_IP_ENV: "127.0.0.1"})  # fmt: skip
         backend.start()
         backend.preflight()  # the endpoint, checked from each actor
-        victim = backend.places()[0][1]
+        places = backend.places()
+        assert {node for node, _ in places} <= {n["NodeManagerAddress"] for n in ray.nodes()}
+        victim = places[0][1]
         episodes = tmp_path / "ray" / store.EPISODES
         killed = threading.Event()
 
@@ -114,16 +126,18 @@ def test_llm_eval_survives_a_killed_actor(cluster: LocalCluster, tmp_path: Path)
         killer = threading.Thread(target=kill_when_started, daemon=True)
         killer.start()
         try:
-            summary = run_llm_eval(tmp_path / "ray", server.base_url, seeds, backend)
+            summary = run_llm_eval(tmp_path / "ray", url, seeds, backend)
         finally:
             backend.stop()
         killer.join(timeout=5)
+        keys_sent = {r.headers.get("authorization") for r in server.requests[asked_locally:]}
 
     assert killed.is_set(), "the eval ended before the actor could be killed"
     assert backend.reruns >= 1 and any("was lost" in note for note in notes), notes
     assert summary["complete"] and summary["by_env"][ENV]["agent_errors"] == 0
     assert comparable(tmp_path / "ray") == comparable(tmp_path / "local")
     assert set(comparable(tmp_path / "ray")) == {(ENV, s, 0) for s in seeds}
+    assert keys_sent == {"Bearer sk-forwarded-to-actors"}  # env_vars reached the actors
 
 
 def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
