@@ -1,10 +1,12 @@
 """Batch evaluation: envs x seeds x episodes-per-seed with bounded asyncio concurrency.
 
 C workers pull (env, seed, episode) keys from one queue, so at most C episodes (and so
-at most C LLM calls) are in flight. Each worker owns its env instances and builds a
-fresh agent per episode from the factory. Agents that only compute never await; a thin
-wrapper hands the loop back every few milliseconds so the progress display and the
-other episodes keep moving.
+at most C LLM calls) are in flight. Each worker plays its keys through a backend's
+player: by default an `EpisodePlayer` on this event loop that owns its env instances and
+builds a fresh agent per episode from the factory; `--backend ray` plays them on Ray
+actors instead (`ray_backend.py`). This process alone writes the run folder. Agents that
+only compute never await; a thin wrapper hands the loop back every few milliseconds so
+the progress display and the other episodes keep moving.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import platform
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import textenvs
 from textenvs.agents.base import Agent, Decision, EpisodeContext, EpisodeEnd
@@ -225,33 +227,6 @@ async def _play(
             await agent.aclose()
 
 
-async def _play_unit(
-    env: TextEnv[Any, Any], factory: AgentFactory, unit: list[Key], plan: EvalPlan
-) -> AsyncIterator[tuple[Key, EpisodeResult]]:
-    """A unit's episodes as they end: one episode, or a trial group with one agent (a
-    crash stops the group there, recorded on the trial it hit)."""
-    if plan.trials == 1:
-        yield unit[0], await _play(env, factory, unit[0], plan)
-        return
-    agent: Agent | None = None
-    played = 0
-    try:
-        agent = factory()
-        seeds = [key[1] for key in unit]
-        options = plan.env_options or None
-        group = trials.play_group(
-            env, _Yielding(agent), seeds, options=options, max_invalid=plan.max_invalid
-        )
-        async for result in group:
-            played += 1
-            yield unit[played - 1], result
-    except Exception as exc:
-        yield unit[played], _crashed(unit[played], agent.name if agent else "?", exc)
-    finally:
-        if agent is not None:
-            await agent.aclose()
-
-
 def _crashed(key: Key, agent: str, exc: Exception, doing: str = "") -> EpisodeResult:
     error = f"{CRASHED}{doing}{type(exc).__name__}: {exc}"
     return EpisodeResult(env=key[0], seed=key[1], agent=agent, outcome=AGENT_ERROR, error=error)
@@ -279,6 +254,7 @@ async def run_eval(
     on_episode: Progress | None = None,
     on_note: Callable[[str], None] | None = None,
     make_env: EnvFactory | None = None,
+    backend: Backend | None = None,
 ) -> dict[str, Any]:
     """Run every planned episode not yet in `run_dir`; returns the written summary, whose
     `stopped` names why `fail_fast` ended the run early (None when it did not).
@@ -291,7 +267,10 @@ async def run_eval(
     `on_note(text)` for things worth telling (a lock taken over from a killed run).
     `make_env(name)` builds a blocking env to play instead of the local one (e.g.
     `textenvs.service.client.remote_env_factory(url)`); its steps run in threads.
+    `backend` plays the episodes elsewhere (e.g. `ray_backend.RayBackend`); by default a
+    `LocalBackend` plays them here. Either way this process writes every file.
     """
+    backend = backend or LocalBackend(plan, factory, make_env)
     scrub = scrub or (lambda value: value)
     config = scrub(redact_data(config))
     with store.RunLock(run_dir) as lock:
@@ -300,62 +279,181 @@ async def run_eval(
             on_note(f"took over the lock of an earlier run that did not finish (pid {pid})")
         done = store.prepare(run_dir, config, resume=resume, retry_errors=retry_errors)
         stopped = await _run_todo(
-            plan, run_dir, factory, config, done, fail_fast, scrub, on_start, on_episode, make_env
+            plan, run_dir, backend, config, done, fail_fast, scrub, on_start, on_episode
         )
         return write_summary(run_dir, config, stopped=stopped)
+
+
+class EpisodePlayer:
+    """Plays episodes one after another on envs it owns (one per scenario), with a fresh
+    agent each. The local backend runs C players on one event loop; a Ray actor holds a
+    few of them (`evals/ray_backend.py`)."""
+
+    def __init__(
+        self,
+        plan: EvalPlan,
+        factory: AgentFactory,
+        make_env: EnvFactory | None = None,
+        executor: ThreadPoolExecutor | None = None,
+    ) -> None:
+        self.plan = plan
+        self.factory = factory
+        self.make_env = make_env
+        self.executor = executor
+        self.envs: dict[str, Any] = {}
+
+    async def play(self, keys: list[Key]) -> list[EpisodeResult]:
+        """A group of episodes, in order: independent episodes, or (in trial mode) one
+        trial group played by one agent in one conversation."""
+        if self.plan.trials > 1:
+            return await self.play_trials(keys)
+        return [await self.play_one(key) for key in keys]
+
+    async def play_one(self, key: Key) -> EpisodeResult:
+        env = await self._env(key)
+        if isinstance(env, EpisodeResult):
+            return env
+        return await _play(env, self.factory, key, self.plan)
+
+    async def play_trials(self, keys: list[Key]) -> list[EpisodeResult]:
+        """A trial group with one agent; a crash stops the group there, recorded on the
+        trial it hit."""
+        env = await self._env(keys[0])
+        if isinstance(env, EpisodeResult):
+            return [env]
+        results: list[EpisodeResult] = []
+        agent: Agent | None = None
+        try:
+            agent = self.factory()
+            group = trials.play_group(
+                env,
+                _Yielding(agent),
+                [key[1] for key in keys],
+                options=self.plan.env_options or None,
+                max_invalid=self.plan.max_invalid,
+            )
+            async for result in group:
+                results.append(result)
+        except Exception as exc:
+            key = keys[len(results)]
+            results.append(_crashed(key, agent.name if agent is not None else "?", exc))
+        finally:
+            if agent is not None:
+                await agent.aclose()
+        return results
+
+    async def _env(self, key: Key) -> Any:
+        """The player's env for the key's scenario, or the episode's crash record when it
+        cannot be opened (e.g. a lost service: this episode fails, not the run)."""
+        if key[0] not in self.envs:
+            try:
+                self.envs[key[0]] = await self._open(key[0])
+            except Exception as exc:
+                return _crashed(key, "?", exc, "cannot open the env: ")
+        return self.envs[key[0]]
+
+    async def _open(self, name: str) -> Any:
+        if self.make_env is None or self.executor is None:
+            return textenvs.make(name)
+        loop = asyncio.get_running_loop()
+        env = await loop.run_in_executor(self.executor, self.make_env, name)
+        return ThreadedEnv(env, self.executor)
+
+    async def close(self) -> None:
+        for env in self.envs.values():  # a remote env deletes its session (an HTTP call)
+            with contextlib.suppress(Exception):
+                if isinstance(env, ThreadedEnv):
+                    await env._call(env.env.close)
+                else:
+                    env.close()
+        self.envs.clear()
+
+
+class Player(Protocol):
+    async def play(self, keys: list[Key]) -> list[EpisodeResult]: ...
+
+    async def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    """Where episodes are played. The driver (`run_eval`) stays the only writer of the run
+    folder: a backend only turns groups of keys into `EpisodeResult`s. `start` and `stop`
+    are idempotent; `player(i)` is one of the C episode slots; `max_group` caps the keys
+    sent to a player at once (more amortises a per-call cost, e.g. a remote call)."""
+
+    max_group: int
+
+    def start(self) -> None: ...
+
+    def player(self, index: int) -> Player: ...
+
+    def stop(self) -> None: ...
+
+
+class LocalBackend:
+    """Every episode on this process's event loop (the default backend)."""
+
+    max_group = 1
+
+    def __init__(
+        self, plan: EvalPlan, factory: AgentFactory, make_env: EnvFactory | None = None
+    ) -> None:
+        self.plan = plan
+        self.factory = factory
+        self.make_env = make_env
+        self._executor: ThreadPoolExecutor | None = None
+
+    def start(self) -> None:
+        if self.make_env is not None and self._executor is None:
+            self._executor = ThreadPoolExecutor(self.plan.concurrency, "textenvs-env")
+
+    def player(self, index: int) -> Player:
+        return EpisodePlayer(self.plan, self.factory, self.make_env, self._executor)
+
+    def stop(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
 
 
 async def _run_todo(
     plan: EvalPlan,
     run_dir: Path,
-    factory: AgentFactory,
+    backend: Backend,
     config: dict[str, Any],
     done: set[Key],
     fail_fast: FailFast | None,
     scrub: Callable[[Any], Any],
     on_start: Callable[[int, int], None] | None,
     on_episode: Progress | None,
-    make_env: EnvFactory | None,
 ) -> str | None:
     """Play the planned episodes not in `done`; the fail-fast reason if it stopped them."""
     todo = [unit for unit in plan.units() if not set(unit) <= done]
     if on_start is not None:
         on_start(len(plan.planned()), len(plan.planned()) - sum(map(len, todo)))
+    if not todo:
+        return None
     model = config["agent"].get("model")
     log = store.EpisodeLog(run_dir)
-    queue: Iterator[list[Key]] = iter(todo)
     workers = max(1, min(plan.concurrency, len(todo)))
-    executor = ThreadPoolExecutor(workers, "textenvs-env") if make_env is not None else None
+    if plan.trials > 1:
+        groups = todo  # a trial group is played whole, in order, by one agent
+    else:
+        # groups small enough that every worker gets several (the last ones finish together)
+        keys = [unit[0] for unit in todo]
+        size = max(1, min(backend.max_group, len(keys) // (4 * workers)))
+        groups = [keys[i : i + size] for i in range(0, len(keys), size)]
+    queue: Iterator[list[Key]] = iter(groups)
 
-    async def open_env(name: str) -> Any:
-        if make_env is None or executor is None:
-            return textenvs.make(name)
-        loop = asyncio.get_running_loop()
-        return ThreadedEnv(await loop.run_in_executor(executor, make_env, name), executor)
-
-    async def worker() -> None:
-        envs: dict[str, Any] = {}
+    async def worker(index: int) -> None:
+        player = backend.player(index)
         try:
-            for unit in queue:  # a shared iterator: each unit goes to exactly one worker
-                name = unit[0][0]
-                if name not in envs:
-                    try:
-                        envs[name] = await open_env(name)
-                    except Exception as exc:  # e.g. a lost service: this episode fails
-                        crash = _crashed(unit[0], "?", exc, "cannot open the env: ")
-                        await record(unit, unit[0], crash)
-                        continue
-                episodes = _play_unit(envs[name], factory, unit, plan)
-                async with contextlib.aclosing(episodes):
-                    async for key, result in episodes:
-                        await record(unit, key, result)
+            for batch in queue:  # a shared iterator: each key goes to exactly one worker
+                # a trial group stopped by a crash returns fewer results than keys
+                for key, result in zip(batch, await player.play(batch), strict=False):
+                    await record(batch, key, result)
         finally:
-            for env in envs.values():  # a remote env deletes its session (an HTTP call)
-                with contextlib.suppress(Exception):
-                    if isinstance(env, ThreadedEnv):
-                        await env._call(env.env.close)
-                    else:
-                        env.close()
+            await player.close()
 
     async def record(unit: list[Key], key: Key, result: EpisodeResult) -> None:
         place = trials.trial_fields(unit, key) if plan.trials > 1 else {}
@@ -371,16 +469,16 @@ async def _run_todo(
             raise _Stop(reason)
 
     stopped = None
+    backend.start()
     try:
         async with asyncio.TaskGroup() as group:
-            for _ in range(workers):
-                group.create_task(worker())
+            for index in range(workers):
+                group.create_task(worker(index))
     except* _Stop as stop:
         stopped = str(stop.exceptions[0])
     finally:
         log.close()
-        if executor is not None:
-            executor.shutdown(wait=False)
+        backend.stop()
     return stopped
 
 

@@ -18,6 +18,11 @@ from textenvs.evals.episode import EpisodeResult, run_episode
 
 ENV_NAMES = textenvs.names()
 
+# Ray's test clusters stay on loopback: on Linux Ray otherwise registers every node (and
+# connects its processes) under the machine's network address even when told 127.0.0.1.
+# Ray reads this when it is imported, so it is set before any test imports it.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 # Property tests: the default profile keeps the everyday run short and repeatable (the
 # same examples in every run and every xdist worker); `--hypothesis-profile thorough`
 # runs each property test with the example count written on it, random examples included.

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
 from textenvs.agents.base import (
@@ -35,7 +34,7 @@ from textenvs.agents.base import (
     EpisodeContext,
     EpisodeEnd,
 )
-from textenvs.agents.llm import faults
+from textenvs.agents.llm import endpoints, faults
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.history import (
     History,
@@ -351,11 +350,7 @@ class LLMAgent(Agent):
         for attempt in range(1, cfg.max_attempts + 1):
             record["attempts"] += 1
             try:
-                # A plain POST: `chat.completions.create` first walks every message
-                # against the SDK's TypedDicts (~3 ms of CPU a turn with history), and
-                # our messages are plain JSON already.
-                call = client.post("/chat/completions", body=request, cast_to=ChatCompletion)
-                return await asyncio.wait_for(call, cfg.total_timeout_s)
+                return await endpoints.complete(client, request, cfg)  # one or several URLs
             except Exception as exc:
                 fault = faults.classify(exc)
             text = self._redact(fault.message)

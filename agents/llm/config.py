@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from textenvs.core.redact import redact_data
 
 #: `--model local` (with no base URL) starts the embedded llama.cpp server (agents/llm/local.py)
 LOCAL_MODEL = "local"
+#: in a base URL, replaced where the agent runs by its node's address (see endpoints.py)
+NODE_IP = "{node_ip}"
+NODE_IP_ENV = "TEXTENVS_NODE_IP"
 #: prompt budget (tokens) when none is given: fits models with a 32k context and leaves
 #: room for the reply
 DEFAULT_PROMPT_BUDGET = 24_000
@@ -34,6 +37,9 @@ class LLMConfig(BaseModel):
     #: None: `OPENAI_BASE_URL` when set, else the OpenAI API (or the local server for
     #: model "local")
     base_url: str | None = None
+    #: several endpoints serving the model: least-loaded dispatch with fail-over
+    #: (agents/llm/endpoints.py); instead of `base_url`
+    base_urls: list[str] = Field(default_factory=list)
     #: the environment variable holding the API key
     api_key_env: str = "OPENAI_API_KEY"
 
@@ -78,6 +84,11 @@ class LLMConfig(BaseModel):
     #: longest one attempt may take in all
     total_timeout_s: float = Field(default=300.0, gt=0)
 
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _no_empty_url(cls, value: Any) -> Any:
+        return value or None
+
     @model_validator(mode="before")
     @classmethod
     def _history_implies_window(cls, data: Any) -> Any:
@@ -92,6 +103,8 @@ class LLMConfig(BaseModel):
             raise ValueError("model must not be empty")
         if not self.api_key_env.strip():
             raise ValueError("api_key_env must name an environment variable")
+        if self.base_url and self.base_urls:
+            raise ValueError("give base_url (one endpoint) or base_urls (several), not both")
         return self
 
     # ----- loading ------------------------------------------------------------------
@@ -120,7 +133,14 @@ class LLMConfig(BaseModel):
         return LOCAL_PROMPT_BUDGET if self.is_local else DEFAULT_PROMPT_BUDGET
 
     def resolved_base_url(self) -> str | None:
-        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        """The endpoint to call (the first of `base_urls`), `{node_ip}` filled in."""
+        url = self.configured_base_url()
+        return expand_node_ip(url) if url else None
+
+    def configured_base_url(self) -> str | None:
+        """`base_url`, else the first of `base_urls`, else `$OPENAI_BASE_URL`, as written."""
+        first = self.base_urls[0] if self.base_urls else None
+        return self.base_url or first or os.environ.get("OPENAI_BASE_URL") or None
 
     def api_key(self, *, required: bool) -> str:
         """The key from the environment. Servers that need none (vLLM, llama.cpp, Ollama)
@@ -139,9 +159,18 @@ class LLMConfig(BaseModel):
         """JSON-able settings for results files: no key, no credentials in URLs or in
         key-like `extra_body` fields."""
         data = self.model_dump(mode="json")
-        data["base_url"] = strip_credentials(self.resolved_base_url())
+        data["base_url"] = strip_credentials(self.configured_base_url())
+        data["base_urls"] = [strip_credentials(url) for url in self.base_urls]
+        if not self.base_urls:  # runs recorded before the field existed still resume
+            del data["base_urls"]
         data["extra_body"] = redact_data(data["extra_body"])  # e.g. {"api_key": "***"}
         return data
+
+
+def expand_node_ip(url: str) -> str:
+    """`url` with `{node_ip}` replaced by `$TEXTENVS_NODE_IP` (set on Ray actors to their
+    node's address), else 127.0.0.1."""
+    return url.replace(NODE_IP, os.environ.get(NODE_IP_ENV) or "127.0.0.1")
 
 
 def strip_credentials(url: str | None) -> str | None:

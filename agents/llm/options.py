@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from textenvs.agents.llm.config import DEFAULT_PROMPT_BUDGET, LOCAL_PROMPT_BUDGET, LLMConfig
@@ -46,7 +47,17 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--model", help="model name, or 'local' for the embedded model")
     g.add_argument(
-        "--base-url", metavar="URL", help="API base URL (default $OPENAI_BASE_URL, else OpenAI)"
+        "--base-url",
+        metavar="URL",
+        action="append",
+        help="API base URL (default $OPENAI_BASE_URL, else OpenAI); give it several times to "
+        "spread requests over several servers of the model (least loaded first, failing over "
+        "when one is down); '{node_ip}' in it is the address of the node the agent runs on",
+    )
+    g.add_argument(
+        "--base-urls",
+        metavar="FILE",
+        help="a file of base URLs, one a line ('#' starts a comment), used as several --base-url",
     )
     g.add_argument("--api-key-env", metavar="VAR", help="variable holding the API key")
     g.add_argument("--temperature", type=float, help="sampling temperature (server default)")
@@ -72,10 +83,26 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                    help="TOML file of LLM settings (flags override it)")  # fmt: skip
 
 
+def base_urls_from_args(args: argparse.Namespace) -> list[str]:
+    """Every --base-url, then the URLs of the --base-urls file."""
+    urls = list(getattr(args, "base_url", None) or [])
+    if getattr(args, "base_urls", None):
+        text = Path(args.base_urls).read_text(encoding="utf-8")
+        urls += [line.split("#")[0].strip() for line in text.splitlines()]
+    urls = [url for url in urls if url]
+    if getattr(args, "base_urls", None) and not urls:
+        raise ValueError(f"{args.base_urls} names no URL")
+    return urls
+
+
 def llm_config_from_args(args: argparse.Namespace) -> LLMConfig:
     """Settings from --agent-config (if any) overridden by the flags that were given."""
     overrides = {field: getattr(args, dest, None) for dest, field in _FIELDS.items()}
     try:
+        urls = base_urls_from_args(args)
+        if urls:  # given URLs replace both fields of an --agent-config file
+            overrides["base_url"] = urls[0] if len(urls) == 1 else ""
+            overrides["base_urls"] = urls if len(urls) > 1 else []
         if getattr(args, "agent_config", None):
             return LLMConfig.load(args.agent_config, **overrides)
         if not overrides["model"]:

@@ -36,7 +36,10 @@ def check(config: LLMConfig) -> str:
 
 
 async def preflight(config: LLMConfig) -> str:
-    """What was confirmed (one line), or `PreflightError`."""
+    """What was confirmed (one line), or `PreflightError`. With several endpoints
+    (`base_urls`) each is checked and one that answers is enough: the pool fails over."""
+    if config.base_urls:
+        return await _preflight_pool(config)
     base_url = config.resolved_base_url()
     if config.is_local:
         from textenvs.agents.llm import local
@@ -64,6 +67,20 @@ async def preflight(config: LLMConfig) -> str:
         return f"{where} answered model {config.model!r}"
     finally:
         await client.close()
+
+
+async def _preflight_pool(config: LLMConfig) -> str:
+    singles = [config.model_copy(update={"base_url": url, "base_urls": []})
+               for url in config.base_urls]  # fmt: skip
+    answers = await asyncio.gather(*(preflight(one) for one in singles), return_exceptions=True)
+    failed = [str(a) for a in answers if isinstance(a, PreflightError)]
+    for answer in answers:  # anything but a PreflightError is a bug: let it show
+        if isinstance(answer, BaseException) and not isinstance(answer, PreflightError):
+            raise answer
+    if len(failed) == len(answers):
+        raise PreflightError(f"none of the {len(answers)} endpoints answered; {failed[0]}")
+    line = f"{len(answers) - len(failed)} of {len(answers)} endpoints answered"
+    return line + (f"; not answering: {'; '.join(failed)}" if failed else "")
 
 
 async def _listed_models(client: openai.AsyncOpenAI, config: LLMConfig, where: str) -> list[str]:

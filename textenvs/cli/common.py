@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import secrets
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from textenvs.agents import AGENTS, Agent, make_agent
@@ -40,10 +42,16 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def agent_from_args(args: argparse.Namespace) -> Agent:
+def agent_factory(args: argparse.Namespace) -> Callable[[], Agent]:
+    """Builds fresh agents as the options say. Picklable (Ray actors build agents with it)
+    and settled here: an --agent-config file is read once, where the command runs."""
     if args.agent == "llm":
-        return make_agent("llm", config=llm_config_from_args(args))
-    return make_agent(args.agent)
+        return functools.partial(make_agent, "llm", config=llm_config_from_args(args))
+    return functools.partial(make_agent, args.agent)
+
+
+def agent_from_args(args: argparse.Namespace) -> Agent:
+    return agent_factory(args)()
 
 
 def fail(args: argparse.Namespace, message: str, code: int = EXIT_USAGE) -> SystemExit:
@@ -61,9 +69,11 @@ def preflight(args: argparse.Namespace, agent: Agent, scrub: Scrubber) -> None:
     from textenvs.agents.llm.preflight import PreflightError, check
 
     try:
-        check(config)
+        confirmed = check(config)
     except PreflightError as exc:
         raise fail(args, scrub.text(f"preflight: {exc}")) from None
+    if config.base_urls:  # which of the endpoints answered
+        print(scrub.text(f"note: preflight: {confirmed}"), file=sys.stderr, flush=True)
 
 
 def scrubber_for(args: argparse.Namespace, agent: Agent) -> Scrubber:
@@ -76,6 +86,7 @@ def scrubber_for(args: argparse.Namespace, agent: Agent) -> Scrubber:
     config = getattr(agent, "cfg", None)
     if isinstance(config, LLMConfig):
         found += secrets_in_url(config.resolved_base_url()) + secrets_in_data(config.extra_body)
+        found += [secret for url in config.base_urls for secret in secrets_in_url(url)]
         found.append(os.environ.get(config.api_key_env))
     return Scrubber(found)
 

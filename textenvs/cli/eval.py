@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,13 @@ from rich.progress import (
 from rich.table import Table
 
 import textenvs
-from textenvs.agents.llm.config import strip_credentials
+from textenvs.agents.llm.config import LLMConfig, strip_credentials
 from textenvs.cli.common import (
     EXIT_AGENT_ERRORS,
     EXIT_STOPPED,
     EXIT_USAGE,
     add_agent_options,
+    agent_factory,
     agent_from_args,
     env_option_argument,
     env_options_from_args,
@@ -61,6 +63,9 @@ EVAL_OPTIONS = frozenset(
         "price_per_1k_completion",
         "env_url",
         "trials",
+        "backend",
+        "ray_address",
+        "ray_actors",
     }
 )
 SECRET_WORDS = ("key", "secret", "token", "password", "auth")
@@ -136,6 +141,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     env_url_argument(p)
     p.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default="local",
+        help="where episodes are played: 'local' (this process, the default) or 'ray' (actors "
+        "on a Ray cluster; pip install 'textenvs[ray]'); this process writes DIR either way",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        default=None,
+        help="with --backend ray: the cluster's address, e.g. 10.0.0.1:6379 (default "
+        "$RAY_ADDRESS, else a cluster started on this machine, else a private local one)",
+    )
+    p.add_argument(
+        "--ray-actors",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="with --backend ray: episode actors (default one per cluster CPU, at most C); "
+        "the C episodes in flight are shared among them",
+    )
+    p.add_argument(
         "--price-per-1k-prompt",
         type=float,
         default=None,
@@ -199,6 +226,10 @@ def _eval(args: argparse.Namespace) -> int:
             textenvs.make(plan.envs[0]).reset(seed=0, options=plan.env_options)
         if args.retry_errors and not args.resume:
             raise ValueError("--retry-errors continues a run: add --resume")
+        if args.backend != "ray" and (args.ray_address or args.ray_actors):
+            raise ValueError("--ray-address and --ray-actors go with --backend ray")
+        if args.backend == "ray" and args.env_url:
+            raise ValueError("--backend ray plays local envs: drop --env-url")
     except ValueError as exc:
         _say(console, f"textenvs eval: error: {exc}")
         return EXIT_USAGE
@@ -233,7 +264,14 @@ def _eval(args: argparse.Namespace) -> int:
             _say(console, f"textenvs eval: error: {scrub.text(message)}")
             return EXIT_USAGE
         config["env_url"] = strip_credentials(args.env_url)
-    preflight(args, probe, scrub)
+    factory = agent_factory(args)
+    backend = None
+    if args.backend == "ray":
+        backend = _ray_backend(args, plan, factory, probe, console)
+        if backend is None:
+            return EXIT_USAGE
+    else:
+        preflight(args, probe, scrub)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -271,7 +309,7 @@ def _eval(args: argparse.Namespace) -> int:
                 runner.run_eval(
                     plan,
                     args.out,
-                    lambda: agent_from_args(args),
+                    factory,
                     config,
                     resume=args.resume,
                     retry_errors=args.retry_errors,
@@ -281,6 +319,7 @@ def _eval(args: argparse.Namespace) -> int:
                     on_episode=on_episode,
                     on_note=lambda text: console.print(f"note: {text}", markup=False),
                     make_env=make_env,
+                    backend=backend,
                 )
             )
     except RunDirError as exc:
@@ -294,11 +333,52 @@ def _eval(args: argparse.Namespace) -> int:
     finally:
         if make_env is not None:
             make_env.client.close()
+        if backend is not None:
+            backend.stop()
     out = Console()
     if not out.is_terminal:  # piped or logged: do not squeeze the table into 80 columns
         out = Console(width=120)
     out.print(results_table(summary, str(args.out)))
     return _verdict(args, summary, console)
+
+
+def _ray_backend(
+    args: argparse.Namespace,
+    plan: runner.EvalPlan,
+    factory: runner.AgentFactory,
+    probe: Any,
+    console: Console,
+) -> Any:
+    """The started Ray backend, its endpoint checked from every actor; None after telling
+    why it cannot be used."""
+    try:
+        from textenvs.evals.ray_backend import RayBackend, RayBackendError
+    except ImportError:
+        _say(console, "textenvs eval: error: --backend ray needs Ray: pip install 'textenvs[ray]'")
+        return None
+    from textenvs.agents.llm.preflight import PreflightError
+
+    config = getattr(probe, "cfg", None)
+    names = [config.api_key_env, "OPENAI_BASE_URL"] if isinstance(config, LLMConfig) else []
+    backend = RayBackend(
+        plan,
+        factory,
+        address=args.ray_address,
+        actors=args.ray_actors,
+        # the actors' processes were not started from this shell: send what the agent reads
+        env_vars={name: os.environ[name] for name in names if os.environ.get(name)},
+        on_note=lambda text: console.print(f"note: {text}", markup=False),
+    )
+    try:
+        backend.start()
+        if not args.no_preflight:
+            backend.preflight()
+    except (RayBackendError, PreflightError) as exc:
+        backend.stop()
+        what = "preflight: " if isinstance(exc, PreflightError) else ""
+        _say(console, f"textenvs eval: error: {what}{scrubber_for(args, probe).text(str(exc))}")
+        return None
+    return backend
 
 
 def _say(console: Console, text: str) -> None:
