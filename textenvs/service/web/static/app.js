@@ -6,6 +6,9 @@
 const $ = (id) => document.getElementById(id);
 const SAVED = "textenvs.play.session"; // the running episode, so a reload resumes it
 const HELP_WORDS = new Set(["help", "?", "rules"]);
+// A valid-command entry that is a command form (`north`, `excavate CELL`, `A north|south`):
+// its button fills the input with it, or with its first word when it takes arguments.
+const COMMAND_FORM = /^[A-Za-z][\w-]*( [\w|[\]-]+)*$/;
 
 const state = {
   token: sessionStorage.getItem("textenvs.play.token") || "",
@@ -222,26 +225,18 @@ function render(observation, info) {
   list.replaceChildren();
   for (const form of info.valid_commands || []) {
     const item = document.createElement("li");
-    const button = document.createElement("button");
-    button.type = "button";
-    button.className = "chip";
     const [head, ...rest] = form.split(" (");
-    button.textContent = head;
-    button.dataset.fill = fillText(head);
-    button.setAttribute("aria-label", "Use " + head);
-    item.append(button);
-    if (rest.length) item.append(" (" + rest.join(" ("));
+    if (COMMAND_FORM.test(head)) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "chip";
+      button.textContent = head;
+      button.dataset.fill = /[A-Z]{2,}|\bX\b|[|[]/.test(head) ? head.split(" ")[0] + " " : head;
+      button.setAttribute("aria-label", "Use " + head);
+      item.append(button, rest.length ? " (" + rest.join(" (") : "");
+    } else item.append(form); // a note on the grammar, not a command to fill in
     list.append(item);
   }
-}
-
-// What a valid-command button puts in the input: the command itself, or its first word
-// when it still needs arguments (`excavate CELL` -> `excavate `).
-function fillText(form) {
-  if (/[A-Z]{2,}|\bX\b|\||\[|;/.test(form) || /e\.g\./.test(form)) {
-    return form.split(" ")[0] + " ";
-  }
-  return form;
 }
 
 function formatNumber(value) {
@@ -273,7 +268,8 @@ async function sendCommand(event) {
     if (result.info.invalid_action) session.invalid += 1;
     input.value = "";
     render(result.observation, result.info);
-    $("game").scrollIntoView({ block: "start" }); // a new observation is read from its top
+    const game = $("game");
+    if (game.getBoundingClientRect().top < 0) game.scrollIntoView(); // read it from its top
     $("notice").textContent = result.info.invalid_action
       ? `Not read, turn wasted: ${result.info.error}`
       : result.reward ? `Reward ${result.reward > 0 ? "+" : ""}${formatNumber(result.reward)}.` : "";
