@@ -168,3 +168,48 @@ def test_small_screens_and_200_percent_zoom(
         page.screenshot(path=str(tmp_path / f"{label}.png"))
     finally:
         context.close()
+
+
+def test_a_token_protected_server_asks_for_the_token(browser: Any) -> None:
+    from textenvs.service.app import create_app
+    from textenvs.service.background import serve_in_thread
+
+    token = "page-token-0123456789"
+    with serve_in_thread(create_app(token=token)) as url:
+        context = browser.new_context()
+        page = context.new_page()
+        try:
+            page.goto(f"{url}/play/?env=em-anomaly&seed=2")
+            sync_api.expect(page.locator("#alert")).to_have_text(
+                "This server needs an access token."
+            )
+            page.fill("#token", "wrong-token-0123456789")
+            page.click("#start")
+            sync_api.expect(page.locator("#alert")).to_have_text("That token was not accepted.")
+            page.fill("#token", token)
+            page.click("#start")  # loads the scenarios with the token
+            sync_api.expect(page.locator("#env")).to_have_value("em-anomaly")
+            sync_api.expect(page.locator("#player-field")).to_be_hidden()  # not recording
+            page.click("#start")
+            sync_api.expect(page.locator("#game-title")).to_contain_text("seed 2")
+            send(page, "north", 1)
+        finally:
+            context.close()
+
+
+def test_a_finished_set_sends_the_player_back_to_choosing(page: Any, url: str) -> None:
+    for number, seed in enumerate(PILOT_SEEDS):
+        if number == 0:
+            assert start_set_episode(page, url, "treasure-hunt", "finisher") == seed
+        else:
+            page.click("#again")
+            sync_api.expect(page.locator("#game-title")).to_contain_text(f"seed {seed}")
+        for step in range(1, 31):
+            if page.locator("#end").is_visible():
+                break
+            send(page, "wait", step)
+        sync_api.expect(page.locator("#end")).to_be_visible()
+    page.click("#again")
+    sync_api.expect(page.locator("#alert")).to_contain_text("has played every seed of set")
+    sync_api.expect(page.locator("#setup")).to_be_visible()
+    sync_api.expect(page.locator("#progress")).to_contain_text("2 of 2 seeds of set pilot")

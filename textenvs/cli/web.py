@@ -8,9 +8,13 @@ import sys
 import time
 import webbrowser
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from textenvs.core import registry
+
+if TYPE_CHECKING:  # the service is imported only when it is used
+    from textenvs.service.web.record import HumanRecorder
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +38,7 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def recorder_from_args(args: argparse.Namespace):
+def recorder_from_args(args: argparse.Namespace) -> HumanRecorder | None:
     """The recorder the switches ask for (None without --record); a `ValueError` names
     what is wrong."""
     from textenvs.service.web.record import HumanRecorder, parse_baseline_set

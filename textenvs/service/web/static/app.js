@@ -183,6 +183,7 @@ async function openSession(body) {
     };
     showGame(created.observation, created.info, false);
   } catch (err) {
+    if (err.code === "set_complete" && old) changeScenario(); // back to choosing
     alertUser(err.message);
     if (err.status === 401) $("token-field").hidden = false;
   }
