@@ -7,6 +7,8 @@ re-ask an LLM agent gets). `help` shows the rules and the valid commands; `quit`
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -26,12 +28,37 @@ class HumanAgent(Agent):
     def _say(self, text: str) -> None:
         print(text, file=self._out, flush=True)
 
+    async def _read_line(self, prompt: str) -> str:
+        """`read(prompt)` in a daemon thread: Ctrl-C ends the game at once, where a pool
+        thread blocked in `input()` would hold the exit until Enter is pressed."""
+        loop = asyncio.get_running_loop()
+        line: asyncio.Future[str] = loop.create_future()
+
+        def deliver(text: str | None, error: BaseException | None) -> None:
+            if line.done():  # the game was cancelled meanwhile
+                return
+            if error is not None:
+                line.set_exception(error)
+            else:
+                line.set_result(text or "")
+
+        def read() -> None:
+            try:
+                text, error = self._read(prompt), None
+            except BaseException as exc:  # EOFError above all: the awaiting task raises it
+                text, error = None, exc
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+                loop.call_soon_threadsafe(deliver, text, error)
+
+        threading.Thread(target=read, name="textenvs-input", daemon=True).start()
+        return await line
+
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         self._say("\n" + observation)
         reasks = 0
         while True:
             try:
-                line = await asyncio.to_thread(self._read, "> ")
+                line = await self._read_line("> ")
             except EOFError:
                 return Decision("", outcome="quit", error="input ended")
             command = line.strip()

@@ -2,8 +2,8 @@
 
 1. Tokens per observation: every observation text of `--episodes` random and scripted
    episodes per scenario (median and max).
-2. Prompt size per decision of the `llm` agent: the real agent (`agents/llm`, default
-   settings: system prompt + the last K turns + the new observation) plays whole
+2. Prompt size per decision of the `llm` agent: the real agent (`agents/llm`, window
+   policy: system prompt + the last K turns + the new observation) plays whole
    episodes against the loopback OpenAI-compatible server of the test suite, which
    answers each request with a random well-formed command; every request's messages are
    counted. The prompt is bounded by the history window, so it stays flat however long
@@ -53,7 +53,8 @@ def llm_prompts(name: str, seed: int, count: Callable[[str], int]) -> list[int]:
     latest: dict[str, Any] = {}
     # The server thread answers with a command drawn for the turn being played.
     with OpenAIServer(default=lambda _request: text(env.random_command(latest, rng))) as server:
-        agent = LLMAgent(model="bench", base_url=server.base_url)
+        # the sliding window: its prompt size per decision is what this section shows
+        agent = LLMAgent(model="bench", base_url=server.base_url, history_policy="window")
 
         async def play() -> None:
             observation, info = env.reset(seed=seed)

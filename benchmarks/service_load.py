@@ -59,7 +59,12 @@ def _post(path: str, body: bytes) -> bytes:
 
 
 async def _client(
-    i: int, host: str, port: int, stop_at: float, samples: list[tuple[float, float]]
+    i: int,
+    host: str,
+    port: int,
+    measure_from: float,
+    stop_at: float,
+    samples: list[tuple[float, float]],
 ) -> int:
     """One client: its own connection and session. Returns the requests it made."""
     reader, writer = await asyncio.open_connection(host, port)
@@ -72,7 +77,10 @@ async def _client(
     steps = [_post(f"/v1/sessions/{sid}/step", b'{"command":"' + c + b'"}') for c in COMMANDS]
     reset = _post(f"/v1/sessions/{sid}/reset", b"{}")
     requests, n = 1, i
-    while (now := time.perf_counter()) < stop_at:
+    # Until the end, and at least one step after the warm-up: on a loaded machine a client
+    # may connect late, and an empty window has no percentiles.
+    measured = False
+    while (now := time.perf_counter()) < stop_at or not measured:
         n += 1
         status, data = await _exchange(reader, writer, steps[n % len(steps)])
         done = time.perf_counter()
@@ -80,6 +88,7 @@ async def _client(
         if status != 200:
             raise RuntimeError(f"step failed: {status} {data[:200]!r}")
         samples.append((done, done - now))
+        measured = measured or done >= measure_from
         if b'"terminated":true' in data or b'"truncated":true' in data:
             status, data = await _exchange(reader, writer, reset)
             requests += 1
@@ -91,14 +100,15 @@ async def _client(
 
 async def _load(host: str, port: int, clients: int, duration: float, warmup: float) -> dict:
     start = time.perf_counter()
+    measure_from, stop_at = start + warmup, start + warmup + duration
     samples: list[tuple[float, float]] = []
     counts = await asyncio.gather(
-        *(_client(i, host, port, start + warmup + duration, samples) for i in range(clients))
+        *(_client(i, host, port, measure_from, stop_at, samples) for i in range(clients))
     )
-    window = [lat for end, lat in samples if end >= start + warmup]
-    window.sort()
+    window = sorted(lat for end, lat in samples if end >= measure_from)
+    elapsed = max(duration, max(end for end, _ in samples) - measure_from)
     return {
-        "steps_per_s": len(window) / duration,
+        "steps_per_s": len(window) / elapsed,
         "p50_ms": 1000 * window[len(window) // 2],
         "p99_ms": 1000 * window[min(len(window) - 1, int(len(window) * 0.99))],
         "requests": sum(counts),

@@ -172,7 +172,16 @@ def summarize(records: Iterable[Record], prices: dict[str, float] | None = None)
         "cost_per_episode": sum(costs) / n if costs and n else None,
         "mean_latency_s": mean([float(r.get("latency_s", 0.0)) for r in records]),
         "skills": aggregate(next(iter(envs)), scored) if one_env else {},
+        "cacheable_share": cacheable_share(records),
     }
+
+
+def cacheable_share(records: Iterable[Record]) -> float | None:
+    """Share of the prompt characters sent that repeat the start of the episode's previous
+    request (what a server's prefix cache can reuse); None without llm-agent prompts."""
+    caches = [r["prompt_cache"] for r in records if r.get("prompt_cache")]
+    sent = sum(int(c["prompt_chars"]) for c in caches)
+    return sum(int(c["prefix_chars"]) for c in caches) / sent if sent else None
 
 
 def summarize_by_env(

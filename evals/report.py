@@ -167,7 +167,8 @@ RUN_HEAD = ["run", "directory", "agent", "episodes", "seeds", "episodes/seed", "
 SCORE_HEAD = ["env", "run", "headline metric", "result", "random", "scripted", "ceiling",
               "normalised"]  # fmt: skip
 SUMMARY_HEAD = ["env", "run", "episodes", "successes", "success", "95% CI", "return ± se",
-                "steps", "invalid", "agent errors", "tokens/ep", "cost/ep"]  # fmt: skip
+                "steps", "invalid", "agent errors", "tokens/ep", "prompt/ep (cached)",
+                "cacheable", "cost/ep"]  # fmt: skip
 PASS_HEAD = ["env", "run", "k", "pass@k", "pass^k"]
 COMPARE_HEAD = ["env", "run vs baseline", "pairs", "success (base → run)", "Δ success",
                 "only base / only run", "McNemar p", "Δ return ± se", "sign-test p"]  # fmt: skip
@@ -223,6 +224,7 @@ def score_rows(report: Report) -> list[list[str]]:
 
 
 def summary_row(s: Record) -> list[str]:
+    n = max(1, s["episodes"])
     cost = NA if s["cost_per_episode"] is None else f"${s['cost_per_episode']:.4f}"
     return [
         str(s["episodes"]),
@@ -234,6 +236,8 @@ def summary_row(s: Record) -> list[str]:
         pct(s["invalid_action_rate"]),
         str(s["agent_errors"]),
         f"{s['tokens_per_episode']:.0f}",
+        f"{s['tokens'].get('prompt', 0) / n:.0f} ({s['tokens'].get('cached', 0) / n:.0f})",
+        pct(s.get("cacheable_share")),
         cost,
     ]
 

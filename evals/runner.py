@@ -26,8 +26,10 @@ from typing import Any
 import textenvs
 from textenvs.agents.base import Agent, Decision, EpisodeContext
 from textenvs.core.env import TextEnv
+from textenvs.core.redact import redact_data
 from textenvs.evals import store
 from textenvs.evals.episode import AGENT_ERROR, EpisodeResult, run_episode
+from textenvs.evals.failures import CRASHED, FailFast
 from textenvs.evals.metrics import Key, Record, key_of, summarize_by_env
 from textenvs.evals.skills import measure
 
@@ -53,7 +55,13 @@ def resolve_envs(spec: str) -> list[str]:
     """`"all"` (every registered scenario, at run time) or a comma list of names."""
     if spec.strip().lower() == "all":
         return textenvs.names()
-    return [textenvs.get(name).name for name in spec.split(",") if name.strip()]
+    names = [textenvs.get(name.strip()).name for name in spec.split(",") if name.strip()]
+    if not names:
+        raise ValueError("--env needs a scenario name, a comma list, or 'all'")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"--env names {', '.join(twice)} more than once")
+    return names
 
 
 @dataclass
@@ -109,6 +117,9 @@ def episode_record(result: EpisodeResult, key: Key, model: str | None, trajector
     prompt = int(usage.get("prompt_tokens", usage.get("prompt", 0)))
     completion = int(usage.get("completion_tokens", usage.get("completion", 0)))
     total = int(usage.get("total_tokens", usage.get("total", prompt + completion)))
+    cached = int(usage.get("cached_tokens", 0))
+    # the llm agent's prompts: characters sent, and those repeating the previous request
+    chars = {key: int(usage.get(key, 0)) for key in ("prompt_chars", "prefix_chars")}
     return {
         "env": key[0],
         "seed": key[1],
@@ -121,7 +132,8 @@ def episode_record(result: EpisodeResult, key: Key, model: str | None, trajector
         "steps": result.steps,
         "invalid_actions": result.invalid_actions,
         "reasks": result.reasks,
-        "tokens": {"prompt": prompt, "completion": completion, "total": total},
+        "tokens": {"prompt": prompt, "completion": completion, "total": total, "cached": cached},
+        **({"prompt_cache": chars} if chars["prompt_chars"] else {}),
         "latency_s": round(result.latency_s, 4),
         "wall_s": round(result.wall_s, 4),
         "error": result.error,
@@ -193,12 +205,23 @@ async def _play(
             max_invalid=plan.max_invalid,
         )
     except Exception as exc:
-        name = agent.name if agent is not None else "?"
-        error = f"episode crashed: {type(exc).__name__}: {exc}"
-        return EpisodeResult(env=key[0], seed=key[1], agent=name, outcome=AGENT_ERROR, error=error)
+        return _crashed(key, agent.name if agent is not None else "?", exc)
     finally:
         if agent is not None:
             await agent.aclose()
+
+
+def _crashed(key: Key, agent: str, exc: Exception, doing: str = "") -> EpisodeResult:
+    error = f"{CRASHED}{doing}{type(exc).__name__}: {exc}"
+    return EpisodeResult(env=key[0], seed=key[1], agent=agent, outcome=AGENT_ERROR, error=error)
+
+
+class _Stop(Exception):
+    """Raised by a worker when the fail-fast policy ends the run."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 async def run_eval(
@@ -208,17 +231,52 @@ async def run_eval(
     config: dict[str, Any],
     *,
     resume: bool = False,
+    retry_errors: bool = False,
+    fail_fast: FailFast | None = None,
+    scrub: Callable[[Any], Any] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_episode: Progress | None = None,
+    on_note: Callable[[str], None] | None = None,
     make_env: EnvFactory | None = None,
 ) -> dict[str, Any]:
-    """Run every planned episode not yet in `run_dir`; returns the written summary.
+    """Run every planned episode not yet in `run_dir`; returns the written summary, whose
+    `stopped` names why `fail_fast` ended the run early (None when it did not).
 
-    `on_start(total, already_done)` is called once, `on_episode(record)` per episode.
+    Holds the run directory's lock throughout (`store.RunDirError` when another process
+    has it). `retry_errors` (with `resume`) plays the recorded agent errors again.
+    `scrub` masks secrets in everything written (config, episode lines, trajectories);
+    credentials are always masked structurally in the config.
+    `on_start(total, already_done)` is called once, `on_episode(record)` per episode,
+    `on_note(text)` for things worth telling (a lock taken over from a killed run).
     `make_env(name)` builds a blocking env to play instead of the local one (e.g.
     `textenvs.service.client.remote_env_factory(url)`); its steps run in threads.
     """
-    done = store.prepare(run_dir, config, resume=resume)
+    scrub = scrub or (lambda value: value)
+    config = scrub(redact_data(config))
+    with store.RunLock(run_dir) as lock:
+        if lock.previous_holder and on_note is not None:
+            pid = lock.previous_holder.get("pid", "?")
+            on_note(f"took over the lock of an earlier run that did not finish (pid {pid})")
+        done = store.prepare(run_dir, config, resume=resume, retry_errors=retry_errors)
+        stopped = await _run_todo(
+            plan, run_dir, factory, config, done, fail_fast, scrub, on_start, on_episode, make_env
+        )
+        return write_summary(run_dir, config, stopped=stopped)
+
+
+async def _run_todo(
+    plan: EvalPlan,
+    run_dir: Path,
+    factory: AgentFactory,
+    config: dict[str, Any],
+    done: set[Key],
+    fail_fast: FailFast | None,
+    scrub: Callable[[Any], Any],
+    on_start: Callable[[int, int], None] | None,
+    on_episode: Progress | None,
+    make_env: EnvFactory | None,
+) -> str | None:
+    """Play the planned episodes not in `done`; the fail-fast reason if it stopped them."""
     todo = [key for key in plan.planned() if key not in done]
     if on_start is not None:
         on_start(len(plan.planned()), len(plan.planned()) - len(todo))
@@ -239,8 +297,12 @@ async def run_eval(
         try:
             for key in queue:  # a shared iterator: each key goes to exactly one worker
                 if key[0] not in envs:
-                    envs[key[0]] = await open_env(key[0])
-                await play(envs[key[0]], key)
+                    try:
+                        envs[key[0]] = await open_env(key[0])
+                    except Exception as exc:  # e.g. a lost service: this episode fails
+                        await record(key, _crashed(key, "?", exc, "cannot open the env: "))
+                        continue
+                await record(key, await _play(envs[key[0]], factory, key, plan))
         finally:
             for env in envs.values():  # a remote env deletes its session (an HTTP call)
                 with contextlib.suppress(Exception):
@@ -249,36 +311,44 @@ async def run_eval(
                     else:
                         env.close()
 
-    async def play(env: Any, key: Key) -> None:
-        result = await _play(env, factory, key, plan)
-        data = {"key": list(key), "model": model, **result.to_dict()}
+    async def record(key: Key, result: EpisodeResult) -> None:
+        data = scrub({"key": list(key), "model": model, **result.to_dict()})
         rel = await asyncio.to_thread(store.write_trajectory, run_dir, key, data)
-        record = episode_record(result, key, model, rel)
-        log.append(record)  # in the loop thread: lines never interleave
+        line = scrub(episode_record(result, key, model, rel))
+        log.append(line)  # in the loop thread: lines never interleave
         await asyncio.to_thread(log.sync)  # fsyncs overlap with other episodes
         if on_episode is not None:
-            on_episode(record)
+            on_episode(line)
+        reason = fail_fast.observe(line) if fail_fast is not None else None
+        if reason is not None:
+            raise _Stop(reason)
 
+    stopped = None
     try:
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
                 group.create_task(worker())
+    except* _Stop as stop:
+        stopped = str(stop.exceptions[0])
     finally:
         log.close()
         if executor is not None:
             executor.shutdown(wait=False)
-    return write_summary(run_dir, config)
+    return stopped
 
 
-def write_summary(run_dir: Path, config: dict[str, Any]) -> dict[str, Any]:
+def write_summary(
+    run_dir: Path, config: dict[str, Any], *, stopped: str | None = None
+) -> dict[str, Any]:
     """Recompute `summary.json` from every recorded episode and write it atomically."""
     records = store.read_episodes(run_dir)
-    planned = len(config["envs"]) * len(config["seed_list"]) * config["episodes_per_seed"]
+    planned = store.planned_keys(config)
     summary = {
         "agent": config["agent"],
-        "planned_episodes": planned,
+        "planned_episodes": len(planned),
         "recorded_episodes": len(records),
-        "complete": len({key_of(r) for r in records}) >= planned,
+        "complete": planned <= {key_of(r) for r in records},
+        "stopped": stopped,
         "by_env": summarize_by_env(records, config.get("prices")),
     }
     store.write_json_atomic(run_dir / store.SUMMARY, summary)

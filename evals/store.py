@@ -6,6 +6,8 @@ DIR/episodes.jsonl       one JSON line per finished episode, appended + flushed 
 DIR/trajectories/<env>-<seed>-<episode>.json   every turn of that episode
 DIR/summary.json         per-env statistics (written atomically)
 DIR/transcripts/*.html   readable transcripts (written by `textenvs report`)
+DIR/dropped.jsonl        lines a resume took out of episodes.jsonl (retried errors, duplicates)
+DIR/.lock                the advisory lock of the process writing the run
 ```
 
 A line reaches `episodes.jsonl` only after its trajectory file is in place, so every
@@ -17,15 +19,26 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from textenvs.agents.base import AGENT_ERROR
 from textenvs.evals.metrics import Key, Record, key_of
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: runs are not locked
+    fcntl = None  # type: ignore[assignment]
 
 CONFIG = "config.json"
 EPISODES = "episodes.jsonl"
 SUMMARY = "summary.json"
+DROPPED = "dropped.jsonl"
+LOCK = ".lock"
 TRAJECTORIES = "trajectories"
 TRANSCRIPTS = "transcripts"
 
@@ -89,11 +102,35 @@ def config_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return sorted(k for k in a.keys() | b.keys() if a.get(k, object()) != b.get(k, object()))
 
 
+# What every run's config.json holds (a report or a resume needs them).
+REQUIRED_CONFIG_KEYS = ("envs", "seed_list", "episodes_per_seed", "agent")
+
+
 def read_config(run_dir: Path) -> dict[str, Any] | None:
+    """The run's configuration, None when there is none; `RunDirError` when unreadable."""
     path = run_dir / CONFIG
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunDirError(f"{path} cannot be read ({exc})") from None
+    missing = [k for k in REQUIRED_CONFIG_KEYS if not isinstance(config, dict) or k not in config]
+    if missing:
+        raise RunDirError(
+            f"{path} is not a textenvs run configuration (missing: {', '.join(missing)})"
+        )
+    return config
+
+
+def planned_keys(config: dict[str, Any]) -> set[Key]:
+    """Every (env, seed, episode) the run in `config` plays."""
+    return {
+        (env, seed, k)
+        for env in config["envs"]
+        for seed in config["seed_list"]
+        for k in range(config["episodes_per_seed"])
+    }
 
 
 def read_episodes(run_dir: Path, *, repair: bool = False) -> list[Record]:
@@ -130,7 +167,7 @@ class EpisodeLog:
 
     def append(self, record: Record) -> None:
         # One write call per line: a kill leaves either the whole line or a torn tail.
-        self._file.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
+        self._file.write(_line(record))
         self._file.flush()
 
     def sync(self) -> None:
@@ -140,13 +177,96 @@ class EpisodeLog:
         self._file.close()
 
 
-def prepare(run_dir: Path, config: dict[str, Any], *, resume: bool) -> set[Key]:
+class RunLock:
+    """One writer per run directory: an advisory `flock` on `DIR/.lock`, held for the
+    whole run. The kernel drops the lock when its holder exits, however it dies, so a lock
+    left by a killed process is simply taken over; the file's text (pid, host, start time)
+    names the holder for the error message and is emptied on a clean release."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOCK
+        self._file: Any = None
+        #: who held the lock before us without releasing it (a killed run), if anyone
+        self.previous_holder: dict[str, Any] | None = None
+
+    def acquire(self) -> None:
+        _make_run_dir(self.path.parent)
+        try:
+            self._file = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 (held for the run)
+        except OSError as exc:
+            raise _unwritable(self.path.parent, exc) from None
+        if fcntl is None:
+            return
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(self._file)
+            self._file.close()
+            who = f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}" if holder else "?"
+            since = f", since {holder['started_at']}" if holder.get("started_at") else ""
+            raise RunDirError(
+                f"{self.path.parent} is in use by another textenvs run ({who}{since}); "
+                "wait for it to finish (or stop it) first"
+            ) from None
+        self.previous_holder = _holder(self._file) or None
+        self._file.seek(0)
+        self._file.truncate()
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        self._file.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                     "started_at": started}))  # fmt: skip
+        self._file.flush()
+
+    def release(self) -> None:
+        if self._file is None:
+            return
+        self._file.seek(0)
+        self._file.truncate()  # an empty lock file: released cleanly
+        self._file.close()  # closing drops the flock
+        self._file = None
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _holder(file: Any) -> dict[str, Any]:
+    file.seek(0)
+    try:
+        data = json.loads(file.read() or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _make_run_dir(run_dir: Path) -> None:
+    """`run_dir` created if needed; a clear `RunDirError` when it cannot be."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"{run_dir} is a file, not a run directory: choose another --out")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(run_dir, exc) from None
+
+
+def _unwritable(run_dir: Path, exc: OSError) -> RunDirError:
+    return RunDirError(f"cannot write the run directory {run_dir}: {exc.strerror or exc}")
+
+
+def prepare(
+    run_dir: Path, config: dict[str, Any], *, resume: bool, retry_errors: bool = False
+) -> set[Key]:
     """Make `run_dir` ready for `config`; returns the keys already done (when resuming).
+    Call it holding the `RunLock`.
 
     Refuses to mix runs: a resume whose config differs names the differing keys, and a
-    fresh run refuses a directory that already holds episodes.
+    fresh run refuses a directory that already holds episodes. A resume keeps one line
+    per (env, seed, episode); with `retry_errors` it also takes out the agent errors, so
+    they are played again.
     """
-    run_dir.mkdir(parents=True, exist_ok=True)
+    _make_run_dir(run_dir)
     old = read_config(run_dir)
     done: set[Key] = set()
     if resume:
@@ -158,7 +278,9 @@ def prepare(run_dir: Path, config: dict[str, Any], *, resume: bool) -> set[Key]:
                     + ", ".join(diff)
                     + ". Use a new --out directory (or rerun with the original options)."
                 )
-        done = {key_of(r) for r in read_episodes(run_dir, repair=True)}
+        records = read_episodes(run_dir, repair=True)
+        kept = _compact(run_dir, records, _is_error if retry_errors else lambda r: False)
+        done = {key_of(r) for r in kept}
     elif old is not None or read_episodes(run_dir):
         raise RunDirError(
             f"{run_dir} already holds a run; pass --resume to continue it or choose a new --out"
@@ -169,6 +291,35 @@ def prepare(run_dir: Path, config: dict[str, Any], *, resume: bool) -> set[Key]:
     if old is None or not resume:
         write_json_atomic(run_dir / CONFIG, config)
     return done
+
+
+def _compact(run_dir: Path, records: list[Record], drop: Callable[[Record], bool]) -> list[Record]:
+    """Keep one record per key (a scored one over an agent error) and none that `drop`
+    picks; the rest move to `dropped.jsonl` and `episodes.jsonl` is rewritten atomically."""
+    chosen: dict[Key, int] = {}
+    for i, record in enumerate(records):
+        first = chosen.setdefault(key_of(record), i)
+        if _is_error(records[first]) and not _is_error(record):
+            chosen[key_of(record)] = i
+    keep = {i for i in chosen.values() if not drop(records[i])}
+    if len(keep) == len(records):
+        return records
+    kept = [r for i, r in enumerate(records) if i in keep]
+    dropped = [r for i, r in enumerate(records) if i not in keep]
+    with open(run_dir / DROPPED, "ab") as f:
+        f.write(b"".join(_line(r) for r in dropped))
+        f.flush()
+        os.fsync(f.fileno())
+    write_atomic(run_dir / EPISODES, "".join(_line(r).decode() for r in kept))
+    return kept
+
+
+def _is_error(record: Record) -> bool:
+    return record.get("outcome") == AGENT_ERROR
+
+
+def _line(record: Record) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"
 
 
 def write_trajectory(run_dir: Path, key: Key, data: dict[str, Any]) -> str:

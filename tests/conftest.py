@@ -10,12 +10,43 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 import textenvs
 from textenvs.agents import make_agent
 from textenvs.evals.episode import EpisodeResult, run_episode
 
 ENV_NAMES = textenvs.names()
+
+# Property tests: the default profile keeps the everyday run short and repeatable (the
+# same examples in every run and every xdist worker); `--hypothesis-profile thorough`
+# runs each property test with the example count written on it, random examples included.
+FAST_EXAMPLES = 25
+settings.register_profile("default", max_examples=FAST_EXAMPLES, deadline=None, derandomize=True)
+settings.register_profile("thorough", deadline=None)
+settings.load_profile("default")
+
+
+def is_thorough(config: pytest.Config) -> bool:
+    return config.getoption("hypothesis_profile", None) not in (None, "default")
+
+
+@pytest.fixture
+def thorough(request: pytest.FixtureRequest) -> bool:
+    """True under `--hypothesis-profile thorough`: property runs at full size."""
+    return is_thorough(request.config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the default profile, cap the example counts that tests set themselves."""
+    if is_thorough(config):
+        return
+    for item in items:
+        test = getattr(item, "obj", None)
+        own = getattr(test, "_hypothesis_internal_use_settings", None)  # set by @settings
+        if isinstance(own, settings) and own.max_examples > FAST_EXAMPLES:
+            capped = settings(own, max_examples=FAST_EXAMPLES, derandomize=True)
+            test._hypothesis_internal_use_settings = capped  # type: ignore[union-attr]
 
 
 def play(env_name: str, agent_name: str, seed: int, **options: Any) -> EpisodeResult:

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from benchmarks import env_breakdown, env_throughput, observation_tokens
+from benchmarks import env_breakdown, env_throughput, observation_tokens, prompt_cache
 
 
 def _run(main: object, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,3 +52,15 @@ def test_token_counting_matches_o200k_when_available() -> None:
         assert count("hello world") == 2
     assert count("") == 0
     assert chat_tokens([{"role": "user", "content": ""}], count) == 6
+
+
+def test_prompt_cache_compares_the_policies_on_the_loopback_server(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--seeds", "1", "--loopback-scenarios", "treasure-hunt", "--loopback-budget", "2000"]
+    _run(prompt_cache.main, argv, monkeypatch)
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if "full-length" in line]
+    assert [row[2] for row in rows] == ["old", "new"]
+    assert all(row[-5] == "30.0" for row in rows)  # whole episodes of the step budget
+    old, new = (float(row[-4].rstrip("%")) for row in rows)
+    assert new > old

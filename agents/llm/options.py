@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from textenvs.agents.llm.config import LLMConfig
+from textenvs.agents.llm.config import DEFAULT_PROMPT_BUDGET, LOCAL_PROMPT_BUDGET, LLMConfig
 
 # CLI flag dest -> LLMConfig field
 _FIELDS = {
@@ -18,6 +18,8 @@ _FIELDS = {
     "llm_seed": "seed",
     "action_mode": "action_mode",
     "history": "history",
+    "history_policy": "history_policy",
+    "prompt_budget": "prompt_budget",
     "reasks": "reasks",
     "reasoning_effort": "reasoning_effort",
     "extra_body": "extra_body",
@@ -53,7 +55,15 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                    help="sampling seed sent to the server")  # fmt: skip
     g.add_argument("--action-mode", choices=["text", "tools"],
                    help="free-text commands (default) or function calling")  # fmt: skip
-    g.add_argument("--history", type=int, metavar="K", help="past turns kept (default 8)")
+    g.add_argument("--history-policy", choices=["append", "window"],
+                   help="append (default): each prompt extends the previous one until "
+                   "--prompt-budget, then one large cut, so servers can reuse their cache; "
+                   "window: the last --history turns")  # fmt: skip
+    g.add_argument("--prompt-budget", type=int, metavar="TOKENS",
+                   help=f"most tokens a prompt may have (default {DEFAULT_PROMPT_BUDGET}; "
+                   f"{LOCAL_PROMPT_BUDGET} for the embedded model)")  # fmt: skip
+    g.add_argument("--history", type=int, metavar="K",
+                   help="past turns kept by the window policy (8); alone, selects it")  # fmt: skip
     g.add_argument("--reasks", type=int, metavar="N", help="re-asks per unreadable reply (1)")
     g.add_argument("--reasoning-effort", metavar="LEVEL", help="e.g. low, medium, high")
     g.add_argument("--extra-body", type=_json_object, metavar="JSON",

@@ -27,7 +27,7 @@ def test_run_prints_the_transcript_live(
 ) -> None:
     server.script(text("Action: east"))
     code = main(
-        ["run", "treasure-hunt", "--seed", "1", "--agent", "llm", "--model", "m",
+        ["run", "treasure-hunt", "--seed", "1", "--agent", "llm", "--model", "test-model",
          "--base-url", server.base_url, "--history", "2", "--extra-body", '{"top_k": 5}']
     )  # fmt: skip
     out = capsys.readouterr().out
@@ -35,7 +35,8 @@ def test_run_prints_the_transcript_live(
     assert "agent llm" in out and "\n> east\n" in out and "\n> wait\n" in out
     assert "Outcome: timeout" in out
     assert len(server.requests) == textenvs.make("treasure-hunt").max_steps
-    assert all(r.body["top_k"] == 5 and r.body["model"] == "m" for r in server.requests)
+    # the preflight found the model in the models list: every request is a turn
+    assert all(r.body["top_k"] == 5 and r.body["model"] == "test-model" for r in server.requests)
     assert max(len(r.messages) for r in server.requests) == 1 + 2 * 2 + 1
     assert KEY not in out
 
@@ -52,7 +53,7 @@ def test_agent_config_file_with_flag_overrides(server: OpenAIServer, tmp_path: P
          "--temperature", "0"]
     )  # fmt: skip
     assert code == 0
-    body = server.requests[0].body
+    body = server.requests[-1].body  # the first is the preflight's (model not listed)
     assert (body["model"], body["temperature"], body["max_tokens"], body["min_p"]) == (
         "from-file", 0.0, 32, 0.1,
     )  # fmt: skip

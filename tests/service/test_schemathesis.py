@@ -18,9 +18,11 @@ from textenvs.service.background import serve_in_thread
 schemathesis = pytest.importorskip("schemathesis")
 
 EXAMPLES_PER_OPERATION = 15  # x 2 modes x ~9 operations: about 270 requests
+FAST_EXAMPLES_PER_OPERATION = 4  # the default (not thorough) profile: about 70 requests
 
 
-def test_no_server_errors_on_generated_requests() -> None:
+def test_no_server_errors_on_generated_requests(thorough: bool) -> None:
+    examples = EXAMPLES_PER_OPERATION if thorough else FAST_EXAMPLES_PER_OPERATION
     with serve_in_thread(create_app(max_sessions=50, idle_timeout=60)) as url:
         schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
         operations = [result.ok() for result in schema.get_all_operations()]
@@ -31,7 +33,7 @@ def test_no_server_errors_on_generated_requests() -> None:
 
             @given(case=operation.as_strategy(mode))
             @settings(
-                max_examples=EXAMPLES_PER_OPERATION,
+                max_examples=examples,
                 deadline=None,
                 derandomize=True,
                 suppress_health_check=list(HealthCheck),

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import sys
 from typing import Any
 
 from textenvs.agents import AGENTS, Agent, make_agent
+from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.options import add_llm_options, llm_config_from_args
+from textenvs.core.redact import Scrubber, secrets_in_data, secrets_in_url
 from textenvs.evals.episode import EpisodeResult, Turn
+
+# Exit codes of `run` and `eval` beyond 0 (done) and 1 (incomplete).
+EXIT_USAGE = 2  # a bad option, an unusable --out, a failed preflight
+EXIT_AGENT_ERRORS = 3  # finished, but some episodes ended in agent errors
+EXIT_STOPPED = 4  # stopped early: the fail-fast checks saw a run that cannot succeed
 
 
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
@@ -22,6 +30,12 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         "heuristic, reads only the observation), 'llm' (an OpenAI-compatible model)",
     )
     add_llm_options(parser)
+    parser.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="with --agent llm: skip the check of the endpoint, key and model (one models "
+        "list or one 1-token completion) that runs before any episode",
+    )
 
 
 def agent_from_args(args: argparse.Namespace) -> Agent:
@@ -30,24 +44,60 @@ def agent_from_args(args: argparse.Namespace) -> Agent:
     return make_agent(args.agent)
 
 
+def fail(args: argparse.Namespace, message: str, code: int = EXIT_USAGE) -> SystemExit:
+    """Print `textenvs CMD: error: message` on stderr; raise the result to exit."""
+    print(f"textenvs {args.command}: error: {message}", file=sys.stderr, flush=True)
+    return SystemExit(code)
+
+
+def preflight(args: argparse.Namespace, agent: Agent, scrub: Scrubber) -> None:
+    """For an LLM agent, check the endpoint, key and model once (unless --no-preflight);
+    a failure exits at once with one line."""
+    config = getattr(agent, "cfg", None)
+    if args.no_preflight or not isinstance(config, LLMConfig):
+        return
+    from textenvs.agents.llm.preflight import PreflightError, check
+
+    try:
+        check(config)
+    except PreflightError as exc:
+        raise fail(args, scrub.text(f"preflight: {exc}")) from None
+
+
+def scrubber_for(args: argparse.Namespace, agent: Agent) -> Scrubber:
+    """The secrets this command knows of: credentials in --env-url, the service token and,
+    for an LLM agent, the API key, credentials in its base URL and key-like --extra-body
+    fields."""
+    from textenvs.service.client import TOKEN_ENV
+
+    found = [*secrets_in_url(getattr(args, "env_url", None)), os.environ.get(TOKEN_ENV)]
+    config = getattr(agent, "cfg", None)
+    if isinstance(config, LLMConfig):
+        found += secrets_in_url(config.resolved_base_url()) + secrets_in_data(config.extra_body)
+        found.append(os.environ.get(config.api_key_env))
+    return Scrubber(found)
+
+
 def seed_from_args(seed: int | None) -> int:
     """The given seed, or a fresh one (printed, so the episode can be replayed)."""
     return seed if seed is not None else secrets.randbelow(2**31)
 
 
-def print_turn(turn: Turn) -> None:
+def print_turn(turn: Turn, scrub: Scrubber | None = None) -> None:
     """The observation the agent saw, then its command (and any reward it earned)."""
     print()
     print(turn.observation)
     reward = f"   [reward {turn.reward:+g}]" if turn.reward else ""
-    print(f"\n> {turn.command}{reward}", flush=True)
+    command = scrub.text(turn.command) if scrub is not None else turn.command
+    print(f"\n> {command}{reward}", flush=True)
 
 
-def print_outcome(result: EpisodeResult) -> None:
+def print_outcome(result: EpisodeResult, scrub: Scrubber | None = None) -> None:
+    error = scrub.text(result.error) if scrub is not None and result.error else result.error
     print(
         f"\nOutcome: {result.outcome} | return {result.total_reward:g} | "
         f"steps {result.steps} | invalid commands {result.invalid_actions}"
-        + (f" | error: {result.error}" if result.error else "")
+        + (f" | error: {error}" if error else "")
     )
 
 
@@ -95,15 +145,25 @@ def checked_env_options(args: argparse.Namespace, env: Any, seed: int) -> dict[s
         if options:
             env.reset(seed=seed, options=options)
     except ValueError as exc:
-        print(f"textenvs {args.command}: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise fail(args, str(exc)) from None
     return options or None
+
+
+def non_negative(text: str) -> int:
+    """argparse type: an integer >= 0 (seeds, counts where 0 means "never")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
 
 
 def seed_argument(parser: argparse.ArgumentParser, **kwargs: Any) -> None:
     parser.add_argument(
         "--seed",
-        type=int,
+        type=non_negative,
         default=None,
         help="episode seed (same seed, same episode); random and printed when omitted",
         **kwargs,

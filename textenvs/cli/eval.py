@@ -21,14 +21,22 @@ from rich.table import Table
 import textenvs
 from textenvs.agents.llm.config import strip_credentials
 from textenvs.cli.common import (
+    EXIT_AGENT_ERRORS,
+    EXIT_STOPPED,
+    EXIT_USAGE,
     add_agent_options,
     agent_from_args,
     env_option_argument,
     env_options_from_args,
     env_url_argument,
+    non_negative,
+    preflight,
+    scrubber_for,
 )
-from textenvs.evals import runner
+from textenvs.core.redact import redact_argv, redact_url
+from textenvs.evals import failures, runner, store
 from textenvs.evals.episode import AGENT_ERROR
+from textenvs.evals.failures import FailFast, top_error_classes
 from textenvs.evals.metrics import Record
 from textenvs.evals.store import RunDirError
 
@@ -43,6 +51,10 @@ EVAL_OPTIONS = frozenset(
         "concurrency",
         "out",
         "resume",
+        "retry_errors",
+        "fail_fast",
+        "max_error_rate",
+        "no_preflight",
         "max_invalid",
         "price_per_1k_prompt",
         "price_per_1k_completion",
@@ -58,7 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run an agent on scenarios across many seeds and score it",
         description="Run ENV x SEEDS episodes with an agent; results go to DIR "
         "(config.json, episodes.jsonl, trajectories/, summary.json). Crash-safe: "
-        "rerun with --resume to finish an interrupted run.",
+        "rerun with --resume to finish an interrupted run. Exit status: 0 done, 1 not "
+        "every episode recorded, 2 bad options or an unusable endpoint or DIR, 3 done but "
+        "some episodes ended in agent errors, 4 stopped early by the fail-fast checks.",
     )
     p.add_argument("--env", required=True, help="scenario name, a comma list, or 'all'")
     env_option_argument(p)
@@ -77,6 +91,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run in DIR")
+    p.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="with --resume: play again the episodes that ended in agent errors (endpoint "
+        "outages, a lost --env-url service); scored episodes are kept",
+    )
+    p.add_argument(
+        "--fail-fast",
+        type=non_negative,
+        default=5,
+        metavar="N",
+        help="stop when the first N episodes all end in the same agent error (5; 0 = never)",
+    )
+    p.add_argument(
+        "--max-error-rate",
+        type=_share,
+        default=0.5,
+        metavar="R",
+        help=f"stop when more than this share of the last {failures.RATE_WINDOW} episodes "
+        "end in agent errors (0.5; 1 = never)",
+    )
     p.add_argument(
         "--max-invalid",
         type=_positive,
@@ -100,6 +135,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="price of 1,000 completion tokens, for the report's cost per episode",
     )
     p.set_defaults(handler=_eval)
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value:g}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -135,9 +180,11 @@ def _eval(args: argparse.Namespace) -> int:
             raise ValueError("--env-option needs a single --env (options differ by scenario)")
         if plan.env_options:  # a bad key or value fails here, not in every episode
             textenvs.make(plan.envs[0]).reset(seed=0, options=plan.env_options)
+        if args.retry_errors and not args.resume:
+            raise ValueError("--retry-errors continues a run: add --resume")
     except ValueError as exc:
-        console.print(f"textenvs eval: error: {exc}")
-        return 2
+        _say(console, f"textenvs eval: error: {exc}")
+        return EXIT_USAGE
     prices = None
     if args.price_per_1k_prompt is not None or args.price_per_1k_completion is not None:
         prices = {
@@ -146,13 +193,14 @@ def _eval(args: argparse.Namespace) -> int:
         }
     probe = agent_from_args(args)  # fails early on bad agent options
     asyncio.run(probe.aclose())
+    scrub = scrubber_for(args, probe)
     config = runner.build_config(
         plan,
         probe,
         agent_options=agent_options(args),
         prices=prices,
         seeds_spec=args.seeds,
-        command=runner.default_command(),
+        command=redact_argv(runner.default_command()),
     )
     make_env = None
     if args.env_url:
@@ -162,12 +210,13 @@ def _eval(args: argparse.Namespace) -> int:
         try:  # fails early when the service is unreachable or lacks a scenario
             config["envs"] = {name: make_env.client.env_info(name)["version"] for name in plan.envs}
         except Exception as exc:
-            message = service_error(exc, args.env_url)
+            message = service_error(exc, redact_url(args.env_url))
             if message is None:
                 raise
-            console.print(f"textenvs eval: error: {message}", soft_wrap=True)
-            return 2
+            _say(console, f"textenvs eval: error: {scrub.text(message)}")
+            return EXIT_USAGE
         config["env_url"] = strip_credentials(args.env_url)
+    preflight(args, probe, scrub)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -198,6 +247,7 @@ def _eval(args: argparse.Namespace) -> int:
             state["task"], advance=1, ok=state["ok"], n=state["n"], errors=errors
         )  # fmt: skip
 
+    fail_fast = FailFast(args.fail_fast, args.max_error_rate)
     try:
         with progress:
             summary = asyncio.run(
@@ -207,14 +257,18 @@ def _eval(args: argparse.Namespace) -> int:
                     lambda: agent_from_args(args),
                     config,
                     resume=args.resume,
+                    retry_errors=args.retry_errors,
+                    fail_fast=fail_fast,
+                    scrub=scrub,
                     on_start=on_start,
                     on_episode=on_episode,
+                    on_note=lambda text: console.print(f"note: {text}", markup=False),
                     make_env=make_env,
                 )
             )
     except RunDirError as exc:
-        console.print(f"textenvs eval: error: {exc}")
-        return 2
+        _say(console, f"textenvs eval: error: {exc}")
+        return EXIT_USAGE
     except KeyboardInterrupt:
         console.print(
             f"interrupted; finished episodes are saved. Resume with --resume --out {args.out}"
@@ -227,8 +281,33 @@ def _eval(args: argparse.Namespace) -> int:
     if not out.is_terminal:  # piped or logged: do not squeeze the table into 80 columns
         out = Console(width=120)
     out.print(results_table(summary, str(args.out)))
+    return _verdict(args, summary, console)
+
+
+def _say(console: Console, text: str) -> None:
+    """One plain line on stderr (no rich markup, never wrapped)."""
+    console.print(text, markup=False, soft_wrap=True)
+
+
+def _verdict(args: argparse.Namespace, summary: dict[str, Any], console: Console) -> int:
+    """The closing lines (why it stopped, the top agent-error classes) and the exit code."""
+    errors = top_error_classes(store.read_episodes(args.out))
+    if errors:
+        total = summary["by_env"]["all"]["agent_errors"]
+        _say(console, f"{total} episode(s) ended in agent errors; most frequent:")
+        for name, count in errors:
+            _say(console, f"  {count:5d}  {name}")
+    retry = f"textenvs eval ... --out {args.out} --resume --retry-errors"
+    if summary["stopped"]:
+        _say(console, f"stopped early: {summary['stopped']}")
+        _say(console, f"fix the cause, then finish the run with: {retry}")
+        return EXIT_STOPPED
+    if errors:
+        _say(console, f"to play them again: {retry}")
     print(f"results in {args.out}/ - write a report with: textenvs report {args.out}")
-    return 0 if summary["complete"] else 1
+    if not summary["complete"]:
+        return 1
+    return EXIT_AGENT_ERRORS if errors else 0
 
 
 def na(value: float | None, spec: str) -> str:
@@ -247,6 +326,10 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
     tokens = any(s["tokens_per_episode"] for s in summary["by_env"].values())
     if tokens:
         table.add_column("tokens/ep", justify="right")
+    cached = any(s.get("cacheable_share") is not None for s in summary["by_env"].values())
+    if cached:  # llm prompts: share repeating the previous request; tokens the server reused
+        table.add_column("cacheable", justify="right")
+        table.add_column("cached/ep", justify="right")
     if priced:
         table.add_column("$/ep", justify="right")
     envs = list(summary["by_env"])
@@ -266,6 +349,10 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
         ]
         if tokens:
             row.append(f"{s['tokens_per_episode']:.0f}")
+        if cached:
+            share = s.get("cacheable_share")
+            row.append("-" if share is None else f"{share:.0%}")
+            row.append(f"{s['tokens'].get('cached', 0) / max(1, s['episodes']):.0f}")
         if priced:
             row.append(f"{s['cost_per_episode']:.4f}")
         table.add_row(*row, end_section=len(envs) > 1 and env == envs[-2])

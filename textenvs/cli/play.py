@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import sys
 
 from textenvs.agents.human import HELP, HumanAgent
 from textenvs.cli.common import (
@@ -48,9 +50,16 @@ def _play(args: argparse.Namespace) -> int:
     print(f"{scenario.title} ({scenario.name}), seed {seed}\n")
     print(env.rules)
     print(HELP)
-    result = asyncio.run(
-        run_episode(env, HumanAgent(), seed, options=options, on_turn=_show_reward)
-    )
+    try:
+        result = asyncio.run(
+            run_episode(env, HumanAgent(), seed, options=options, on_turn=_show_reward)
+        )
+    except KeyboardInterrupt:
+        # The thread reading the next command is still blocked in input(): a normal exit
+        # would wait for Enter (or abort while it holds stdin), so leave at once.
+        print("\ninterrupted", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)
     if result.outcome == "quit":
         print(f"Stopped after {result.steps} steps (return {result.total_reward:g}).")
         return 0

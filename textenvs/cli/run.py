@@ -8,25 +8,31 @@ import contextlib
 import sys
 
 from textenvs.cli.common import (
+    EXIT_AGENT_ERRORS,
     add_agent_options,
     agent_from_args,
     checked_env_options,
     env_option_argument,
     env_url_argument,
+    preflight,
     print_outcome,
     print_turn,
+    scrubber_for,
     seed_argument,
     seed_from_args,
 )
 from textenvs.core import registry
-from textenvs.evals.episode import EpisodeResult, run_episode
+from textenvs.core.redact import redact_url
+from textenvs.evals.episode import AGENT_ERROR, EpisodeResult, run_episode
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="play one episode with an agent and print the transcript",
-        description="Play one episode of ENV with an agent and print the transcript live.",
+        description="Play one episode of ENV with an agent and print the transcript live. "
+        "Exit status: 0 played, 2 bad options or an unusable endpoint, 3 the episode ended "
+        "in an agent error.",
     )
     p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
     seed_argument(p)
@@ -43,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
         except Exception as exc:
             from textenvs.service.client import service_error
 
-            message = service_error(exc, args.env_url)
+            message = service_error(exc, redact_url(args.env_url))
             if message is None:
                 raise
             print(f"textenvs run: error: {message}", file=sys.stderr)
@@ -62,11 +68,15 @@ def _play(args: argparse.Namespace) -> int:
         env = registry.make(scenario.name)
     options = checked_env_options(args, env, seed)
     agent = agent_from_args(args)
+    scrub = scrubber_for(args, agent)
+    preflight(args, agent, scrub)
     print(f"{scenario.title} ({scenario.name}), seed {seed}, agent {agent.name}")
 
     async def play() -> EpisodeResult:
         try:
-            return await run_episode(env, agent, seed, options=options, on_turn=print_turn)
+            return await run_episode(
+                env, agent, seed, options=options, on_turn=lambda t: print_turn(t, scrub)
+            )
         finally:
             await agent.aclose()  # e.g. the LLM agent's HTTP client
 
@@ -77,5 +87,5 @@ def _play(args: argparse.Namespace) -> int:
             env.close()
     print()
     print(result.final_observation)
-    print_outcome(result)
-    return 0
+    print_outcome(result, scrub)
+    return EXIT_AGENT_ERRORS if result.outcome == AGENT_ERROR else 0

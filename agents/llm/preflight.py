@@ -1,0 +1,147 @@
+"""One cheap check of an endpoint before a run spends episodes on it.
+
+`check(config)` asks the endpoint for its models list. When the list names the model,
+the endpoint, the key and the model are all confirmed without generating anything;
+otherwise (no list, or the model is not in it: llama.cpp accepts any name, proxies list
+a subset) it sends one chat completion capped at one token. A failure raises
+`PreflightError` with one line that says what failed and which flag or variable fixes it.
+Only rate limits and server errors are retried (briefly); a refused connection, a
+rejected key or an unknown model fail at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import openai
+
+from textenvs.agents.llm import faults
+from textenvs.agents.llm.config import LLMConfig
+from textenvs.core.redact import redact_url
+
+ATTEMPTS = 3  # for 429 / 5xx answers only
+MAX_WAIT_S = 2.0
+PING = [{"role": "user", "content": "Reply with one word: ready."}]
+
+
+class PreflightError(Exception):
+    """The endpoint, key or model cannot be used (a one-line message)."""
+
+
+def check(config: LLMConfig) -> str:
+    """Blocking `preflight`: what was confirmed, or `PreflightError`."""
+    return asyncio.run(preflight(config))
+
+
+async def preflight(config: LLMConfig) -> str:
+    """What was confirmed (one line), or `PreflightError`."""
+    base_url = config.resolved_base_url()
+    if config.is_local:
+        from textenvs.agents.llm import local
+
+        try:
+            base_url = await asyncio.to_thread(local.ensure_server)
+        except local.LocalModelError as exc:
+            raise PreflightError(f"the embedded model cannot start: {exc}") from None
+    try:
+        key = config.api_key(required=base_url is None)
+    except ValueError as exc:
+        raise PreflightError(str(exc)) from None
+    client = openai.AsyncOpenAI(
+        api_key=key,
+        base_url=base_url,
+        max_retries=0,
+        timeout=openai.Timeout(config.read_timeout_s, connect=config.connect_timeout_s),
+    )
+    where = redact_url(str(client.base_url).rstrip("/"))
+    try:
+        listed = await _listed_models(client, config, where)
+        if config.model in listed:
+            return f"{where} lists model {config.model!r}"
+        await _one_token(client, config, where, listed)
+        return f"{where} answered model {config.model!r}"
+    finally:
+        await client.close()
+
+
+async def _listed_models(client: openai.AsyncOpenAI, config: LLMConfig, where: str) -> list[str]:
+    """The endpoint's model ids; [] when it has no usable list (the completion decides)."""
+    try:
+        page = await _retrying(lambda: client.models.list(), config)
+        return [str(m.id) for m in page.data]
+    except openai.APIStatusError as exc:
+        if exc.status_code in (401, 403):
+            raise PreflightError(_key_message(exc, config, where)) from None
+        return []
+    except (openai.APIConnectionError, TimeoutError) as exc:
+        raise PreflightError(_connection_message(exc, config, where)) from None
+    except (openai.APIError, ValueError, TypeError, AttributeError):  # not a models list
+        return []
+
+
+async def _one_token(
+    client: openai.AsyncOpenAI, config: LLMConfig, where: str, listed: list[str]
+) -> None:
+    body: dict[str, Any] = {"model": config.model, "messages": PING, **config.extra_body}
+    body[config.max_tokens_field] = 1
+    try:
+        await _retrying(lambda: client.post("/chat/completions", body=body, cast_to=object), config)
+    except openai.APIStatusError as exc:
+        status, text = exc.status_code, faults.classify(exc).message
+        if status in (401, 403):
+            raise PreflightError(_key_message(exc, config, where)) from None
+        if status in faults.TRANSIENT_STATUS or status >= 500:
+            raise PreflightError(
+                f"{where} is not serving requests now ({text}): try again later "
+                "(--no-preflight skips this check)"
+            ) from None
+        hint = "check --model" + (" and --base-url" if status == 404 else "")
+        if listed:
+            shown = ", ".join(listed[:5]) + (", ..." if len(listed) > 5 else "")
+            hint += f"; the endpoint lists: {shown}"
+        if status == 400:
+            hint += " (and --extra-body / --agent-config settings)"
+        raise PreflightError(f"{where} refused model {config.model!r} ({text}): {hint}") from None
+    except (openai.APIConnectionError, TimeoutError) as exc:
+        raise PreflightError(_connection_message(exc, config, where)) from None
+
+
+async def _retrying(call: Any, config: LLMConfig) -> Any:
+    """`call()`, again after a short wait on 429 or 5xx (a busy server is still usable)."""
+    rng = random.Random(0)  # jitter only
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return await asyncio.wait_for(call(), config.total_timeout_s)
+        except openai.APIStatusError as exc:
+            fault = faults.classify(exc)
+            if fault.kind != "transient" or attempt == ATTEMPTS or _out_of_quota(exc):
+                raise
+            wait = faults.backoff_s(
+                attempt, base=0.5, cap=MAX_WAIT_S, rng=rng, retry_after_s=fault.retry_after_s,
+                retry_after_cap=MAX_WAIT_S,
+            )  # fmt: skip
+            await asyncio.sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _out_of_quota(exc: openai.APIStatusError) -> bool:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body)
+    return isinstance(error, dict) and error.get("code") == "insufficient_quota"
+
+
+def _key_message(exc: openai.APIStatusError, config: LLMConfig, where: str) -> str:
+    return (
+        f"{where} rejected the API key ({faults.classify(exc).message}): check "
+        f"${config.api_key_env} (or name another variable with --api-key-env)"
+    )
+
+
+def _connection_message(exc: Exception, config: LLMConfig, where: str) -> str:
+    timed_out = isinstance(exc, openai.APITimeoutError | TimeoutError)
+    what = "did not answer in time" if timed_out else "cannot be reached"
+    cause = f" ({type(exc.__cause__).__name__})" if exc.__cause__ is not None else ""
+    source = "--base-url" if config.base_url else "--base-url or $OPENAI_BASE_URL"
+    return f"the endpoint {where} {what}{cause}: check {source}"

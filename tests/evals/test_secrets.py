@@ -1,0 +1,127 @@
+"""Credentials never reach a file or a console line: the redaction helpers, then real
+`textenvs eval` runs whose every output file is scanned for every secret."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
+from textenvs.cli import main
+from textenvs.core.redact import (
+    Scrubber,
+    is_secret_name,
+    redact_argv,
+    redact_data,
+    redact_url,
+    secrets_in_data,
+    secrets_in_url,
+)
+from textenvs.evals import store
+from textenvs.service import create_app
+from textenvs.service.background import serve_in_thread
+
+API_KEY = "sk-scan-APIKEY-31337"
+LLM_USER, LLM_PASSWORD = "llmuser7", "LLMPASSWORD-4242"
+QUERY_KEY = "QUERYKEY-5150"
+BODY_KEY = "BODYKEY-8675309"
+ENV_USER, ENV_PASSWORD = "envuser9", "ENVPASSWORD-1999"
+SERVICE_TOKEN = "SERVICETOKEN-2001"
+SECRETS = [API_KEY, LLM_USER, LLM_PASSWORD, QUERY_KEY, BODY_KEY, ENV_USER, ENV_PASSWORD]
+SECRETS.append(SERVICE_TOKEN)
+
+
+def test_secret_names() -> None:
+    for name in ("api_key", "X-Api-Key", "apiKey", "access_token", "password", "sig", "auth"):
+        assert is_secret_name(name), name
+    for name in ("max_tokens", "top_k", "temperature", "keys", "model", "api-version"):
+        assert not is_secret_name(name), name
+
+
+def test_urls_data_and_command_lines_are_redacted() -> None:
+    url = f"http://{LLM_USER}:{LLM_PASSWORD}@[::1]:8000/v1?api-key={QUERY_KEY}&api-version=2"
+    assert redact_url(url) == "http://***@[::1]:8000/v1?api-key=***&api-version=2"
+    assert redact_url("https://Host.example/v1") == "https://Host.example/v1"  # untouched
+    assert secrets_in_url(url) == [LLM_USER, LLM_PASSWORD, QUERY_KEY]
+    body = {"api_key": BODY_KEY, "top_k": 3, "max_tokens": 9, "stream": False,
+            "extra_headers": {"X-Org": "acme-org"}, "callback": url}  # fmt: skip
+    assert redact_data(body) == {
+        "api_key": "***", "top_k": 3, "max_tokens": 9, "stream": False,
+        "extra_headers": {"X-Org": "***"}, "callback": redact_url(url),
+    }  # fmt: skip
+    assert set(secrets_in_data(body)) == {BODY_KEY, "acme-org", LLM_USER, LLM_PASSWORD, QUERY_KEY}
+    argv = ["eval", "--base-url", url, f"--env-url={url}", "--extra-body", '{"token": "t0k3n"}']
+    assert redact_argv(argv) == [
+        "eval", "--base-url", redact_url(url), f"--env-url={redact_url(url)}",
+        "--extra-body", '{"token": "***"}',
+    ]  # fmt: skip
+    scrub = Scrubber([LLM_PASSWORD, "user", None])  # too short to search for: left alone
+    assert scrub({"role": "user", "error": f"401 for {LLM_PASSWORD}"}) == {
+        "role": "user",
+        "error": "401 for ***",
+    }
+
+
+def _echo(request: RecordedRequest) -> Reply:
+    """A careless server that repeats the credentials it was sent."""
+    return text(
+        f"I got {request.body.get('api_key')} with {request.headers.get('authorization')} "
+        f"at {request.path}. Action: wait"
+    )
+
+
+def _assert_nothing_leaked(out: Path, *consoles: str) -> None:
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.name == store.CONFIG for p in files)
+    for path in files:
+        content = path.read_text(encoding="utf-8", errors="replace")
+        for secret in SECRETS:
+            assert secret not in content, f"{secret} leaked into {path.relative_to(out)}"
+    for console in consoles:
+        for secret in SECRETS:
+            assert secret not in console, f"{secret} leaked to the console"
+
+
+def _textenvs(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """`textenvs ARGS` in this process: (exit code, everything printed)."""
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_no_secret_in_any_file_or_console_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.setenv("TEXTENVS_TOKEN", SERVICE_TOKEN)
+    with (
+        OpenAIServer(default=_echo) as llm,
+        serve_in_thread(create_app(idle_timeout=0)) as service,  # TEXTENVS_TOKEN is sent
+    ):
+        base_url = llm.base_url.replace("http://", f"http://{LLM_USER}:{LLM_PASSWORD}@")
+        env_url = service.replace("http://", f"http://{ENV_USER}:{ENV_PASSWORD}@")
+        cmd = ["eval", "--env", "treasure-hunt", "--seeds", "0", "--agent", "llm"]
+        cmd += ["--model", "test-model", "--base-url", base_url, "--env-url", env_url]
+        cmd += ["--extra-body", f'{{"api_key": "{BODY_KEY}", "top_k": 3}}']
+        code, console = _textenvs(capsys, *cmd, "--out", str(tmp_path / "ok"))
+        assert code == 0, console
+        assert all(r.body["api_key"] == BODY_KEY for r in llm.requests)  # it was used
+        code, reported = _textenvs(capsys, "report", str(tmp_path / "ok"))
+        assert code == 0, reported
+        _assert_nothing_leaked(tmp_path / "ok", console, reported)
+
+        # A key in the query string (the client then asks for a path the server echoes):
+        # the preflight's line, then a run without preflight that stops on the errors.
+        query_url = f"{llm.base_url}?api-key={QUERY_KEY}"
+        cmd = ["eval", "--env", "treasure-hunt", "--seeds", "0-9", "--agent", "llm"]
+        cmd += ["--model", "m", "--base-url", query_url, "--out", str(tmp_path / "query")]
+        code, refused = _textenvs(capsys, *cmd)
+        assert code == 2 and "preflight" in refused
+        code, stopped = _textenvs(capsys, *cmd, "--no-preflight")
+        assert code == 4, stopped
+    assert "HTTP 404" in (tmp_path / "query" / store.EPISODES).read_text()  # the echo, masked
+    _assert_nothing_leaked(tmp_path / "query", refused, stopped)
