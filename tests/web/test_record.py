@@ -259,3 +259,25 @@ def test_play_web_serves_the_page_until_interrupted(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_run_folder_has_one_writer(http: httpx.Client, record_dir: Path, tmp_path: Path) -> None:
+    from textenvs.evals import store
+    from textenvs.service.app import create_app
+    from textenvs.service.background import serve_in_thread
+    from textenvs.service.web.record import HumanRecorder
+
+    start(http, env="megacity", seed=1, player="curie")  # this server now writes free-curie
+    body = {"env": "megacity", "player": "curie"}
+    with (
+        serve_in_thread(create_app(recorder=HumanRecorder(record_dir))) as other_url,
+        httpx.Client(base_url=other_url, timeout=30) as other,
+    ):
+        assert error_code(other.post("/play/api/sessions", json=body), 409) == "run_mismatch"
+    with pytest.raises(store.RunDirError, match="in use by another textenvs run"):
+        store.RunLock(record_dir / "free-curie").acquire()
+    # A server that stops lets go of its run folders.
+    with serve_in_thread(create_app(recorder=HumanRecorder(tmp_path))) as own_url:
+        assert httpx.post(f"{own_url}/play/api/sessions", json=body).status_code == 201
+    with store.RunLock(tmp_path / "free-curie"):
+        pass

@@ -106,6 +106,9 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await reaper
             store.clear()
+            if recorder is not None:
+                await recorder.settle()
+                recorder.close()
 
     app = FastAPI(
         title="textenvs",

@@ -152,7 +152,7 @@ class HumanRecorder:
         self.root = Path(root)
         self.sets = {s.name: s for s in sets}
         self._lock = asyncio.Lock()  # one writer at a time (all run folders)
-        self._prepared: set[str] = set()
+        self._locks: dict[str, store.RunLock] = {}  # the run folders this server writes
         self._handed_out: set[tuple[str, str, int]] = set()  # (run, env, seed)
         self._pending: set[asyncio.Task[None]] = set()
 
@@ -187,24 +187,40 @@ class HumanRecorder:
         )
 
     async def open_run(self, player: Player) -> None:
-        """Create (or check and resume) the player's run folder."""
-        if player.run in self._prepared:
-            return
+        """Create (or check and resume) the player's run folder, and hold its lock until
+        `close`, as an eval does while it runs."""
         async with self._lock:
+            if player.run in self._locks:
+                return
             try:
-                await asyncio.to_thread(
-                    store.prepare, self.run_dir(player), self.config(player), resume=True
-                )
+                lock = await asyncio.to_thread(self._open, player)
             except (store.RunDirError, ValueError, OSError) as exc:
                 log.error("cannot record run %s: %s", player.run, exc)
                 raise ServiceError(
                     409,
                     "run_mismatch",
-                    f"the run folder '{player.run}' cannot take this player's episodes (it "
-                    "holds another configuration, e.g. other scenario versions or another "
-                    "client): choose another player name",
+                    f"the run folder '{player.run}' cannot take this player's episodes: it "
+                    "holds another configuration (other scenario versions, or another "
+                    "client's player of this name) or another process is writing it; "
+                    "choose another player name",
                 ) from None
-            self._prepared.add(player.run)
+            self._locks[player.run] = lock
+
+    def _open(self, player: Player) -> store.RunLock:
+        lock = store.RunLock(self.run_dir(player))
+        lock.acquire()
+        try:
+            store.prepare(self.run_dir(player), self.config(player), resume=True)
+        except BaseException:
+            lock.release()
+            raise
+        return lock
+
+    def close(self) -> None:
+        """Release every run folder (the server is stopping)."""
+        for lock in self._locks.values():
+            lock.release()
+        self._locks.clear()
 
     async def recorded(self, player: Player) -> dict[str, list[int]]:
         """The seeds recorded so far in the player's run, by scenario (after pending writes)."""
