@@ -28,6 +28,8 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no Chromium found (apt-get install chromium)"
 )
 ENV_NAMES = textenvs.names()
+# Generous waits: the suite runs in parallel on small machines, and nothing here is timed.
+sync_api.expect.set_options(timeout=30_000)
 ENDINGS = {"success": "Success", "timeout": "Out of steps", "failure": "Episode over"}
 
 
