@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from textenvs.service.models import EnvName, Request, Seed, SessionCreated
 from textenvs.service.operations import Operations
-from textenvs.service.sessions import ServiceError
+from textenvs.service.sessions import ServiceError, Session
 from textenvs.service.tenancy import Client
 from textenvs.service.web.record import NAME_PATTERN, HumanRecorder
 
@@ -78,6 +78,17 @@ def _static(name: str) -> Response:
     return Response(body, media_type=STATIC[name], headers=HEADERS)
 
 
+def _created(session: Session, recording: Recording | None) -> PlaySession:
+    return PlaySession(
+        session_id=session.id,
+        env=session.env_name,
+        seed=session.seed,
+        observation=session.observation,
+        info=session.info,
+        recording=recording,
+    )
+
+
 def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
     router = APIRouter(tags=["play"])
 
@@ -113,36 +124,19 @@ def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
         """`POST /v1/sessions` for a person: with recording on, a player name is required,
         and with `set` the seed is the set's next one for this player."""
         env = ops.info(body.env.value).name
-        seed, recording = body.seed, None
-        player = None
+        if body.set is not None and body.seed is not None:
+            raise ServiceError(422, "invalid_request", "give a seed or a baseline set, not both")
         if recorder is None:
             if body.set is not None:
                 raise ServiceError(404, "unknown_set", "this server has no baseline sets")
-        else:
-            player = recorder.player(client, body.player, body.set)
-            await recorder.open_run(player)
-            if player.baseline is not None:
-                if seed is not None:
-                    raise ServiceError(
-                        422, "invalid_request", "give a seed or a baseline set, not both"
-                    )
-                seed = await recorder.next_seed(player, env)
-            recording = Recording(
-                run=player.run,
-                player=player.name,
-                set=player.baseline.name if player.baseline else None,
-            )
+            return _created(ops.create(client, env, body.seed, None), None)
+        player = recorder.player(client, body.player, body.set)
+        await recorder.open_run(player)
+        seed = body.seed if player.baseline is None else await recorder.next_seed(player, env)
         session = ops.create(client, env, seed, None)  # no await since next_seed: no race
-        if recorder is not None and player is not None:
-            recorder.attach(session, player)
-        return PlaySession(
-            session_id=session.id,
-            env=session.env_name,
-            seed=session.seed,
-            observation=session.observation,
-            info=session.info,
-            recording=recording,
-        )
+        recorder.attach(session, player)
+        baseline = player.baseline.name if player.baseline else None
+        return _created(session, Recording(run=player.run, player=player.name, set=baseline))
 
     @router.get("/play/api/progress", response_model=Progress)
     async def progress(
