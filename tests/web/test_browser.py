@@ -59,6 +59,7 @@ def page(browser: Any) -> Iterator[Any]:
 
 def start_set_episode(page: Any, url: str, env_name: str, player: str) -> int:
     page.goto(f"{url}/play/?env={env_name}")
+    sync_api.expect(page.locator("#start")).to_be_enabled()  # the scenarios are loaded
     page.fill("#player", player)
     sync_api.expect(page.locator("#set")).to_have_value("pilot")
     page.click("#start")

@@ -76,6 +76,7 @@ async function loadSetup() {
   } catch (err) {
     if (err.status === 401) {
       $("token-field").hidden = false;
+      $("start").disabled = false; // it sends the token
       alertUser(state.token ? "That token was not accepted." : "This server needs an access token.");
       $("token").focus();
       return false;
@@ -96,7 +97,8 @@ function fillSetupForm() {
   if (params.get("seed") !== null) $("seed").value = params.get("seed");
   $("player-field").hidden = !state.recording;
   $("player").required = state.recording;
-  $("player").value = params.get("player") || localStorage.getItem("textenvs.play.player") || "";
+  // a name typed while the page was loading is kept
+  $("player").value ||= params.get("player") || localStorage.getItem("textenvs.play.player") || "";
   const setSelect = $("set");
   setSelect.replaceChildren(new Option("I choose the seed", ""));
   for (const set of state.sets) {
@@ -107,6 +109,7 @@ function fillSetupForm() {
   if (state.sets.some((s) => s.name === wantedSet)) setSelect.value = wantedSet;
   else if (state.sets.length && params.get("seed") === null) setSelect.value = state.sets[0].name;
   syncSeedField();
+  $("start").disabled = false; // ready: the scenarios are listed
 }
 
 function syncSeedField() {
