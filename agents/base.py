@@ -31,12 +31,28 @@ class EpisodeContext:
     command_for: Callable[[dict[str, Any]], str]
     #: a uniformly random well-formed command for the current turn
     random_command: Callable[[dict[str, Any], np.random.Generator], str]
+    #: the rules prompt (`textenvs.prompts`) for this episode's variant; "" = `env_name`
+    prompt: str = ""
+    #: trial mode (`--trials K`): this episode is trial `trial` of `trials` played by
+    #: the same agent in one continuing conversation (1 of 1 otherwise)
+    trial: int = 1
+    trials: int = 1
 
 
 # Outcomes an agent may end an episode with (`Decision.outcome`); the runner's other
 # outcomes are in `textenvs.evals.episode`.
 AGENT_ERROR = "agent_error"
 CONTEXT_OVERFLOW = "context_overflow"  # the prompt no longer fits the model's context
+
+
+@dataclass(frozen=True)
+class EpisodeEnd:
+    """How an episode ended, told to the agent with its final observation."""
+
+    outcome: str
+    success: bool
+    total_reward: float
+    steps: int
 
 
 @dataclass
@@ -69,6 +85,13 @@ class Agent(ABC):
     @abstractmethod
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         """The command for this turn."""
+
+    def end_episode(  # noqa: B027 (optional hook, a no-op by default)
+        self, observation: str, info: dict[str, Any], end: EpisodeEnd
+    ) -> None:
+        """Called once an episode is over, with its final observation (no-op by default).
+        In trial mode the same agent then plays the next trial: an agent that learns
+        across episodes learns here."""
 
     def config(self) -> dict[str, Any]:
         """JSON-able settings that identify this agent in results (no secrets)."""

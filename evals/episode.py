@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from textenvs.agents.base import AGENT_ERROR, Agent, Decision, EpisodeContext
+from textenvs.agents.base import AGENT_ERROR, Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.agents.base import CONTEXT_OVERFLOW as CONTEXT_OVERFLOW  # an outcome, re-exported
 from textenvs.core.env import TextEnv
 
@@ -69,16 +69,29 @@ class EpisodeResult:
         return asdict(self)
 
 
-def context_for(env: TextEnv[Any, Any], seed: int | None) -> EpisodeContext:
+def context_for(
+    env: TextEnv[Any, Any],
+    seed: int | None,
+    options: dict[str, Any] | None = None,
+    *,
+    trial: int = 1,
+    trials: int = 1,
+) -> EpisodeContext:
+    from textenvs.prompts import prompt_name, rules_text
+
+    prompt = prompt_name(env.name, options)
     return EpisodeContext(
         env_name=env.name,
         seed=seed,
-        rules=env.rules,
+        rules=env.rules if prompt == env.name else rules_text(prompt),
         max_steps=env.max_steps,
         parse=env.parse,
         action_schema=env.action_schema,
         command_for=env.command_for,
         random_command=env.random_command,
+        prompt=prompt,
+        trial=trial,
+        trials=trials,
     )
 
 
@@ -90,14 +103,18 @@ async def run_episode(
     options: dict[str, Any] | None = None,
     on_turn: Callable[[Turn], None] | None = None,
     max_invalid: int | None = None,
+    trial: int = 1,
+    trials: int = 1,
 ) -> EpisodeResult:
     """Play until the episode ends or the agent cannot go on. Agent faults are recorded
     as outcome `agent_error` and never raised. `max_invalid` stops the episode (outcome
-    `invalid_limit`) after that many invalid commands in a row."""
+    `invalid_limit`) after that many invalid commands in a row. `trial` of `trials`: the
+    episode's place in a trial group (`evals.trials`), told to the agent. An episode the
+    agent did not break off ends with `agent.end_episode` and the final observation."""
     started = time.perf_counter()
     result = EpisodeResult(env=env.name, seed=seed, agent=agent.name)
     observation, info = await _maybe_await(env.reset(seed=seed, options=options))
-    agent.reset(context_for(env, seed))
+    agent.reset(context_for(env, seed, options, trial=trial, trials=trials))
     invalid_run = 0
     while True:
         try:
@@ -141,6 +158,13 @@ async def run_episode(
             break
     result.final_observation = observation
     result.final_info_observation = info.get("observation") or {}
+    end_episode = getattr(agent, "end_episode", None)  # duck-typed agents may lack it
+    if end_episode is not None and result.outcome not in (AGENT_ERROR, CONTEXT_OVERFLOW):
+        end = EpisodeEnd(result.outcome, result.success, result.total_reward, result.steps)
+        try:
+            end_episode(observation, info, end)
+        except Exception as exc:  # like a fault in `act`: recorded, never raised
+            result.outcome, result.error = AGENT_ERROR, f"{type(exc).__name__}: {exc}"
     result.wall_s = time.perf_counter() - started
     return result
 

@@ -173,6 +173,64 @@ def band_chart(
     return "".join([*parts, "</svg>"])
 
 
+def learning_chart(
+    title: str,
+    series: Sequence[Series],
+    curves: Sequence[Sequence[tuple[int, float, float, float]] | None],
+    width: int = WIDTH,
+    height: int = 200,
+) -> str:
+    """Success (0-1) by trial index, a line per series with 95% CI whiskers;
+    `curves[s]` = [(trial, rate, lo, hi), ...] or None. Series side by side a little."""
+    trials = max((p[0] for c in curves if c for p in c), default=1)
+    left, right, top, bottom = 44, 14, 26, 34
+    plot_w, plot_h = width - left - right, height - top - bottom
+    spread = min(8.0, plot_w / max(1, trials) / (2 * max(1, len(series))))
+
+    def x(trial: float, s: int) -> float:
+        centre = left + (trial - 0.5) / trials * plot_w
+        return centre + (s - (len(series) - 1) / 2) * spread
+
+    def y(rate: float) -> float:
+        return top + (1 - rate) * plot_h
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
+        f'<text x="{left}" y="16" class="t">{escape(title)}</text>',
+    ]
+    for t in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(
+            f'<line x1="{left}" y1="{y(t):.1f}" x2="{width - right}" y2="{y(t):.1f}" class="g"/>'
+            f'<text x="{left - 4}" y="{y(t) + 4:.1f}" class="a" text-anchor="end">{t:.0%}</text>'
+        )
+    every = max(1, math.ceil(trials / 12))
+    for trial in range(1, trials + 1, every):
+        parts.append(
+            f'<text x="{x(trial, (len(series) - 1) / 2):.1f}" y="{top + plot_h + 14}" '
+            f'class="a" text-anchor="middle">{trial}</text>'
+        )
+    parts.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" class="a" '
+        'text-anchor="middle">trial</text>'
+    )
+    for s, (ser, points) in enumerate(zip(series, curves, strict=True)):
+        if not points:
+            continue
+        line = " ".join(f"{x(t, s):.1f},{y(rate):.1f}" for t, rate, _lo, _hi in points)
+        parts.append(f'<polyline points="{line}" fill="none" stroke="{ser.color}" '
+                     'stroke-width="2"/>')  # fmt: skip
+        for t, rate, lo, hi in points:
+            cx = x(t, s)
+            parts.append(
+                f'<line x1="{cx:.1f}" y1="{y(lo):.1f}" x2="{cx:.1f}" y2="{y(hi):.1f}" '
+                f'stroke="{ser.color}"/><circle cx="{cx:.1f}" cy="{y(rate):.1f}" r="3" '
+                f'fill="{ser.color}"><title>{escape(ser.label)} trial {t}: {rate:.1%} '
+                f"[{lo:.1%}, {hi:.1%}]</title></circle>"
+            )
+    return "".join([*parts, _legend(series, width), "</svg>"])
+
+
 def _whisker(lo: float, hi: float, mid: float) -> str:
     return (
         f'<line x1="{lo:.1f}" y1="{mid:.1f}" x2="{hi:.1f}" y2="{mid:.1f}" class="w"/>'

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from textenvs.evals import store
 from textenvs.evals.bands import headline, load_bands, version_warnings
 from textenvs.evals.episode import AGENT_ERROR
+from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Record, compare, key_of, summarize_by_env
 from textenvs.evals.skills import LABELS, format_value
 from textenvs.evals.transcript import write_side_by_side, write_transcripts
@@ -35,6 +37,11 @@ class Run:
     config: dict[str, Any]
     records: list[Record]
     summary: dict[str, Record]
+
+    @cached_property
+    def learning(self) -> dict[str, Record]:
+        """Learning curves per env (trial-mode runs; {} otherwise)."""
+        return learning_curves(self.records)
 
     @property
     def agent(self) -> str:
@@ -170,6 +177,15 @@ SUMMARY_HEAD = ["env", "run", "episodes", "successes", "success", "95% CI", "ret
                 "steps", "invalid", "agent errors", "tokens/ep", "prompt/ep (cached)",
                 "cacheable", "cost/ep"]  # fmt: skip
 PASS_HEAD = ["env", "run", "k", "pass@k", "pass^k"]
+LEARNING_HEAD = [
+    "env",
+    "run",
+    "groups x trials",
+    "success by trial",
+    "slope / trial (95% CI)",
+    "gain last vs first (95% CI)",
+    "return gain (95% CI)",
+]
 COMPARE_HEAD = ["env", "run vs baseline", "pairs", "success (base → run)", "Δ success",
                 "only base / only run", "McNemar p", "Δ return ± se", "sign-test p"]  # fmt: skip
 EPISODE_HEAD = ["seed", "ep", "outcome", "return", "steps", "invalid", "tokens", "transcript"]
@@ -379,6 +395,34 @@ def episode_cells(report: Report, run: Run, r: Record, *, md: bool) -> list[str]
     ]
 
 
+def learning_rows(runs: list[Run]) -> list[list[str]]:
+    """One row per (env, run) of a trial-mode run: the curve, its slope and its gain."""
+
+    def interval(figure: Record, spec: str) -> str:
+        lo_hi = figure["ci95"]
+        bounds = f" [{format(lo_hi[0], spec)}, {format(lo_hi[1], spec)}]" if lo_hi else ""
+        return format(figure["mean"], spec) + bounds
+
+    rows = []
+    for env in env_order(runs):
+        for run in runs:
+            c = run.learning.get(env)
+            if c is None:
+                continue
+            rows.append(
+                [
+                    env,
+                    run.label,
+                    f"{c['groups']} x {c['trials']}",
+                    " → ".join(f"{t['success_rate']:.0%}" for t in c["by_trial"]),
+                    interval(c["slope"]["success"], "+.3f"),
+                    interval(c["gain"]["success"], "+.1%"),
+                    interval(c["gain"]["return"], "+.3g"),
+                ]
+            )
+    return rows
+
+
 # ----- notes shared by the Markdown and HTML pages --------------------------------------
 
 PASS_NOTE = "Over k episodes of one seed: pass@k, at least one succeeds; pass^k, all do."
@@ -389,6 +433,15 @@ READING = (
     "the 'all' row averages normalised scores. Success CIs are 95% Wilson intervals; "
     "± is the standard error of the mean clustered by seed; invalid = invalid commands / "
     "steps. Agent errors are listed and kept out of every statistic."
+)
+
+
+LEARNING_NOTE = (
+    "Trial mode: one agent plays each group of consecutive seeds in order, in one "
+    "conversation. Only complete groups without agent errors count. Success by trial "
+    "index; slope: least-squares slope of success on the trial index, per group, "
+    "averaged; gain: mean of the last m trials minus the first m (m = trials // 3, at "
+    "least 1), per group, averaged. Intervals are 95%, across groups."
 )
 
 

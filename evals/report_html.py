@@ -13,6 +13,8 @@ from textenvs.evals.report import (
     COMPARE_HEAD,
     COMPARE_NOTE,
     EPISODE_HEAD,
+    LEARNING_HEAD,
+    LEARNING_NOTE,
     PASS_HEAD,
     PASS_NOTE,
     READING,
@@ -24,6 +26,7 @@ from textenvs.evals.report import (
     compare_rows,
     episode_cells,
     error_groups,
+    learning_rows,
     pass_rows,
     run_rows,
     score_rows,
@@ -81,6 +84,23 @@ def band_charts(report: Report) -> str:
                 values.append((value, value, value))
         title = f"{env}: {headline(env).label}"
         charts.append(plots.band_chart(title, report.band(env), series, values))
+    return "".join(f'<div class="chart">{svg}</div>' for svg in charts)
+
+
+def learning_charts(report: Report) -> str:
+    """Per scenario, success by trial index with 95% CIs, one line per trial-mode run."""
+    series = _series(report.runs)
+    charts = []
+    for env in report.envs:
+        curves = [run.learning.get(env) for run in report.runs]
+        if any(curves):
+            points = [
+                [(t["trial"], t["success_rate"], *t["success_ci95"]) for t in c["by_trial"]]
+                if c
+                else None
+                for c in curves
+            ]
+            charts.append(plots.learning_chart(f"{env}: success by trial", series, points))
     return "".join(f'<div class="chart">{svg}</div>' for svg in charts)
 
 
@@ -142,6 +162,13 @@ def render_html(report: Report) -> str:
             "<h2>pass@k and pass^k</h2>",
             f'<p class="note">{escape(PASS_NOTE)}</p>',
             table(PASS_HEAD, pass_rows(runs)),
+        ]
+    if learning_rows(runs):
+        body += [
+            "<h2>Learning curves</h2>",
+            f'<p class="note">{escape(LEARNING_NOTE)}</p>',
+            learning_charts(report),
+            f'<div id="learning">{table(LEARNING_HEAD, learning_rows(runs))}</div>',
         ]
     body += ["<h2>Outcomes</h2>", outcome_charts(report)]
     if len(runs) > 1:

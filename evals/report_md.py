@@ -7,6 +7,8 @@ from textenvs.evals.report import (
     COMPARE_HEAD,
     COMPARE_NOTE,
     EPISODE_HEAD,
+    LEARNING_HEAD,
+    LEARNING_NOTE,
     PASS_HEAD,
     PASS_NOTE,
     READING,
@@ -17,6 +19,7 @@ from textenvs.evals.report import (
     compare_rows,
     episode_cells,
     error_groups,
+    learning_rows,
     pass_rows,
     run_rows,
     score_rows,
@@ -62,6 +65,8 @@ def render_markdown(report: Report) -> str:
             PASS_NOTE,
             md_table(PASS_HEAD, pass_rows(runs)),
         ]
+    if learning_rows(runs):
+        parts += ["## Learning curves", LEARNING_NOTE, md_table(LEARNING_HEAD, learning_rows(runs))]
     if len(runs) > 1:
         parts += [
             f"## Paired comparison against {runs[0].label}",

@@ -16,7 +16,7 @@ import platform
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import textenvs
-from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.agents.base import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.core.env import TextEnv
 from textenvs.core.redact import redact_data
-from textenvs.evals import store
+from textenvs.evals import store, trials
 from textenvs.evals.episode import AGENT_ERROR, EpisodeResult, run_episode
 from textenvs.evals.failures import CRASHED, FailFast
+from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Key, Record, key_of, summarize_by_env
 from textenvs.evals.skills import measure
 
@@ -73,6 +74,9 @@ class EvalPlan:
     #: options for every episode's reset (e.g. {"level": 2})
     env_options: dict[str, Any] = field(default_factory=dict)
     concurrency: int = 8
+    #: trial mode: groups of this many consecutive seeds, each played by one agent in
+    #: order (`evals.trials`)
+    trials: int = 1
 
     def planned(self) -> list[Key]:
         return [
@@ -81,6 +85,12 @@ class EvalPlan:
             for seed in self.seeds
             for k in range(self.episodes_per_seed)
         ]
+
+    def units(self) -> list[list[Key]]:
+        """What one worker plays with one agent: an episode, or a trial group in order."""
+        if self.trials == 1:
+            return [[key] for key in self.planned()]
+        return trials.group_keys(self.envs, self.seeds, self.episodes_per_seed, self.trials)
 
 
 def build_config(
@@ -108,6 +118,7 @@ def build_config(
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "concurrency": plan.concurrency,
         "command": list(command),
+        **({"trials": plan.trials} if plan.trials > 1 else {}),
     }
 
 
@@ -153,6 +164,9 @@ class _Yielding(Agent):
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
         self.inner.reset(context)
+
+    def end_episode(self, observation: str, info: dict[str, Any], end: EpisodeEnd) -> None:
+        self.inner.end_episode(observation, info, end)
 
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         now = time.perf_counter()
@@ -206,6 +220,33 @@ async def _play(
         )
     except Exception as exc:
         return _crashed(key, agent.name if agent is not None else "?", exc)
+    finally:
+        if agent is not None:
+            await agent.aclose()
+
+
+async def _play_unit(
+    env: TextEnv[Any, Any], factory: AgentFactory, unit: list[Key], plan: EvalPlan
+) -> AsyncIterator[tuple[Key, EpisodeResult]]:
+    """A unit's episodes as they end: one episode, or a trial group with one agent (a
+    crash stops the group there, recorded on the trial it hit)."""
+    if plan.trials == 1:
+        yield unit[0], await _play(env, factory, unit[0], plan)
+        return
+    agent: Agent | None = None
+    played = 0
+    try:
+        agent = factory()
+        seeds = [key[1] for key in unit]
+        options = plan.env_options or None
+        group = trials.play_group(
+            env, _Yielding(agent), seeds, options=options, max_invalid=plan.max_invalid
+        )
+        async for result in group:
+            played += 1
+            yield unit[played - 1], result
+    except Exception as exc:
+        yield unit[played], _crashed(unit[played], agent.name if agent else "?", exc)
     finally:
         if agent is not None:
             await agent.aclose()
@@ -277,12 +318,12 @@ async def _run_todo(
     make_env: EnvFactory | None,
 ) -> str | None:
     """Play the planned episodes not in `done`; the fail-fast reason if it stopped them."""
-    todo = [key for key in plan.planned() if key not in done]
+    todo = [unit for unit in plan.units() if not set(unit) <= done]
     if on_start is not None:
-        on_start(len(plan.planned()), len(plan.planned()) - len(todo))
+        on_start(len(plan.planned()), len(plan.planned()) - sum(map(len, todo)))
     model = config["agent"].get("model")
     log = store.EpisodeLog(run_dir)
-    queue: Iterator[Key] = iter(todo)
+    queue: Iterator[list[Key]] = iter(todo)
     workers = max(1, min(plan.concurrency, len(todo)))
     executor = ThreadPoolExecutor(workers, "textenvs-env") if make_env is not None else None
 
@@ -295,14 +336,19 @@ async def _run_todo(
     async def worker() -> None:
         envs: dict[str, Any] = {}
         try:
-            for key in queue:  # a shared iterator: each key goes to exactly one worker
-                if key[0] not in envs:
+            for unit in queue:  # a shared iterator: each unit goes to exactly one worker
+                name = unit[0][0]
+                if name not in envs:
                     try:
-                        envs[key[0]] = await open_env(key[0])
+                        envs[name] = await open_env(name)
                     except Exception as exc:  # e.g. a lost service: this episode fails
-                        await record(key, _crashed(key, "?", exc, "cannot open the env: "))
+                        crash = _crashed(unit[0], "?", exc, "cannot open the env: ")
+                        await record(unit, unit[0], crash)
                         continue
-                await record(key, await _play(envs[key[0]], factory, key, plan))
+                episodes = _play_unit(envs[name], factory, unit, plan)
+                async with contextlib.aclosing(episodes):
+                    async for key, result in episodes:
+                        await record(unit, key, result)
         finally:
             for env in envs.values():  # a remote env deletes its session (an HTTP call)
                 with contextlib.suppress(Exception):
@@ -311,10 +357,11 @@ async def _run_todo(
                     else:
                         env.close()
 
-    async def record(key: Key, result: EpisodeResult) -> None:
-        data = scrub({"key": list(key), "model": model, **result.to_dict()})
+    async def record(unit: list[Key], key: Key, result: EpisodeResult) -> None:
+        place = trials.trial_fields(unit, key) if plan.trials > 1 else {}
+        data = scrub({"key": list(key), "model": model, **place, **result.to_dict()})
         rel = await asyncio.to_thread(store.write_trajectory, run_dir, key, data)
-        line = scrub(episode_record(result, key, model, rel))
+        line = scrub({**episode_record(result, key, model, rel), **place})
         log.append(line)  # in the loop thread: lines never interleave
         await asyncio.to_thread(log.sync)  # fsyncs overlap with other episodes
         if on_episode is not None:
@@ -351,6 +398,8 @@ def write_summary(
         "stopped": stopped,
         "by_env": summarize_by_env(records, config.get("prices")),
     }
+    if config.get("trials", 1) > 1:
+        summary["learning"] = learning_curves(records)
     store.write_json_atomic(run_dir / store.SUMMARY, summary)
     return summary
 

@@ -6,7 +6,8 @@ DIR/episodes.jsonl       one JSON line per finished episode, appended + flushed 
 DIR/trajectories/<env>-<seed>-<episode>.json   every turn of that episode
 DIR/summary.json         per-env statistics (written atomically)
 DIR/transcripts/*.html   readable transcripts (written by `textenvs report`)
-DIR/dropped.jsonl        lines a resume took out of episodes.jsonl (retried errors, duplicates)
+DIR/dropped.jsonl        lines a resume took out of episodes.jsonl (retried errors, duplicates,
+                         the trials of a trial group that did not finish)
 DIR/.lock                the advisory lock of the process writing the run
 ```
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from textenvs.agents.base import AGENT_ERROR
+from textenvs.evals import trials
 from textenvs.evals.metrics import Key, Record, key_of
 
 try:
@@ -279,7 +281,15 @@ def prepare(
                     + ". Use a new --out directory (or rerun with the original options)."
                 )
         records = read_episodes(run_dir, repair=True)
-        kept = _compact(run_dir, records, _is_error if retry_errors else lambda r: False)
+        # trial mode: a group is played whole or again from its first trial
+        replay = trials.unfinished_groups(config, records)
+        if retry_errors:
+            replay |= trials.groups_with_errors(config, records)
+        kept = _compact(
+            run_dir,
+            records,
+            lambda r: key_of(r) in replay or (retry_errors and _is_error(r)),
+        )
         done = {key_of(r) for r in kept}
     elif old is not None or read_episodes(run_dir):
         raise RunDirError(

@@ -6,7 +6,13 @@ import sys
 
 import pytest
 
-from benchmarks import env_breakdown, env_throughput, observation_tokens, prompt_cache
+from benchmarks import (
+    env_breakdown,
+    env_throughput,
+    magnetic_field_shortcut,
+    observation_tokens,
+    prompt_cache,
+)
 
 
 def _run(main: object, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,3 +70,14 @@ def test_prompt_cache_compares_the_policies_on_the_loopback_server(
     assert all(row[-5] == "30.0" for row in rows)  # whole episodes of the step budget
     old, new = (float(row[-4].rstrip("%")) for row in rows)
     assert new > old
+
+
+def test_magnetic_field_shortcut_reports_each_guess(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run(magnetic_field_shortcut.main, ["--seeds", "3", "--level", "3"], monkeypatch)
+    out = capsys.readouterr().out
+    assert "hints never read" in out
+    for name in magnetic_field_shortcut.GUESSES:
+        assert name in out
+    assert "episodes at 1.0" in out

@@ -33,6 +33,7 @@ from textenvs.agents.base import (
     Agent,
     Decision,
     EpisodeContext,
+    EpisodeEnd,
 )
 from textenvs.agents.llm import faults
 from textenvs.agents.llm.config import LLMConfig
@@ -86,6 +87,10 @@ class LLMAgent(Agent):
         self._last_prompt = ""  # the previous request's messages as text (cacheable share)
         self._turn = 0
         self._rng = random.Random(0)
+        #: trial mode: the last episode's end, and what the next episode's first message
+        #: opens with (that end, if any, and the new-episode marker)
+        self._ending = ""
+        self._opening = ("", "")
 
     # ----- Agent protocol ---------------------------------------------------------------
 
@@ -94,15 +99,30 @@ class LLMAgent(Agent):
         from textenvs.prompts import system_prompt
 
         try:
-            system = system_prompt(context.env_name)
+            system = system_prompt(context.prompt or context.env_name)
         except FileNotFoundError:
             system = context.rules
         self._system = system + (TOOLS_NOTE if self.cfg.action_mode == "tools" else "")
+        # jitter only: seeded so runs are repeatable, never the global `random`
+        self._rng = random.Random(f"{context.seed}:{self.cfg.seed}")
+        if context.trial > 1 and self._ending:
+            # trial mode: the conversation goes on; the new episode's first message opens
+            # with how the last one ended and a marker
+            self._opening = (self._ending, new_episode_marker(context))
+            self._ending = ""
+            return
         self._history = self._new_history()
         self._last_prompt = ""
         self._turn = 0
-        # jitter only: seeded so runs are repeatable, never the global `random`
-        self._rng = random.Random(f"{context.seed}:{self.cfg.seed}")
+        self._ending = ""
+        self._opening = ("", new_episode_marker(context) if context.trials > 1 else "")
+
+    def end_episode(self, observation: str, info: dict[str, Any], end: EpisodeEnd) -> None:
+        """Note the last command's result (nothing else calls the agent after the final
+        step) and keep the episode's end for the next trial's first message."""
+        self._history.note_result(info)
+        if self.context.trials > 1:
+            self._ending = episode_ending(self.context, observation, end)
 
     def _new_history(self) -> History:
         cfg = self.cfg
@@ -152,7 +172,9 @@ class LLMAgent(Agent):
     async def _play_turn(
         self, observation: str, info: dict[str, Any], record: dict[str, Any], usage: dict[str, int]
     ) -> Decision:
-        turn: list[Message] = [{"role": "user", "content": observation}]
+        (ending, marker), self._opening = self._opening, ("", "")
+        content = "\n\n".join(part for part in (ending, marker, observation) if part)
+        turn: list[Message] = [{"role": "user", "content": content}]
         if self._turn == 1:
             record["system"] = self._system
         record.update(replies=[], parse_errors=[], reply_faults=[], reasks=0, prompts=[])
@@ -178,7 +200,9 @@ class LLMAgent(Agent):
         record["messages"] = turn
         # stepped anyway when never read: the env records a wasted turn
         command = reading.command if reading.command is not None else _visible(reading.raw)
-        self._history.add(PastTurn(self._turn, turn, command))
+        self._history.add(
+            PastTurn(self._turn, turn, command, episode=self.context.trial, opening=ending)
+        )
         record["command"] = command
         return Decision(command, raw=reading.raw)
 
@@ -408,6 +432,29 @@ class LLMAgent(Agent):
 
 
 # ----- helpers -----------------------------------------------------------------------
+
+
+def new_episode_marker(context: EpisodeContext) -> str:
+    """The line that starts each episode of a trial group."""
+    if context.trial == 1:
+        return (
+            f"=== EPISODE 1 OF {context.trials} === You will play {context.trials} episodes "
+            "of this scenario in this one conversation, each in a new world; the rules stay "
+            "the same, and what the end of an episode shows is yours to use in the next."
+        )
+    return (
+        f"=== NEW EPISODE: {context.trial} OF {context.trials} === Same scenario and rules, "
+        "a new world. Its first observation follows."
+    )
+
+
+def episode_ending(context: EpisodeContext, observation: str, end: EpisodeEnd) -> str:
+    """An episode's end as the next trial is told it: the outcome line, then the final
+    observation (what the scenario reveals at the end)."""
+    return (
+        f"EPISODE {context.trial} OF {context.trials} OVER: {end.outcome}, return "
+        f"{end.total_reward:g}, {end.steps} steps. Its final observation:\n{observation}"
+    )
 
 
 @functools.cache

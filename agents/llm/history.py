@@ -14,6 +14,13 @@ part. Two policies:
   dropped one at a time). Every turn past the window moves the prompt's start, so a
   server re-evaluates nearly the whole prompt each turn.
 
+In trial mode (`--trials K`) one conversation spans K episodes: the first turn of each
+later episode opens with the previous episode's end (outcome and final observation) and
+a new-episode marker. Once a cut reaches earlier episodes, the recap keeps what they
+taught rather than their turns: each cut episode end (the newest in full, up to a fifth
+of the budget; older ones by their outcome line), and one line per cut turn of the
+newest cut episode only.
+
 Prompt sizes are measured in characters of the messages as compact JSON, the same text
 for every server; tokens are estimated from characters with the ratio the server itself
 reported for the previous request (`TokenGauge`).
@@ -36,6 +43,11 @@ DEFAULT_TOKENS_PER_CHAR = 0.5
 #: recap lines kept; older cut turns are counted, not listed
 RECAP_LINES = 40
 RECAP_LINE_CHARS = 120
+#: trial mode: the share of the budget that cut episode ends may fill in the recap, the
+#: characters kept of each, and how many older ones are listed by their outcome line
+RECAP_ENDINGS_SHARE = 0.2
+RECAP_ENDING_CHARS = 2000
+RECAP_OUTCOME_LINES = 30
 
 
 def serialise(message: Message) -> str:
@@ -104,6 +116,10 @@ class PastTurn:
     command: str
     #: what followed, from the next observation's info (filled in one turn later)
     result: str = ""
+    #: trial mode: the episode (trial) this turn belongs to, and on an episode's first
+    #: turn the previous episode's end that its first message opens with
+    episode: int = 1
+    opening: str = ""
 
 
 @dataclass
@@ -159,22 +175,35 @@ class History:
 
     def recap(self) -> str:
         """What the conversation no longer shows: one line per cut turn (the newest
-        `RECAP_LINES`). It changes only when turns are cut."""
+        `RECAP_LINES`) and, in trial mode, the ends of cut episodes. It changes only when
+        turns are cut."""
         count = len(self.cut_turns)
         if count == 0:
             return ""
         if self._recap[0] != count:
-            shown = self.cut_turns[-RECAP_LINES:]
-            lines = [
-                f"Recap of turns {self.cut_turns[0].number}-{self.cut_turns[-1].number}, "
-                "removed from this conversation to keep it short (command -> what happened):"
-            ]
-            if count > len(shown):
-                lines.append(f"({count - len(shown)} earlier turns not listed)")
-            lines += [_recap_line(turn) for turn in shown]
-            lines.append("The conversation continues below.")
-            self._recap = (count, "\n".join(lines))
+            endings = [turn.opening for turn in self.cut_turns if turn.opening]
+            newest = self.cut_turns[-1].episode
+            turns = [turn for turn in self.cut_turns if turn.episode == newest]
+            parts = [self._endings_recap(endings)] if endings else []
+            self._recap = (count, "\n".join([*parts, _turns_recap(turns)]))
         return self._recap[1]
+
+    def _endings_recap(self, endings: list[str]) -> str:
+        """Cut episode ends, newest first in full while they fit a share of the budget,
+        then older ones by their first (outcome) line."""
+        room = RECAP_ENDINGS_SHARE * self.budget / self.gauge.tokens_per_char
+        full: list[str] = []
+        for ending in reversed(endings):
+            text = _clip(ending, RECAP_ENDING_CHARS)
+            if full and sum(map(len, full)) + len(text) > room:
+                break
+            full.insert(0, text)
+        older = [ending.split("\n", 1)[0] for ending in endings[: len(endings) - len(full)]]
+        lines = ["Recap of earlier episodes (removed from this conversation; same rules):"]
+        if len(older) > RECAP_OUTCOME_LINES:
+            lines.append(f"({len(older) - RECAP_OUTCOME_LINES} earlier episodes not listed)")
+        lines += [_clip(line, RECAP_LINE_CHARS) for line in older[-RECAP_OUTCOME_LINES:]]
+        return "\n".join(lines + full)
 
 
 def describe_result(info: dict[str, Any]) -> str:
@@ -195,6 +224,23 @@ def _event_text(event: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def _turns_recap(turns: list[PastTurn]) -> str:
+    shown = turns[-RECAP_LINES:]
+    lines = [
+        f"Recap of turns {turns[0].number}-{turns[-1].number}, "
+        "removed from this conversation to keep it short (command -> what happened):"
+    ]
+    if len(turns) > len(shown):
+        lines.append(f"({len(turns) - len(shown)} earlier turns not listed)")
+    lines += [_recap_line(turn) for turn in shown]
+    lines.append("The conversation continues below.")
+    return "\n".join(lines)
+
+
 def _recap_line(turn: PastTurn) -> str:
     line = f"{turn.number}. {turn.command or '(no command)'} -> {turn.result or 'unknown'}"
-    return line if len(line) <= RECAP_LINE_CHARS else line[: RECAP_LINE_CHARS - 3] + "..."
+    return _clip(line, RECAP_LINE_CHARS)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -50,30 +50,41 @@ def properties(key: str) -> int:
     return mask
 
 
-def readings(bit: int, hints: dict[str, str], props: list[int]) -> set[tuple[int, ...]]:
+def readings(
+    bit: int, hints: dict[str, str], props: list[int], check: bool = True
+) -> set[tuple[int, ...]]:
     """Every distinct reading of one bit (high 0, low 1) over the 18 windows, by the
-    candidate functions that agree with the hints and with the check copy."""
+    candidate functions that agree with the hints and (`check`) with the check copy."""
     keep = np.ones(len(PARITY), dtype=bool)
     for key, bits in hints.items():
         keep &= PARITY[:, properties(key)] == int(bits[bit])
     values = PARITY[keep][:, props]
-    copies = values[:, :MESSAGE_WINDOWS] == values[:, MESSAGE_WINDOWS : 2 * MESSAGE_WINDOWS]
-    return {tuple(int(v) for v in row) for row in values[copies.all(axis=1)]}
+    if check:
+        copies = values[:, :MESSAGE_WINDOWS] == values[:, MESSAGE_WINDOWS : 2 * MESSAGE_WINDOWS]
+        values = values[copies.all(axis=1)]
+    return {tuple(int(v) for v in row) for row in values}
+
+
+def messages(observation: dict[str, Any], hints: dict[str, str], check: bool = True) -> set[str]:
+    """Every message some candidate rule agreeing with `hints` (pattern -> bits) and
+    (`check`) with the check copy and checksum reads from the observation's field."""
+    props = [properties(key) for key in window_keys(observation["grid"])]
+    high_low = product(readings(0, hints, props, check), readings(1, hints, props, check))
+    found = set()
+    for high, low in high_low:
+        values = [2 * h + lo for h, lo in zip(high, low, strict=True)]
+        digits = [4 * values[2 * i] + values[2 * i + 1] for i in range(9)]
+        if not check or digits[8] == sum(digits[:SLOTS]) % 16:
+            found.add("".join(f"{d:X}" for d in digits[:SLOTS]))
+    return found
 
 
 def decode(observation: dict[str, Any]) -> str:
     """The four hex characters the observation fixes, or ValueError if it fixes none."""
-    hints = {h["pattern"]: h["bits"] for h in observation["hints"]}
-    props = [properties(key) for key in window_keys(observation["grid"])]
-    messages = set()
-    for high, low in product(readings(0, hints, props), readings(1, hints, props)):
-        values = [2 * h + lo for h, lo in zip(high, low, strict=True)]
-        digits = [4 * values[2 * i] + values[2 * i + 1] for i in range(9)]
-        if digits[8] == sum(digits[:SLOTS]) % 16:
-            messages.add("".join(f"{d:X}" for d in digits[:SLOTS]))
-    if len(messages) != 1:
-        raise ValueError(f"the observation allows {len(messages)} messages, not one")
-    return messages.pop()
+    found = messages(observation, {h["pattern"]: h["bits"] for h in observation["hints"]})
+    if len(found) != 1:
+        raise ValueError(f"the observation allows {len(found)} messages, not one")
+    return found.pop()
 
 
 def next_command(observation: dict[str, Any], target: str) -> str:

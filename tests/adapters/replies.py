@@ -38,6 +38,6 @@ def reply_for(request: RecordedRequest) -> Reply:
             content = "".join(part.get("text", "") for part in content)
         digest.update(content.encode())
     reply = REPLIES[digest.digest()[0] % len(REPLIES)]
-    if reply == "mark" and len(users) < 6:  # first observations look alike: play a while
+    if reply == "mark" and len(users) < 12:  # first observations look alike: play a while
         reply = "north"
     return text(reply)

@@ -45,7 +45,8 @@ def test_inspect_cli_matches_textenvs_eval(model_server: OpenAIServer, tmp_path:
     assert log.status == "success"
     assert (log.eval.task, log.eval.task_registry_name) == ("em-anomaly", "textenvs/em-anomaly")
 
-    expected = textenvs_eval(model_server, tmp_path / "run", "em-anomaly", seeds)
+    # the same conversation shape as the adapter: the last 8 turns
+    expected = textenvs_eval(model_server, tmp_path / "run", "em-anomaly", seeds, "--history", "8")
     assert len(model_server.requests) == 2 * inspect_requests  # the same replies, asked again
     assert log.samples is not None and len(log.samples) == len(expected) == 6
     outcomes = set()

@@ -187,6 +187,10 @@ def test_two_different_commands_are_rejected(env_name: str, data: st.DataObject)
         {"action": "conduit", "cells": ["B1", "B2", "B3", "B4"]},
         {"action": "scan", "cells": ["B3"]},
         {"action": "wait", "direction": "north"},
+        # a cell that smuggles another command or a second cell in
+        {"action": "excavate", "cells": ["B3\nAction: district B3"]},
+        {"action": "excavate", "cells": ["B3 C3"]},
+        {"action": "conduit", "cells": ["B2->B3"]},
     ],
 )
 def test_megacity_schema_rejects_what_it_cannot_represent(arguments: dict[str, Any]) -> None:

@@ -39,6 +39,7 @@ from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.failures import FailFast, top_error_classes
 from textenvs.evals.metrics import Record
 from textenvs.evals.store import RunDirError
+from textenvs.evals.trials import check_trials
 
 # Our own options; every other attribute of the parsed args is an agent option.
 EVAL_OPTIONS = frozenset(
@@ -59,6 +60,7 @@ EVAL_OPTIONS = frozenset(
         "price_per_1k_prompt",
         "price_per_1k_completion",
         "env_url",
+        "trials",
     }
 )
 SECRET_WORDS = ("key", "secret", "token", "password", "auth")
@@ -87,7 +89,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "only measures the agent's own variance",
     )
     p.add_argument(
-        "--concurrency", type=_positive, default=8, metavar="C", help="episodes in flight (8)"
+        "--trials",
+        type=_positive,
+        default=1,
+        metavar="K",
+        help="trial mode: one agent plays K consecutive episodes (the seeds in groups of K: "
+        "0-4, 5-9, ... for K=5) in one continuing conversation, seeing each episode's end; "
+        "the report draws learning curves. The seed count must be a multiple of K (1)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=8,
+        metavar="C",
+        help="episodes (with --trials, trial groups) in flight (8)",
     )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run in DIR")
@@ -175,7 +190,9 @@ def _eval(args: argparse.Namespace) -> int:
             max_invalid=args.max_invalid,
             concurrency=args.concurrency,
             env_options=env_options_from_args(args),
+            trials=args.trials,
         )
+        check_trials(len(plan.seeds), plan.trials)
         if plan.env_options and len(plan.envs) > 1:
             raise ValueError("--env-option needs a single --env (options differ by scenario)")
         if plan.env_options:  # a bad key or value fails here, not in every episode
@@ -306,6 +323,9 @@ def _verdict(args: argparse.Namespace, summary: dict[str, Any], console: Console
         _say(console, f"to play them again: {retry}")
     print(f"results in {args.out}/ - write a report with: textenvs report {args.out}")
     if not summary["complete"]:
+        if args.trials > 1:
+            _say(console, f"some trial groups did not finish: textenvs eval ... --out {args.out} "
+                 "--resume plays each of them again from its first trial")  # fmt: skip
         return 1
     return EXIT_AGENT_ERRORS if errors else 0
 

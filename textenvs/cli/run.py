@@ -14,6 +14,7 @@ from textenvs.cli.common import (
     checked_env_options,
     env_option_argument,
     env_url_argument,
+    non_negative,
     preflight,
     print_outcome,
     print_turn,
@@ -23,7 +24,8 @@ from textenvs.cli.common import (
 )
 from textenvs.core import registry
 from textenvs.core.redact import redact_url
-from textenvs.evals.episode import AGENT_ERROR, EpisodeResult, run_episode
+from textenvs.evals.episode import AGENT_ERROR, EpisodeResult
+from textenvs.evals.trials import play_group
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,10 +38,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
     seed_argument(p)
+    p.add_argument(
+        "--trials",
+        type=_at_least_one,
+        default=1,
+        metavar="K",
+        help="trial mode: the agent plays K consecutive episodes (seeds N, N+1, ..., "
+        "N+K-1) in one continuing conversation, seeing each episode's end (1)",
+    )
     env_option_argument(p)
     add_agent_options(p)
     env_url_argument(p)
     p.set_defaults(handler=_run)
+
+
+def _at_least_one(text: str) -> int:
+    value = non_negative(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -70,22 +87,34 @@ def _play(args: argparse.Namespace) -> int:
     agent = agent_from_args(args)
     scrub = scrubber_for(args, agent)
     preflight(args, agent, scrub)
-    print(f"{scenario.title} ({scenario.name}), seed {seed}, agent {agent.name}")
+    seeds = list(range(seed, seed + args.trials))
+    trials = f", trials 1-{args.trials} (seeds {seeds[0]}-{seeds[-1]})" * (args.trials > 1)
+    print(f"{scenario.title} ({scenario.name}), seed {seed}{trials}, agent {agent.name}")
 
-    async def play() -> EpisodeResult:
+    async def play() -> list[EpisodeResult]:
+        results: list[EpisodeResult] = []
         try:
-            return await run_episode(
-                env, agent, seed, options=options, on_turn=lambda t: print_turn(t, scrub)
+            group = play_group(
+                env, agent, seeds, options=options, on_turn=lambda t: print_turn(t, scrub)
             )
+            async for result in group:
+                results.append(result)
+                print()
+                print(result.final_observation)
+                if args.trials > 1:
+                    trial = f"{len(results)} of {args.trials} (seed {result.seed})"
+                    print(f"\n=== end of trial {trial} ===")
+                print_outcome(result, scrub)
         finally:
             await agent.aclose()  # e.g. the LLM agent's HTTP client
+        return results
 
     try:
-        result = asyncio.run(play())
+        results = asyncio.run(play())
     finally:
         with contextlib.suppress(Exception):  # a lost service: the real error is above
             env.close()
-    print()
-    print(result.final_observation)
-    print_outcome(result, scrub)
-    return EXIT_AGENT_ERRORS if result.outcome == AGENT_ERROR else 0
+    if args.trials > 1:
+        wins = "".join("+" if r.success else "-" for r in results)
+        print(f"\nTrials played: {len(results)} of {args.trials}; successes by trial: {wins}")
+    return EXIT_AGENT_ERRORS if any(r.outcome == AGENT_ERROR for r in results) else 0

@@ -35,6 +35,8 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from textenvs.core.clauses import mask_conditions
+
 A = TypeVar("A", bound=Hashable)
 
 # Replies longer than this are rejected outright: no legitimate command needs more, and it
@@ -47,8 +49,8 @@ MASK = "\x1f"
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _ACTION_LINE = re.compile(
-    r"^[ \t>*#_`-]*(?:(?:final|my|next|chosen)[ \t]+)?(?:action|command|answer|orders?|move)"
-    r"[*_` \t]*[:=][*_` \t]*(.*)$",
+    r"^[ \t>*#_`{\"'-]*(?:(?:final|my|next|chosen)[ \t]+)?(?:action|command|answer|orders?|move)"
+    r"[\"'*_` \t]*[:=][*_` \t]*(.*)$",
     re.IGNORECASE | re.MULTILINE,
 )
 _QUOTED = re.compile(r"\"[^\"\n]*\"|(?<![\w'])'[^'\n]+'(?![\w'])")
@@ -69,7 +71,22 @@ _STEPS = re.compile(
     r"|followed\s+by|later|first|second)\b"
 )
 _LISTED = re.compile(r"[\s,;/|&+*`]*(?:(?:and|or)[\s,;/|&+*`]*)?")
-_REPEATED = re.compile(r"[\s*`]*(?:twice|thrice|two\s+times|\d+\s*(?:times|x)\b|x\s*\d)")
+# After an order, these make it several turns ("north twice", "north 2 steps", "wait
+# for 3 turns", "north until the wall"; a bare number only where its clause ends: "north
+# 2", not "excavate B3 - 2 power").
+_NUMBER = r"(?:[2-9]|[1-9]\d+|two|three|four|five|six|seven|eight|nine|ten)"
+_UNIT = (
+    r"(?:times|x|steps?|tiles?|squares?|cells?|spaces?|slots?|places?|positions?|turns?"
+    r"|moves?|rounds?)"
+)
+_REPEATED = re.compile(
+    r"[ \t*`]*(?:twice|thrice|repeatedly|until\b|till\b|all\s+the\s+way|x\s*\d"
+    rf"|by\s+{_NUMBER}\b|for\s+{_NUMBER}\s*(?:more\s+)?{_UNIT}\b"
+    rf"|(?:several|multiple|a\s+few|many)\s+(?:more\s+)?{_UNIT}\b"
+    rf"|{_NUMBER}\s*(?:more\s+)?{_UNIT}\b|{_NUMBER}(?=\s*(?:[.,;:!)\n]|$)))"
+)
+# After an order, these leave a choice open ("north or east", "excavate B3 (or C3)").
+_CHOICE = re.compile(r"[ \t]*[,(]?[ \t]*(?:or|either)\b")
 # A bare command word after these (and nothing else) is a noun or a place, not an order...
 _LEADS = frozenset({
     "the", "my", "your", "its", "our", "their", "this", "that", "his", "her", "to", "from",
@@ -118,14 +135,21 @@ def excerpt(text: str, limit: int = 40) -> str:
 
 
 def clean(text: str) -> str:
-    """Drop reasoning blocks and control characters; fold unicode look-alikes to ASCII."""
+    """Drop reasoning blocks and control characters; fold unicode (NFKC, curly quotes,
+    Cyrillic and Greek look-alikes of Latin letters) towards ASCII."""
     text = _THINK.sub(" ", text)
     text = unicodedata.normalize("NFKC", text)
-    text = text.translate(_QUOTES)
+    text = text.translate(_QUOTES).translate(_LOOKALIKES)
     return "".join(ch if ch in "\n\t" or unicodedata.category(ch)[0] != "C" else " " for ch in text)
 
 
-_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-"})
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "→": "->"})
+# Cyrillic and Greek letters that look like Latin ones: "nоt north" with a Cyrillic "о"
+# is read as the reader sees it ("not north"), never as a bare "north".
+_LOOKALIKES = str.maketrans(
+    "АВЕКМНОРСТХаеорсухіјѕԁһӏΑΒΕΖΗΙΚΜΝΟΡΤΥΧοιν",
+    "ABEKMHOPCTXaeopcyxijsdhlABEZHIKMNOPTYXoiv",
+)
 
 
 def normalise(text: str) -> str:
@@ -158,15 +182,17 @@ def action_lines(text: str) -> list[str]:
 
 
 def mask_unread(text: str, *, keep_quotes: bool = False) -> str:
-    """`text` with quoted passages and negated clauses replaced by `MASK` characters (same
-    length, so positions still line up)."""
+    """`text` with quoted passages, negated clauses, questions, conditions and hypotheses
+    (`core.clauses`) replaced by `MASK` characters (same length, so positions still line
+    up)."""
 
     def blank(match: re.Match[str]) -> str:
         return MASK * len(match.group(0))
 
     if not keep_quotes:
         text = _QUOTED.sub(blank, text)
-    return _NEGATED.sub(blank, text)
+    text = _NEGATED.sub(blank, text)
+    return mask_conditions(text, fold(text), MASK)
 
 
 @dataclass(frozen=True)
@@ -266,7 +292,9 @@ def read(
     """
     cleaned, whole = prepare(text, valid)
     marked = action_lines(cleaned)
-    if not marked:
+    # "north?" is the command, edge punctuation aside; "Should A go north?" is a question.
+    asks = cleaned.rstrip(_EDGE_NOISE.replace("?", "")).endswith("?") and " " in whole
+    if not marked and not asks:
         action = exact(whole)
         if action is not None:
             return Reading([action], "the reply", False, False, whole)
@@ -288,6 +316,12 @@ def read(
         for item in found:
             if item.action is None:
                 raise ParseError(item.problem, valid)
+            if _CHOICE.match(folded, item.end):
+                raise ParseError(
+                    f"'{excerpt(segment[item.start : item.end + 12].strip())}' leaves a "
+                    "choice open: decide, and send exactly one command.",
+                    valid,
+                )
             orders.append(item.action)
             in_sequence = in_sequence or bool(_REPEATED.match(folded, item.end))
         for before, after in itertools.pairwise(found):
@@ -305,7 +339,10 @@ def nothing_found(
     where = "" if reading.where == "the reply" else f"{reading.where}: "
     reason = f"no {what} found in {where}'{excerpt(reading.whole)}'."
     if reading.skipped:
-        reason += " Text in quotes or after a negation ('not', 'don't', ...) is not read."
+        reason += (
+            " Text in quotes, questions, conditions ('if ...', 'unless ...') and what "
+            "follows a negation ('not', 'don't', ...) are not read."
+        )
     # Skipped words are often the command itself: suggesting it back would mislead.
     return ParseError(reason, valid, () if reading.skipped else suggest(reading.whole, vocabulary))
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from textenvs.core.env import TextEnv, Transition
+from textenvs.core.variants import withheld_option
 from textenvs.scenarios.em_anomaly import parse as parsing
 from textenvs.scenarios.em_anomaly import render, rules
 from textenvs.scenarios.em_anomaly.state import (
@@ -91,6 +92,13 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
       is always north-up.
     - After an unreadable command the observation reports `last_result` "wasted".
     - Events carry no coordinates (`move`, `blocked`, `rotate`, `mark` with `success`).
+    - Withheld-knowledge variant (`options={"withheld": True}`, opt-in; default play is
+      unchanged): for learning across episodes (`--trials K`). Its rules text
+      (`prompts/em-anomaly-withheld.md`) and observation do not say what the readings
+      mean (no field formula, no "mark where it reads 2 or 3"); the final observation
+      adds the node's Manhattan distance from the tile the episode ended on
+      (`node_distance`), so the meaning of each reading can be learned from the ends of
+      episodes. `info["observation"]` carries `withheld: true`. Same world per seed.
 
     ## Version history
     - v0: first release.
@@ -107,9 +115,10 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
     observation_model = EMObservation
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> EMState:
-        if options:
-            raise ValueError(f"em-anomaly takes no options, got {sorted(options)}")
-        return rules.initial_state(rng)
+        unknown = sorted(set(options) - {"withheld"})
+        if unknown:
+            raise ValueError(f"em-anomaly takes only the option 'withheld', got {unknown}")
+        return rules.initial_state(rng, withheld_option(options))
 
     def transition(self, state: EMState, action: Action, step_index: int) -> Transition[EMState]:
         return rules.step(state, action, step_index)

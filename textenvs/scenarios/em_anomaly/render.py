@@ -35,6 +35,10 @@ SCALE = (
     "Field strength: 3 = on the Vulnerability Node, 2 = one tile from it, 1 = two tiles "
     "from it, 0 = farther away or shielded by a wall."
 )
+# The withheld-knowledge variant leaves the scale out: it is for the agent to learn.
+WITHHELD_SCALE = (
+    "Field strength: 0-3 (what the readings mean is not told: learn it from the ends of episodes)."
+)
 SCAN_TITLE = "Field scan around you (3x3, north at the top):"
 # Enum `.value` is a descriptor call; observe runs these every step.
 FACING_NAMES = {f: f.value for f in Facing}
@@ -76,7 +80,7 @@ def observe_dict(state: EMState, steps_used: int) -> dict[str, Any]:
         ending = f"marked_{state.outcome}"
     else:
         ending = "out_of_steps" if steps_used >= STEP_BUDGET else "playing"
-    return {
+    obs = {
         "view": rows,
         "facing": FACING_NAMES[state.facing],
         "steps_left": STEP_BUDGET - steps_used,
@@ -86,6 +90,11 @@ def observe_dict(state: EMState, steps_used: int) -> dict[str, Any]:
         "last_result": "wasted" if wasted else state.last_result,
         "status": ending,
     }
+    if state.withheld:  # the variant's fields; absent in default play
+        obs["withheld"] = True
+        if ending != "playing":
+            obs["node_distance"] = abs(x - state.node[0]) + abs(y - state.node[1])
+    return obs
 
 
 def observe(state: EMState, steps_used: int) -> EMObservation:
@@ -138,4 +147,12 @@ def render(obs: EMObservation | dict[str, Any]) -> str:
     )
     if obs["status"] != "playing":
         head += "\n" + ENDINGS[obs["status"]]
-    return f"{head}\n\n{SCAN_TITLE}\n{scan}\n{LEGEND}\n{SCALE}"
+    scale = SCALE
+    if obs.get("withheld"):
+        scale = WITHHELD_SCALE
+        if obs.get("node_distance") is not None:
+            head += (
+                f"\nThe Vulnerability Node was {obs['node_distance']} steps (Manhattan "
+                "distance) from the tile you ended on."
+            )
+    return f"{head}\n\n{SCAN_TITLE}\n{scan}\n{LEGEND}\n{scale}"

@@ -152,9 +152,10 @@ def validate(state: EMState) -> None:
         raise LayoutError("the field does not match the walls and the node")
 
 
-def initial_state(rng: np.random.Generator) -> EMState:
+def initial_state(rng: np.random.Generator, withheld: bool = False) -> EMState:
     """Walls first, then the node on a free tile, then the agent on a free tile (possibly
-    the node's own tile: the specification only asks for a free one) with a random facing."""
+    the node's own tile: the specification only asks for a free one) with a random facing.
+    `withheld` marks the withheld-knowledge variant (the same world)."""
     walls = generate_walls(rng)
     free = [c for c in ALL_CELLS if c not in walls]
     node = free[int(rng.integers(len(free)))]
@@ -166,6 +167,7 @@ def initial_state(rng: np.random.Generator) -> EMState:
         field=compute_field(walls, node),
         position=position,
         facing=facing,
+        withheld=withheld,
     )
     validate(state)
     return state

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
-
-from pydantic import BaseModel
+from typing import ClassVar, Literal
 
 from textenvs.core.env import ActionSchema
+from textenvs.core.variants import VariantObservation
 
 SIZE = 15
 WALL_FRACTION = 0.2
@@ -77,6 +76,8 @@ class EMState:
     #: untouched was an unreadable (wasted) command
     last_step: int = 0
     outcome: Outcome = "playing"
+    #: the withheld-knowledge variant (reset option `withheld`)
+    withheld: bool = False
 
     def level(self, cell: Cell) -> int:
         x, y = cell
@@ -87,7 +88,7 @@ class EMState:
 ViewCell = Literal[0, 1, 2, 3, "wall", "outside"]
 
 
-class EMObservation(BaseModel):
+class EMObservation(VariantObservation):
     """Exactly what the agent sees. No coordinates, no map, no node position."""
 
     #: VIEW rows, the northern row first; each row runs west to east. The agent stands on
@@ -102,6 +103,12 @@ class EMObservation(BaseModel):
     last_result: LastResult
     #: "playing", or how the episode ended
     status: Literal["playing", "marked_success", "marked_failure", "out_of_steps"]
+    #: only in the withheld-knowledge variant (reset option `withheld`; absent otherwise):
+    #: true, and once the episode has ended the node's Manhattan distance from the tile
+    #: the agent ended on (what the variant reveals at the end)
+    withheld: bool | None = None
+    node_distance: int | None = None
+    variant_fields: ClassVar[tuple[str, ...]] = ("withheld", "node_distance")
 
 
 class EMAnomalyAction(ActionSchema):

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from textenvs.core.env import TextEnv, Transition
+from textenvs.core.variants import withheld_option
 from textenvs.scenarios.magnetic_field import parse as parsing
 from textenvs.scenarios.magnetic_field import render, rules
 from textenvs.scenarios.magnetic_field.state import (
@@ -108,6 +109,15 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
       observation, the index of the episode's last step (0-39 as well).
     - Slots start empty; an empty slot is never right. Entering a digit does not move the
       cursor. The message is shown only once the episode has ended.
+    - Withheld-knowledge variant (`options={"withheld": True}`, opt-in; default play is
+      unchanged): for learning across episodes (`--trials K`). The hints are the same
+      three in every episode (`rules.WITHHELD_HINTS`: 00/00 -> 00, 10/00 -> 10,
+      11/01 -> 01), with no guarantee that they fix the message, and neither the
+      observation nor the variant's rules text (`prompts/magnetic-field-withheld.md`) says
+      how bits 17-36 are formed. The end of an episode shows the true bits of all 18
+      windows as always: the rule must be learned from those. `info["observation"]`
+      then carries `withheld: true`. The world (message, field, decoration) is the one
+      the same seed and level give in default play.
 
     ## Version history
     - v1: a rule instead of a random table; levels change the number of hints and draw
@@ -128,10 +138,13 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
         self.level = rules.checked_level(level)
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> MagneticState:
-        unknown = sorted(set(options) - {"level"})
+        unknown = sorted(set(options) - {"level", "withheld"})
         if unknown:
-            raise ValueError(f"magnetic-field takes only the option 'level', got {unknown}")
-        return rules.initial_state(rng, rules.checked_level(options.get("level", self.level)))
+            raise ValueError(
+                f"magnetic-field takes only the option 'level' (and 'withheld'), got {unknown}"
+            )
+        level = rules.checked_level(options.get("level", self.level))
+        return rules.initial_state(rng, level, withheld_option(options))
 
     def transition(
         self, state: MagneticState, action: Action, step_index: int

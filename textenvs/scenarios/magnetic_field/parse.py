@@ -49,6 +49,14 @@ _SUBMIT_ARG = re.compile(
 # A several-character answer: upper case with a letter (FAAE, 3FA0), or alone on a line
 # (where a single character is a digit command: "A" then "right" is two commands).
 _CODE = re.compile(r"(?<![\w])(?:0x)?([0-9A-F]{2,8})(?![\w])")
+# ...in lower case when it mixes numerals and letters (3fa0; "0b1011" is bits, not a
+# code), or spelled out with spaces or commas ("3 F A 0", "F, A, A, E").
+_MIXED_CODE = re.compile(
+    r"(?<![\w])(?!0b[01]+(?!\w))(?:0x)?((?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{2,8})(?![\w])"
+)
+_SPACED_CODE = re.compile(
+    r"(?<![\w])(?=[0-9A-F ,\t]*[A-F])[0-9A-F](?:(?:[ \t]*,[ \t]*|[ \t]+)[0-9A-F]){2,7}(?![\w])"
+)
 _CODE_LINE = re.compile(r"^[ \t*`'\"]*(?:0x)?([0-9a-fA-F]{1,8})[ \t*`'\".]*$", re.MULTILINE)
 _MANY = re.compile(rf"^(?:(?:{VERBS}|{_SUBMIT})\s+)?['\"]?(?:0x)?([0-9a-f]{{2,8}})['\"]?$")
 _VERB_ONLY = re.compile(rf"^{VERBS}(?:\s+{_FILLER}['\"]?(\S+?)['\"]?)?$")
@@ -174,12 +182,12 @@ def scan(text: str) -> list[Found[Action]]:
         if match.group("sep").strip() or _stands_as_digit(text, folded, match, "arg"):
             problem = _submit_with(match.group("arg"))
             found.append(Found(match.start(), match.end(), None, match.group(0), problem))
-    for pattern in (_CODE, _CODE_LINE):
+    for pattern in (_CODE, _CODE_LINE, _MIXED_CODE, _SPACED_CODE):
         for match in pattern.finditer(text):
-            chars = match.group(1)
+            chars = re.sub(r"[\s,]", "", match.group(1) if pattern.groups else match.group(0))
             if pattern is _CODE_LINE and len(chars) == 1:
                 found.append(Found(match.start(), match.end(), _hex(chars), chars))
-            elif pattern is _CODE_LINE or (len(chars) > 1 and not chars.isdigit()):
+            elif pattern is not _CODE or (len(chars) > 1 and not chars.isdigit()):
                 found.append(Found(match.start(), match.end(), None, chars, _several(chars)))
     for match in _SCAN_PHRASES.finditer(folded):
         phrase = " ".join(match.group(1).split())

@@ -26,6 +26,10 @@ READING = (
     "each, most significant bit first. Bits 17-32 repeat them and bits 33-36 are their sum\n"
     "mod 16 (a check)."
 )
+# The withheld-knowledge variant does not say how the check bits are formed.
+WITHHELD_READING = READING.split(" Bits 17-32")[0] + (
+    " Bits 17-36 are check bits\n(how they are formed is not told)."
+)
 HINTS_PER_LINE = 5
 
 
@@ -56,6 +60,7 @@ def observe(state: MagneticState, steps_used: int) -> dict[str, Any]:
         "window_bits": [format(v, "02b") for v in rules.window_values(state.message)]
         if ended
         else None,
+        **({"withheld": True} if state.withheld else {}),
     }
 
 
@@ -103,7 +108,7 @@ def render(obs: dict[str, Any]) -> str:
         field,
         LEGEND,
         "",
-        READING,
+        WITHHELD_READING if obs.get("withheld") else READING,
         "",
         "Encoding hints (pattern ab/cd = top row a b, bottom row c d -> its 2 bits):",
         *hint_lines,

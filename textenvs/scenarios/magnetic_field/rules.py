@@ -71,6 +71,10 @@ class LevelSpec:
     gutter_crossings: int
 
 
+# The withheld-knowledge variant (reset option `withheld`): these hints, the same in every
+# episode, and no others; the rest of the rule is learned from the episodes' ends.
+WITHHELD_HINTS: tuple[Pattern, ...] = ((0, 0, 0, 0), (1, 0, 0, 0), (1, 1, 0, 1))
+
 LEVEL_SPECS: dict[int, LevelSpec] = {
     0: LevelSpec(None, 20, 0.0, 0.0, 0, 0),
     1: LevelSpec(8, 12, 0.25, 0.15, 1, 0),
@@ -126,18 +130,22 @@ def window_values(message: tuple[int, ...]) -> tuple[int, ...]:
 # ----- world generation -------------------------------------------------------------------
 
 
-def initial_state(rng: np.random.Generator, level: int) -> MagneticState:
+def initial_state(rng: np.random.Generator, level: int, withheld: bool = False) -> MagneticState:
     """Draw order: message, windows, decoration, hints; so a seed gives the same message
-    and the same undecorated windows at every level."""
+    and the same undecorated windows at every level, and with `withheld` (the variant:
+    only the fixed `WITHHELD_HINTS`, no guarantee that the observation fixes the
+    message, and the check bits' form not told)."""
     level = checked_level(level)
     spec = LEVEL_SPECS[level]
     message = tuple(int(d) for d in rng.integers(16, size=SLOTS))
     grid = decorate(draw_windows(rng, window_values(message)), rng, spec)
+    shown = list(WITHHELD_HINTS) if withheld else choose_hints(grid, rng, spec)
     return MagneticState(
         grid=grid,
         message=message,
-        hints=tuple((p, TABLE[p]) for p in choose_hints(grid, rng, spec)),
+        hints=tuple((p, TABLE[p]) for p in shown),
         level=level,
+        withheld=withheld,
     )
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel
 
 from textenvs.core.env import ActionSchema
+from textenvs.core.variants import VariantObservation
 
 SIZE = 9
 STEP_BUDGET = 40
@@ -85,6 +86,8 @@ class MagneticState:
     slots: tuple[str | None, ...] = (None,) * SLOTS
     #: None while playing; "submitted" or "out_of_steps" once scored
     ended: Literal["submitted", "out_of_steps"] | None = None
+    #: the withheld-knowledge variant (reset option `withheld`)
+    withheld: bool = False
 
     @property
     def answer(self) -> str:
@@ -98,7 +101,7 @@ class Hint(BaseModel):
     bits: str
 
 
-class MagneticObservation(BaseModel):
+class MagneticObservation(VariantObservation):
     """Exactly what the agent sees."""
 
     #: 9 rows, the top row first; each row left to right; 0 empty, 1 line, 2 intersection
@@ -125,6 +128,9 @@ class MagneticObservation(BaseModel):
     correct: int | None = None
     slot_right: list[bool] | None = None
     window_bits: list[str] | None = None
+    #: only in the withheld-knowledge variant (reset option `withheld`; absent otherwise)
+    withheld: bool | None = None
+    variant_fields: ClassVar[tuple[str, ...]] = ("withheld",)
 
 
 class MagneticFieldAction(ActionSchema):

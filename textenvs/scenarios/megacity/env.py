@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from textenvs.core.env import TextEnv, Transition
+from textenvs.core.variants import withheld_option
 from textenvs.scenarios.megacity import parse as parsing
 from textenvs.scenarios.megacity import render, rules
 from textenvs.scenarios.megacity.state import (
@@ -78,6 +80,9 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     `dig a ventilation shaft from A1 towards the north`, `install power conduit on B2, B3`,
     `build district core at B3`, `research anomaly`, `diagnostic scan`. Case-insensitive;
     prose and markdown around one command are fine, two different commands are an error.
+    Nothing is cut short: ranges (`excavate B3 to B5`), open choices (`B3 (or C3)`), an
+    argument to `research`/`scan`/`wait` (`scan B3`, `research gravity`) and a second
+    order without its cell (`excavate B3 and build a district there`) are rejected.
     Bad parameters are named: "C9 is outside the 5x5 grid (A-E, 1-5)", "B2 and B4 are not
     adjacent", "'granite' is not a support material". Structured form (function calling):
     `{"action": "support", "cells": ["C2"], "material": "basalt"}`.
@@ -137,6 +142,13 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     - Equations and constants: `physics.py`, explained in docs/scenarios/megacity.md.
     - The `random` baseline draws one of the eight command forms uniformly, then its
       parameters uniformly (25 cells, 100 supports, 100 shafts, 293 conduit paths).
+    - Withheld-knowledge variant (`options={"withheld": True}`, opt-in; default play is
+      unchanged): for learning across episodes (`--trials K`). Research still costs,
+      unlocks materials and pays +4 per decoded rule, but the observation shows no rule
+      text while playing; the final observation shows all five rules' decoded texts.
+      Its rules text (`prompts/megacity-withheld.md`) leaves out the qualitative
+      physics paragraph. An agent that remembers earlier episodes' ends knows the
+      equations from step 0. `info["observation"]` carries `withheld: true`.
 
     ## Version history
     - v0: first release.
@@ -155,9 +167,10 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     observation_model = MegacityObservation
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> MegacityState:
-        if options:
-            raise ValueError(f"megacity takes no options, got {sorted(options)}")
-        return rules.initial_state(rng)
+        unknown = sorted(set(options) - {"withheld"})
+        if unknown:
+            raise ValueError(f"megacity takes only the option 'withheld', got {unknown}")
+        return replace(rules.initial_state(rng), withheld=withheld_option(options))
 
     def transition(
         self, state: MegacityState, action: Action, step_index: int

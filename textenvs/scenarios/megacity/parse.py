@@ -40,7 +40,7 @@ SHORT_DIRECTIONS = {"n": "north", "s": "south", "e": "east", "w": "west"}
 MAX_CONDUIT = 3
 
 _CELL = r"[a-z]\d{1,2}"
-_SEP = r"(?:\s*,\s*|\s+(?:to|and|then|through)\s+|\s+)"
+_SEP = r"(?:\s*[,>]\s*|\s+(?:to|and|then|through)\s+|\s+)"
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (kind, re.compile(pattern))
     for kind, pattern in [
@@ -55,7 +55,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             r"\b(?:dig\s+(?:a\s+)?)?(?:ventilation\s+shaft|vent\s+shaft|shaft|vent)\s+"
             rf"(?P<d>north|south|east|west)\s+(?:(?:from|at)\s+)?(?P<c1>{_CELL})\b",
         ),
-        ("excavate", rf"\b(?:excavate|dig\s+out|dig|mine)\s+(?:cell\s+)?(?P<c1>{_CELL})\b"),
+        (
+            "excavate",
+            r"\b(?:excavate|dig\s+out|dig|mine)\s+(?:(?:at|in|into)\s+)?(?:(?:the\s+)?cell\s+)?"
+            rf"(?P<c1>{_CELL})\b",
+        ),
         (
             "support",
             r"\b(?:place\s+(?:a\s+)?)?(?:support(?:\s+column)?|column)\s+(?:(?:at|on|in)\s+)?"
@@ -65,6 +69,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             "support",
             r"\b(?:place\s+(?:a\s+)?)?(?:support(?:\s+column)?|column)\s+"
             r"(?!at\b|on\b|in\b|column\b)(?P<m>[a-z]+)\s+(?:(?:column|support)\s+)?"
+            rf"(?:(?:at|on|in)\s+)?(?P<c1>{_CELL})\b",
+        ),
+        (
+            "support",
+            rf"\b(?:place\s+(?:a\s+)?)?(?P<m>{'|'.join(MATERIALS)})\s+(?:support|column)s?\s+"
             rf"(?:(?:at|on|in)\s+)?(?P<c1>{_CELL})\b",
         ),
         (
@@ -83,10 +92,24 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ]
 ]
 # What may not follow a whole command: another cell, material or direction ("excavate B3
-# C3", "excavate B3 and then C3"), which would otherwise be silently left out.
+# C3", "excavate B3 to B5", "conduit B2 > B3 > B4"), which would otherwise be left out.
 _EXTRA = re.compile(
-    r"(?:\s*(?:[,&/+]|\band\b|\bor\b|\bthen\b|\bnext\b|\balso\b))*\s*"
+    r"(?:\s*(?:[,&/+:>(\[]|\b(?:and|or|then|next|also|to|through|thru|until|till)\b))*\s*"
     rf"(?P<extra>{_CELL}|{'|'.join(MATERIALS)}|{'|'.join(DIRECTIONS)})\b"
+)
+# `research`, `scan` and `wait` take nothing: "scan B3" or "research gravity" would be
+# carried out as something else (research advances the rules in their fixed order).
+_ARGUMENT = re.compile(
+    r"\s+(?:(?:on|at|in|of|into|about|the|cell)\s+)*(?P<arg>"
+    rf"{_CELL}|{'|'.join(MATERIALS)}|{'|'.join(DIRECTIONS)}|(?P<topic>gravity|stress|load"
+    r"|airflow|air|power|conduits?|supports?|materials?|seams?|ventilation|faults?))\b"
+)
+# A build order without its cell ("excavate B3 and build a district there", "excavate
+# B3, then district"): a second command, rejected rather than dropped.
+_INCOMPLETE = re.compile(
+    r"\b(?:build|place|install|lay|put|add|then)\s+(?:(?:a|an|the|another|one\s+more)\s+)?"
+    r"(?P<kind>district|support|column|conduit|vent|shaft)s?\b(?=\s*(?:$|[.,;:!)\n]|(?:there|here"
+    r"|too|next|later|afterwards?|on\s+it|in\s+it)\b))"
 )
 _USAGE = {
     "excavate": "excavate CELL, e.g. excavate B3",
@@ -145,6 +168,17 @@ def _build(kind: str, match: re.Match[str]) -> Action:
     return Action(kind, cells, material, direction)
 
 
+def _argument(kind: str, folded: str, end: int) -> tuple[int, str] | None:
+    """Where an argument given to `research`/`scan`/`wait` ends, and the complaint."""
+    arg = _ARGUMENT.match(folded, end)
+    if arg is None or (arg.group("topic") and kind != "research"):
+        return None  # "scan the seams" says what a scan does
+    problem = f"'{kind}' takes nothing (found '{excerpt(arg.group('arg'))}'): send '{kind}' alone."
+    if kind == "research":
+        problem += " Each point advances the rules in their fixed order."
+    return arg.end(), problem
+
+
 class _Reader:
     """Matchers for one parse call; remembers the first precise complaint."""
 
@@ -190,8 +224,18 @@ class _Reader:
                         action = None
                 except BadParameter as exc:
                     action, problem = None, str(exc)
+                if kind in ("research", "scan", "wait") and (
+                    unwanted := _argument(kind, folded, end)
+                ):
+                    end, problem, action = unwanted[0], unwanted[1], None
                 bare = kind in ("research", "scan", "wait") and " " not in phrase
                 found.append(Found(match.start(), end, action, phrase, problem, bare=bare))
+        for match in _INCOMPLETE.finditer(folded):
+            problem = (
+                f"'{excerpt(text[match.start() : match.end()])}' names no cell: send one "
+                f"command per turn, in full ({_USAGE[match.group('kind')]})."
+            )
+            found.append(Found(match.start(), match.end(), None, match.group(0), problem))
         return found
 
 

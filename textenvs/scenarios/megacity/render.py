@@ -165,13 +165,17 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
     districts, supports, conduits, vents = _named(
         state.districts, state.supports, state.conduits, state.vents
     )
-    items = [
-        {"name": name, "status": level, "text": text}
-        for name, level, text in _research_items(state.research)
-    ]
     done = state.outcome
     if done == "playing" and steps_used >= STEP_BUDGET:
         done = "out_of_steps"
+    points = state.research
+    if state.withheld:  # the variant: no texts while playing, every rule's at the end
+        points = research.TOTAL_POINTS if done != "playing" else points
+    items = [
+        {"name": name, "status": level, "text": "" if withhold else text}
+        for name, level, text in _research_items(points)
+        for withhold in [state.withheld and done == "playing"]
+    ]
     seams = faults = None
     if state.scanned:
         seams = [
@@ -211,6 +215,7 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
         "faults": faults,
         "report": list(state.report),
         "status": done,
+        **({"withheld": True} if state.withheld else {}),
     }
 
 
@@ -299,6 +304,12 @@ def _research_block(points: int, items: tuple[tuple[str, str, str], ...]) -> str
 _HEAD = status([(name, "{}") for name in ("Step", "Districts", "Integrity", "Air index", "Power")])
 _COMPONENT = itemgetter("name", "kind", "available", "cost", "descriptor")
 _RESEARCH_ITEM = itemgetter("name", "status", "text")
+# The withheld-knowledge variant: research texts are shown only at the end (ended, playing).
+WITHHELD_NOTE = (
+    "Every rule, as full research reveals it (the same in every episode).",
+    "Research texts are withheld in this variant: research still unlocks materials and "
+    "pays for decoded rules, and every rule's text is shown when the episode ends.",
+)
 
 
 def render(obs: dict[str, Any]) -> str:
@@ -344,4 +355,6 @@ def render(obs: dict[str, Any]) -> str:
     parts.append(_components_block(tuple(map(_COMPONENT, obs["components"]))))
     items = tuple(map(_RESEARCH_ITEM, obs["research"]))
     parts.append(_research_block(obs["research_points"], items))
+    if obs.get("withheld"):
+        parts.append(WITHHELD_NOTE[obs["status"] == "playing"])
     return "\n\n".join(parts)

@@ -7,11 +7,12 @@ north); `cell_name((1, 2)) == "B3"`. Grids are stored row-major, `grid[row][col]
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from textenvs.core.env import ActionSchema
+from textenvs.core.variants import VariantObservation
 
 SIZE = 5
 COLS = "ABCDE"
@@ -108,6 +109,9 @@ class MegacityState:
     power_bonus_paid: bool = False
     outcome: str = "playing"  # playing, victory, collapse, suffocation
     report: tuple[str, ...] = ()  # what the last step did, in words
+    #: the withheld-knowledge variant (reset option `withheld`): research texts are
+    #: shown only once the episode has ended, every rule's then
+    withheld: bool = False
 
     def stress_at(self, cell: Cell) -> int:
         return self.stress[cell[1]][cell[0]]
@@ -148,7 +152,7 @@ class Component(BaseModel):
     descriptor: str
 
 
-class MegacityObservation(BaseModel):
+class MegacityObservation(VariantObservation):
     """Exactly what the agent sees."""
 
     step: int
@@ -183,6 +187,9 @@ class MegacityObservation(BaseModel):
     faults: list[str] | None
     report: list[str]
     status: Literal["playing", "victory", "collapse", "suffocation", "out_of_steps"]
+    #: only in the withheld-knowledge variant (reset option `withheld`; absent otherwise)
+    withheld: bool | None = None
+    variant_fields: ClassVar[tuple[str, ...]] = ("withheld",)
 
 
 class MegacityAction(ActionSchema):
@@ -191,8 +198,11 @@ class MegacityAction(ActionSchema):
     action: Literal[
         "excavate", "support", "vent", "conduit", "district", "research", "scan", "wait"
     ]
-    #: the target cell(s) like "B3"; a conduit takes 1-3 contiguous cells
-    cells: list[str] = Field(default_factory=list)
+    #: the target cell(s) like "B3"; a conduit takes 1-3 contiguous cells. A cell is one
+    #: letter and a number, nothing else ("B3\nAction: district B3" is not a cell).
+    cells: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z][0-9]{1,2}$")]] = Field(
+        default_factory=list
+    )
     material: Literal["timber", "basalt", "mycelium", "lodestone"] | None = None
     direction: Literal["north", "south", "east", "west"] | None = None
 

@@ -16,15 +16,18 @@ the grammar, lower-case squad letters are fine. Prose is read leniently: a squad
 written `A`/`B`/`C` in capitals, `squad a` or by its call sign, one-letter orders are not
 read, and an unknown word between a squad and an order breaks the link ("A is north of B"
 orders nothing). A squad given two different orders, a choice (`A or B north`), an
-exception (`all north except C`) and orders for later turns (`A north, then next turn B
-east`) are rejected, never guessed or cut short.
+exception (`all north except C`, `all but C north`), an order by reference (`A north, B
+as well`, `the rest too`), an order word given to no squad (`A north. Actually, east`)
+and orders for later turns (`A north, then next turn B east`) are rejected, never
+guessed or cut short; `the rest hold` is what unordered squads do anyway.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from textenvs.core.parsing import (
     MASK,
@@ -33,6 +36,7 @@ from textenvs.core.parsing import (
     Reading,
     excerpt,
     fold,
+    is_mention,
     memoise_parse,
     nothing_found,
     read,
@@ -95,20 +99,27 @@ def _alternation(words: Sequence[str]) -> str:
 _TOKEN = re.compile(
     rf"(?P<mask>{MASK}+)"
     rf"|\b(?P<order>{_alternation(list(_ORDER_OF))})\b"
+    r"|\b(?P<exception>except|excepting|apart\s+from|other\s+than|besides|save\s+for"
+    rf"|(?:{_alternation(EVERYONE)})\s+but)\b"
+    r"|\b(?P<rest>(?:all|everyone|everybody)\s+else|the\s+rest|(?:the\s+)?others"
+    r"|(?:the\s+)?(?:other|remaining)\s+(?:squads|units))\b"
     rf"|\b(?P<every>{_alternation(EVERYONE)})\b"
     r"|\b(?P<keyword>squads?|units?|teams?)\b"
     r"|\b(?P<squad>alpha|bravo|charlie|[a-z])\b"
     r"|\b(?P<step>then|next\s+(?:turn|step|move|round)|after\s+(?:that|this)|afterwards?"
     r"|later)\b"
     r"|\b(?P<choice>or|either)\b"
-    r"|\b(?P<exception>except|excepting|apart\s+from|other\s+than|besides)\b"
+    r"|\b(?P<same>too|as\s+well|also|likewise|similarly|ditto|same|follows?|following)\b"
     r"|\b(?P<join>and)\b"
     r"|(?P<word>[a-z0-9][a-z0-9']*)"
-    r"|(?P<sep>[;|.!?\n])"
+    r"|(?P<sep>[;|.!\n])"
     r"|(?P<joiner>->|[,/&+:=>])"
 )
 
 Item = tuple[str, Order]  # (squad name or "all", order)
+# What may stand between tokens of a whole-reply command ("A: north", `**B** east`); any
+# other character (a letter of another script, an emoji) means it is not one.
+_IGNORABLE = re.compile(r"[\s*#>()\[\]{}\"'`~]*")
 
 
 def _unknown(name: str, valid: Sequence[str]) -> ParseError:
@@ -131,9 +142,16 @@ class _Tally:
     #: a step word was passed after some order ("then", "next turn")
     step_seen: bool = False
     in_sequence: bool = False
+    #: "B as well", "same for B": a squad's order is another's, by reference
+    same: bool = False
+    exception: str = ""
+    #: order words given to no squad ("A north. Actually, east")
+    stray: list[str] = field(default_factory=list)
+    #: "the rest", "all else": the squads not named, whose only order can be to hold
+    rest: bool = False
 
     def clear(self) -> None:
-        self.pending, self.ordered, self.keyword = [], False, False
+        self.pending, self.ordered, self.keyword, self.rest = [], False, False, False
 
 
 def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[Item, ...]]] | None:
@@ -143,6 +161,11 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
     tally = _Tally(strict, valid, [])
     found: list[Found[tuple[Item, ...]]] = []
     matches = list(_TOKEN.finditer(folded))
+    if strict and not all(
+        _IGNORABLE.fullmatch(folded, a.end() if a else 0, b.start() if b else len(folded))
+        for a, b in itertools.pairwise([None, *matches, None])
+    ):
+        return None
     for index, match in enumerate(matches):
         kind, word = match.lastgroup, " ".join(match.group(0).split())
         following = matches[index + 1].lastgroup if index + 1 < len(matches) else None
@@ -164,12 +187,25 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
 
         if kind == "order":
             who = tally.pending or ([ALL] if strict else [])
-            if who:
+            if tally.rest and not tally.pending:
+                if _ORDER_OF[word] is not Order.HOLD:
+                    raise ParseError(
+                        f"'the rest {word}' does not say which squads: give each squad its "
+                        "own order (e.g. A north; B north; C hold).",
+                        valid,
+                    )
+                tally.ordered = True  # "the rest hold": what unordered squads do anyway
+            elif who:
                 order = _ORDER_OF[word]
                 items = tuple((name, order) for name in who)
                 found.append(Found(match.start(), match.end(), items, word))
                 tally.pending, tally.ordered, tally.keyword = list(who), True, False
                 tally.in_sequence = tally.in_sequence or tally.step_seen
+            elif not is_mention(folded, Found(match.start(), match.end(), None, word, bare=True)):
+                tally.stray.append(word)
+        elif kind == "rest":
+            tally.clear()
+            tally.rest = True
         elif kind in ("squad", "every"):
             name = ALL if kind == "every" else CALL_SIGNS.get(word, word.upper())
             if tally.ordered or name in tally.pending:
@@ -185,18 +221,18 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 "order (e.g. A north; B hold).",
                 valid,
             )
-        elif kind == "exception" and found:
-            raise ParseError(
-                "exceptions are not read: give each squad its own order "
-                "(e.g. A north; B north; C hold).",
-                valid,
-            )
+        elif kind == "exception":
+            tally.exception = tally.exception or word
+        elif kind == "same":
+            tally.same = tally.same or not (previous == "order" and tally.ordered)
         elif kind == "step":
+            _check_clause(tally)
             tally.step_seen = tally.step_seen or bool(found)
             tally.clear()
         elif kind in ("sep", "mask"):
             if strict and tally.pending and not tally.ordered:
                 raise _no_order(tally.pending, valid)
+            _check_clause(tally)
             tally.clear()
         elif kind == "word" and word not in FILLERS:
             if strict:
@@ -204,6 +240,19 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
             tally.clear()
     if strict and tally.pending and not tally.ordered:
         raise _no_order(tally.pending, valid)
+    _check_clause(tally)
+    if found and tally.exception:
+        raise ParseError(
+            f"exceptions ('{excerpt(tally.exception)}') are not read: give each squad its own "
+            "order (e.g. A north; B north; C hold).",
+            valid,
+        )
+    if found and tally.stray:
+        raise ParseError(
+            f"'{tally.stray[0]}' is given to no squad: write the squad before its order "
+            f"(e.g. A {tally.stray[0]}; all {tally.stray[0]}).",
+            valid,
+        )
     if strict and tally.in_sequence:
         raise ParseError(
             f"'{excerpt(text)}' gives orders for several turns; one reply is one turn: send "
@@ -211,6 +260,20 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
             valid,
         )
     return found
+
+
+def _check_clause(tally: _Tally) -> None:
+    """At the end of a clause: a squad named with "as well", "the same", "follows" but no
+    order of its own is rejected, not left to hold."""
+    if tally.same and (tally.pending or tally.rest) and not tally.ordered:
+        who = f"squad {' and '.join(tally.pending)}" if tally.pending else "'the rest'"
+        raise ParseError(
+            f"{who} is given another squad's order by "
+            "reference ('as well', 'the same'): give each squad its own order "
+            "(e.g. A north; B north).",
+            tally.valid,
+        )
+    tally.same = False
 
 
 def _is_place(folded: str, match: re.Match[str]) -> bool:
