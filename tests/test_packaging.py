@@ -27,6 +27,9 @@ def test_wheel_has_one_top_level_name_and_runs_outside_the_tree(tmp_path: Path) 
         wheel.name.split("-py")[0] + ".dist-info",
     }
     assert "textenvs/prompts/system.md" in names and "textenvs/agents/base.py" in names
+    assert {"index.html", "app.js", "style.css"} <= {  # the play page
+        n.rsplit("/", 1)[1] for n in names if n.startswith("textenvs/service/web/static/")
+    }
 
     code = (
         "import textenvs, textenvs.agents, textenvs.evals, textenvs.prompts\n"

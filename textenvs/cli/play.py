@@ -15,6 +15,7 @@ from textenvs.cli.common import (
     seed_argument,
     seed_from_args,
 )
+from textenvs.cli.web import add_web_arguments, play_in_browser
 from textenvs.core import registry
 from textenvs.evals.episode import Turn, run_episode
 
@@ -30,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
     seed_argument(p)
     env_option_argument(p)
+    add_web_arguments(p)
     p.set_defaults(handler=_play)
 
 
@@ -39,6 +41,8 @@ def _show_reward(turn: Turn) -> None:
 
 
 def _play(args: argparse.Namespace) -> int:
+    if args.web:
+        return play_in_browser(args)
     scenario = registry.get(args.env)
     seed = seed_from_args(args.seed)
     env = registry.make(scenario.name)

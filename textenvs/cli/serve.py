@@ -8,6 +8,8 @@ import os
 import resource
 import sys
 
+from textenvs.cli.web import add_record_arguments, recorder_from_args
+
 
 def _default_max_connections() -> int:
     """Well under the file-descriptor limit, so accepting never fails for want of one."""
@@ -23,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="serve every scenario over HTTP (see docs/service.md)",
         description="Serve every scenario as HTTP sessions under /v1 and as OpenEnv "
         "environments under /openenv/ENV (OpenAPI at /openapi.json, interactive docs at "
-        "/docs). Binds to loopback unless told otherwise. Limits marked 'per client' apply "
+        "/docs), with a page for people to play them at /play/. Binds to loopback unless "
+        "told otherwise. Limits marked 'per client' apply "
         "to each credential (to everyone together when no token is set).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -108,6 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "file-descriptor limit); over it, the connection waiting longest for its request "
         "is closed",
     )
+    add_record_arguments(p)
     server = p.add_argument_group("server")
     server.add_argument("--log-level", default="info", help="uvicorn log level")
     server.add_argument(
@@ -164,6 +168,10 @@ def _serve(args: argparse.Namespace) -> int:
     problems += [f"--{name.replace('_', '-')} must be 0 or more" for name in negative]
     if any(problems):
         return _fail(next(p for p in problems if p))
+    try:
+        recorder = recorder_from_args(args)
+    except ValueError as exc:
+        return _fail(str(exc))
     if not tokens and not _is_loopback(args.host):
         print(
             f"textenvs serve: warning: binding {args.host} without a token; anyone who "
@@ -183,6 +191,7 @@ def _serve(args: argparse.Namespace) -> int:
         ),
         allowed_hosts=args.allowed_host,
         max_body_bytes=args.max_body_bytes,
+        recorder=recorder,
     )
     uvicorn.run(
         app,

@@ -42,6 +42,7 @@ from textenvs.service.models import (
 from textenvs.service.operations import Operations, safe, validation_details
 from textenvs.service.sessions import ServiceError, Session, SessionStore
 from textenvs.service.tenancy import Client, ClientLimits, Credentials
+from textenvs.service.web.record import HumanRecorder
 
 log = logging.getLogger("textenvs.service")
 
@@ -70,6 +71,7 @@ def create_app(
     limits: ClientLimits | None = None,
     allowed_hosts: Iterable[str] | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    recorder: HumanRecorder | None = None,
 ) -> FastAPI:
     """The service app.
 
@@ -77,6 +79,7 @@ def create_app(
     with any, every route but health needs one, and sessions are private to their client.
     Without tokens the server answers only for `allowed_hosts` (loopback names by default;
     `"*"` allows any). `limits` apply to each client; `max_sessions` to the whole server.
+    The play page is at `/play/`; with a `recorder`, its finished episodes become eval runs.
     """
     tokens = dict(tokens or {})
     if token:
@@ -103,6 +106,9 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await reaper
             store.clear()
+            if recorder is not None:
+                await recorder.settle()
+                recorder.close()
 
     app = FastAPI(
         title="textenvs",
@@ -175,6 +181,9 @@ def create_app(
     from textenvs.service.openenv import openenv_router
 
     app.include_router(openenv_router(ops, credentials))
+    from textenvs.service.web import play_router
+
+    app.include_router(play_router(ops, recorder))
     _integral_schema_numbers(app)
     return app
 

@@ -13,12 +13,12 @@ import uvicorn
 
 @contextmanager
 def serve_in_thread(
-    app: Any, host: str = "127.0.0.1", timeout: float = 20.0, **settings: Any
+    app: Any, host: str = "127.0.0.1", timeout: float = 20.0, port: int = 0, **settings: Any
 ) -> Iterator[str]:
-    """Serve `app` with uvicorn on `host` (port chosen by the OS); yields the base URL.
+    """Serve `app` with uvicorn on `host` and `port` (0: chosen by the OS); yields the base URL.
     `settings` go to `uvicorn.Config` (e.g. `http=guarded_protocol(...)`)."""
     settings = {"log_level": "warning", "lifespan": "on", **settings}
-    config = uvicorn.Config(app, host=host, port=0, **settings)
+    config = uvicorn.Config(app, host=host, port=port, **settings)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="textenvs-service", daemon=True)
     thread.start()
