@@ -137,13 +137,12 @@ def _cpu_s(pid: int) -> float:
 
 
 @contextmanager
-def serving(stack: str, max_sessions: int) -> Any:
-    """`textenvs serve` in a subprocess; yields (base URL, pid)."""
+def serving(*options: str) -> Any:
+    """`textenvs serve OPTIONS` in a subprocess on a free port; yields (base URL, pid) once
+    it answers, and stops it afterwards."""
     port = _free_port()
     cmd = [sys.executable, "-m", "textenvs.cli", "serve", "--port", str(port)]
-    cmd += ["--log-level", "warning", "--idle-timeout", "0", "--max-sessions", str(max_sessions)]
-    http, _, loop = stack.partition(":")
-    cmd += ["--http", http, "--loop", loop or "auto"]
+    cmd += ["--log-level", "warning", *options]
     proc = subprocess.Popen(cmd, cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -167,7 +166,10 @@ def serving(stack: str, max_sessions: int) -> Any:
 
 
 def measure(stack: str, args: argparse.Namespace) -> dict[str, float]:
-    with serving(stack, max(1000, args.sessions + args.clients + 10)) as (url, pid):
+    http, _, loop = stack.partition(":")
+    max_sessions = max(1000, args.sessions + args.clients + 10)
+    options = ["--idle-timeout", "0", "--max-sessions", str(max_sessions)]
+    with serving(*options, "--http", http, "--loop", loop or "auto") as (url, pid):
         port = int(url.rsplit(":", 1)[1])
         cpu0 = _cpu_s(pid)
         load = [sys.executable, "-m", "benchmarks.service_load", "--load-only", str(port)]

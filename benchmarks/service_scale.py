@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks._common import table
-from benchmarks.service_load import ROOT, _cpu_s, _exchange, _free_port, _post, _rss_kb
+from benchmarks.service_load import ROOT, _cpu_s, _exchange, _post, _rss_kb, serving
 from textenvs.core import registry
 
 COMMANDS = (b"north", b"east", b"south", b"west")
@@ -117,34 +117,22 @@ def _client_process(*args: str) -> str:
 
 
 def run(args: argparse.Namespace) -> tuple[dict[str, float], list[dict[str, float]]]:
-    port = _free_port()
-    cmd = [sys.executable, "-m", "textenvs.cli", "serve", "--port", str(port)]
-    cmd += ["--log-level", "warning", "--max-sessions", str(args.sessions + 100)]
-    cmd += ["--idle-timeout", "0", "--max-lifetime", "0", "--creates-per-minute", "0"]
-    cmd += ["--steps-per-second", "0", "--max-connections", str(args.clients + 200)]
-    proc = subprocess.Popen(cmd, cwd=ROOT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{url}/v1/health", timeout=1).raise_for_status()
-                break
-            except httpx.HTTPError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("textenvs serve did not start") from None
-                time.sleep(0.1)
+    options = ["--max-sessions", str(args.sessions + 100), "--idle-timeout", "0"]
+    options += ["--max-lifetime", "0", "--creates-per-minute", "0", "--steps-per-second", "0"]
+    options += ["--max-connections", str(args.clients + 200)]
+    with serving(*options) as (url, pid):
+        port = url.rsplit(":", 1)[1]
         # Warm up (every scenario's code and catalogue loaded), then open the sessions.
         envs = ["--envs", ",".join(args.envs)]
-        _client_process("--open-only", str(port), "--sessions", "50", "--envs", "all")
+        _client_process("--open-only", port, "--sessions", "50", "--envs", "all")
         httpx.get(f"{url}/v1/health")
-        before = _rss_kb(proc.pid)
+        before = _rss_kb(pid)
         with tempfile.TemporaryDirectory() as tmp:
             ids_file = Path(tmp) / "ids.json"
             ids_file.write_text(
-                _client_process("--open-only", str(port), "--sessions", str(args.sessions), *envs)
+                _client_process("--open-only", port, "--sessions", str(args.sessions), *envs)
             )
-            after = _rss_kb(proc.pid)
+            after = _rss_kb(pid)
             memory = {
                 "sessions": float(httpx.get(f"{url}/v1/health").json()["sessions"]),
                 "rss_mb": after / 1024,
@@ -152,22 +140,15 @@ def run(args: argparse.Namespace) -> tuple[dict[str, float], list[dict[str, floa
             }
             rows = []
             for rate in args.rates:
-                cpu0 = _cpu_s(proc.pid)
+                cpu0 = _cpu_s(pid)
                 out = _client_process(
-                    "--load-only", str(port), "--ids", str(ids_file), "--rate", str(rate),
+                    "--load-only", port, "--ids", str(ids_file), "--rate", str(rate),
                     "--clients", str(args.clients), "--duration", str(args.duration),
                 )  # fmt: skip
                 result = {"rate": rate, **json.loads(out)}
-                result["server_cpu_ms"] = 1000 * (_cpu_s(proc.pid) - cpu0) / result["requests"]
+                result["server_cpu_ms"] = 1000 * (_cpu_s(pid) - cpu0) / result["requests"]
                 rows.append(result)
         return memory, rows
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
