@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -165,21 +164,34 @@ def _file(tmp: Path) -> Path:
 
 
 def test_ctrl_c_in_play_stops_at_once() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "textenvs.cli", "play", "treasure-hunt", "--seed", "1"],
-        stdin=subprocess.PIPE,  # left open: the game waits for a command
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:  # until the first observation is on screen
-        if line.startswith("Position:"):
-            break
-    time.sleep(0.2)  # now blocked reading the command
-    proc.send_signal(signal.SIGINT)
+    # The child must start with SIGINT at its default disposition, as under a terminal:
+    # a signal ignored by whatever started the suite (a background job of a shell script)
+    # is inherited through exec, and Python then never installs its KeyboardInterrupt.
+    default_sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        _, err = proc.communicate(timeout=20)  # before: waited for Enter, forever
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "textenvs.cli", "play", "treasure-hunt", "--seed", "1"],
+            stdin=subprocess.PIPE,  # left open: the game waits for a command
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        signal.signal(signal.SIGINT, default_sigint)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        shown = b""
+        while not shown.endswith(b"\n> "):  # the prompt: blocked reading the command
+            byte = proc.stdout.read(1)
+            assert byte, shown.decode()[-500:]
+            shown += byte
+        proc.send_signal(signal.SIGINT)
+        # stdin stays open until the process has exited (communicate() would close it,
+        # and a game that missed the signal would then end on end-of-input, status 0).
+        returncode = proc.wait(timeout=60)
+        err = proc.stderr.read().decode()
     finally:
         proc.kill()
-    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+    assert returncode == 130 and "interrupted" in err and "Traceback" not in err
