@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 import textenvs
 from textenvs.cli import main
+from textenvs.core import registry
 
 
 def textenvs_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -36,6 +38,20 @@ def test_list_shows_every_scenario() -> None:
     assert done.returncode == 0
     for name in textenvs.names():
         assert name in done.stdout
+
+
+def test_tables_are_whole_when_piped() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "textenvs.cli", "list"],
+        capture_output=True,  # a pipe, not a terminal
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "40"},
+    )
+    assert done.returncode == 0 and "…" not in done.stdout
+    for scenario in registry.SCENARIOS:
+        row = next(line for line in done.stdout.splitlines() if f" {scenario.name} " in line)
+        assert scenario.env_id in row and scenario.title in row
 
 
 def test_rules_prints_the_prompt_text() -> None:

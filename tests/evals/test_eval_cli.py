@@ -36,6 +36,7 @@ def test_full_scripted_eval_on_all_scenarios(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=240,
+        env={**os.environ, "COLUMNS": "40"},  # piped: the table ignores any width
     )
     assert done.returncode == 0, done.stderr
     names = textenvs.names()
@@ -50,8 +51,11 @@ def test_full_scripted_eval_on_all_scenarios(tmp_path: Path) -> None:
             assert field in s
     config = json.loads((out / store.CONFIG).read_text())
     assert list(config["envs"]) == names and config["seed_list"] == [0, 1]
-    for name in names:  # the results table names every scenario
-        assert name[:8] in done.stdout
+    table = done.stdout
+    assert "…" not in table and str(out) in table  # stdout is a pipe: nothing cut
+    for name, s in summary["by_env"].items():  # every row whole, on one line
+        row = next(line for line in table.splitlines() if f" {name} " in line)
+        assert f"{s['successes']}/{s['scored_episodes']}" in row
 
     rep = subprocess.run([*TEXTENVS, "report", str(out)], capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr

@@ -35,6 +35,7 @@ from textenvs.cli.common import (
     preflight,
     scrubber_for,
 )
+from textenvs.cli.tables import stdout_console
 from textenvs.core.redact import redact_argv, redact_url
 from textenvs.evals import failures, runner, store
 from textenvs.evals.episode import AGENT_ERROR
@@ -335,10 +336,7 @@ def _eval(args: argparse.Namespace) -> int:
             make_env.client.close()
         if backend is not None:
             backend.stop()
-    out = Console()
-    if not out.is_terminal:  # piped or logged: do not squeeze the table into 80 columns
-        out = Console(width=120)
-    out.print(results_table(summary, str(args.out)))
+    stdout_console().print(results_table(summary, str(args.out)))
     return _verdict(args, summary, console)
 
 
