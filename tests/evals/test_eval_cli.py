@@ -57,10 +57,16 @@ def test_full_scripted_eval_on_all_scenarios(tmp_path: Path) -> None:
         row = next(line for line in table.splitlines() if f" {name} " in line)
         assert f"{s['successes']}/{s['scored_episodes']}" in row
 
-    rep = subprocess.run([*TEXTENVS, "report", str(out)], capture_output=True, text=True)
+    assert f"textenvs report {out}" in done.stdout  # the last line says what comes next
+    rep = subprocess.run(
+        [*TEXTENVS, "report", str(out)], capture_output=True, text=True, cwd=tmp_path
+    )
     assert rep.returncode == 0, rep.stderr
-    assert (out / "report.md").is_file() and (out / "report.html").is_file()
-    assert len(list((out / store.TRANSCRIPTS).glob("*.html"))) == len(records)
+    report = tmp_path / "reports" / "run"  # the default: its own folder, named after the run
+    assert rep.stdout.startswith("report in reports/run/: report.html")
+    assert (report / "report.md").is_file() and (report / "report.html").is_file()
+    assert len(list((report / store.TRANSCRIPTS / "run").glob("*.html"))) == len(records)
+    assert not (out / store.TRANSCRIPTS).exists()
 
 
 def kill_when(proc: subprocess.Popen, path: Path, at_least: int) -> int:
