@@ -1,5 +1,6 @@
-"""Reports for eval runs: `report.md`, a self-contained `report.html` (inline CSS and
-SVG, nothing fetched), `results.csv`, `results.tex`, and readable transcript pages.
+"""Reports for eval runs, all in one output folder and nothing in the runs: `report.md`,
+a self-contained `report.html` (inline CSS and SVG, nothing fetched), `results.csv`,
+`results.tex`, the charts as SVG and PDF files, and readable transcript pages.
 
 Statistics are recomputed from `episodes.jsonl`, so an interrupted run reports what it
 finished. Each scenario's result is read against its reference band (random / scripted
@@ -22,7 +23,12 @@ from textenvs.evals import store
 from textenvs.evals.bands import load_bands
 from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Record, key_of, summarize_by_env
-from textenvs.evals.transcript import safe_name, write_side_by_side, write_transcripts
+from textenvs.evals.transcript import (
+    TRANSCRIPTS,
+    safe_name,
+    write_side_by_side,
+    write_transcripts,
+)
 
 Links = dict[tuple, str]
 FIGURES = "figures"
@@ -102,7 +108,7 @@ def write_report(paths: list[Path], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     links: Links = {}
     for run in runs:
-        folder = out / store.TRANSCRIPTS / safe_name(run.label)
+        folder = out / TRANSCRIPTS / safe_name(run.label)
         back = os.path.relpath(out / "report.html", folder)
         for key, page in write_transcripts(run.path, run.records, folder, back).items():
             links[(run.label, *key)] = os.path.relpath(page, out)

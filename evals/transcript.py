@@ -16,6 +16,7 @@ from textenvs.evals.metrics import Key, Record, key_of
 if TYPE_CHECKING:
     from textenvs.evals.report import Links, Run
 
+TRANSCRIPTS = "transcripts"  # in a report folder: a subfolder per run
 SIDE_BY_SIDE = "side-by-side"
 
 CSS = """

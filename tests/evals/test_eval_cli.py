@@ -14,6 +14,7 @@ from pathlib import Path
 import textenvs
 from textenvs.evals import store
 from textenvs.evals.metrics import key_of
+from textenvs.evals.transcript import TRANSCRIPTS
 
 TEXTENVS = [sys.executable, "-m", "textenvs.cli"]
 
@@ -65,8 +66,8 @@ def test_full_scripted_eval_on_all_scenarios(tmp_path: Path) -> None:
     report = tmp_path / "reports" / "run"  # the default: its own folder, named after the run
     assert rep.stdout.startswith("report in reports/run/: report.html")
     assert (report / "report.md").is_file() and (report / "report.html").is_file()
-    assert len(list((report / store.TRANSCRIPTS / "run").glob("*.html"))) == len(records)
-    assert not (out / store.TRANSCRIPTS).exists()
+    assert len(list((report / TRANSCRIPTS / "run").glob("*.html"))) == len(records)
+    assert not (out / TRANSCRIPTS).exists()
 
 
 def kill_when(proc: subprocess.Popen, path: Path, at_least: int) -> int:

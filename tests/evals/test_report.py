@@ -17,6 +17,7 @@ from textenvs.agents import make_agent
 from textenvs.evals import runner, store
 from textenvs.evals.metrics import compare
 from textenvs.evals.report import default_out, load_run, write_report
+from textenvs.evals.transcript import TRANSCRIPTS
 
 ENV = "treasure-hunt"
 SEEDS = list(range(12))
@@ -90,7 +91,7 @@ def test_every_episode_links_to_its_transcript(report: tuple[Path, Path, Path]) 
     assert len(links) == 2 * len(SEEDS)
     for link in links:
         assert (out / link).resolve().is_file()
-    page = (out / store.TRANSCRIPTS / "scripted" / f"{ENV}-3-0.html").read_text()
+    page = (out / TRANSCRIPTS / "scripted" / f"{ENV}-3-0.html").read_text()
     turns = load_run(scripted).records
     steps = next(r["steps"] for r in turns if r["seed"] == 3)
     assert page.count('class="cmd"') == steps
@@ -206,7 +207,7 @@ def test_csv_and_tex_exports(report: tuple[Path, Path, Path]) -> None:
 
 def test_transcripts_navigate_and_pair_up(report: tuple[Path, Path, Path]) -> None:
     _, _, out = report
-    folder = out / store.TRANSCRIPTS / "scripted"
+    folder = out / TRANSCRIPTS / "scripted"
     first = (folder / f"{ENV}-0-0.html").read_text()
     middle = (folder / f"{ENV}-3-0.html").read_text()
     assert "previous" not in first and "next" in first

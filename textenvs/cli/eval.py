@@ -41,6 +41,7 @@ from textenvs.evals import failures, runner, store
 from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.failures import FailFast, top_error_classes
 from textenvs.evals.metrics import Record
+from textenvs.evals.report import default_out
 from textenvs.evals.store import RunDirError
 from textenvs.evals.trials import check_trials
 
@@ -399,7 +400,8 @@ def _verdict(args: argparse.Namespace, summary: dict[str, Any], console: Console
         return EXIT_STOPPED
     if errors:
         _say(console, f"to play them again: {retry}")
-    print(f"results in {args.out}/ - write a report with: textenvs report {args.out}")
+    report = f"write the report with: textenvs report {args.out} (into {default_out([args.out])}/)"
+    print(f"results in {args.out}/ (summary.json, episodes.jsonl, trajectories/); {report}")
     if not summary["complete"]:
         if args.trials > 1:
             _say(console, f"some trial groups did not finish: textenvs eval ... --out {args.out} "

@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from textenvs.evals.report import FIGURES, default_out, write_report
-    from textenvs.evals.store import TRANSCRIPTS, RunDirError
+    from textenvs.evals.store import RunDirError
+    from textenvs.evals.transcript import TRANSCRIPTS
 
     out = args.out or default_out(args.dirs)
     try:
