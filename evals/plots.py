@@ -292,8 +292,10 @@ def histogram(
             f'<text x="{left - 4}" y="{y + 4:.1f}" class="a" text-anchor="end">{t:g}</text>'
         )
     labels = [_bin_label(edges[i], edges[i + 1], whole) for i in range(bins)]
-    # Thin the labels to about 10, always keeping the last bin's.
-    every = max(1, math.ceil(bins / 10))
+    # Thin the labels to about 10 and so that they do not overlap (~6 px a character),
+    # always keeping the last bin's.
+    widest = max(len(label) for label in labels) * 6 + 8
+    every = max(1, math.ceil(bins / 10), math.ceil(widest / bin_w))
     shown = {i for i in range(bins) if i % every == 0 and bins - 1 - i >= every} | {bins - 1}
     for i in range(bins):
         bx = left + i * bin_w

@@ -141,7 +141,8 @@ def write_transcripts(
                 ("back to the report", back),
             ]
         )
-        store.write_atomic(folder / names[i], render_transcript(data, nav))
+        # Pages a report can always write again: no fsync (a thousand of them cost seconds).
+        (folder / names[i]).write_text(render_transcript(data, nav), encoding="utf-8")
         links[key] = folder / names[i]
     return links
 
@@ -170,7 +171,7 @@ def write_side_by_side(out: Path, base: Run, other: Run, links: Links) -> dict[K
         title = f"{key[0]} seed {key[1]}: {base.label} vs {other.label}"
         nav = _nav([("back to the report", "../report.html")])
         body = f"{nav}<h1>{escape(title)}</h1><div class='cols'>{''.join(frames)}</div>"
-        store.write_atomic(folder / name, _page(title, body, wide=True))
+        (folder / name).write_text(_page(title, body, wide=True), encoding="utf-8")
         pages[key] = f"{SIDE_BY_SIDE}/{name}"
     return pages
 
