@@ -30,8 +30,10 @@ def seed_resamples(
     clusters: dict[int, list[float]] = {}
     for value, seed in zip(values, seeds, strict=True):
         clusters.setdefault(int(seed), []).append(float(value))
-    sums = np.array([sum(v) for v in clusters.values()])
-    counts = np.array([len(v) for v in clusters.values()], dtype=float)
+    # In seed order: the same episodes give the same interval in whatever order they finished.
+    order = sorted(clusters)
+    sums = np.array([sum(clusters[seed]) for seed in order])
+    counts = np.array([len(clusters[seed]) for seed in order], dtype=float)
     rng = np.random.default_rng([SEED, zlib.crc32(env.encode())])
     picks = rng.integers(0, len(sums), size=(resamples, len(sums)))
     return sums[picks].sum(axis=1) / counts[picks].sum(axis=1)

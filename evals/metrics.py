@@ -211,16 +211,17 @@ def summarize_by_env(
         band = bands["scenarios"].get(env)
         s["headline"] = headline_value(env, s)
         s["normalised"] = normalised(s["headline"], band)
-        scored = [
-            (value, r["seed"])
-            for r in groups[env]
-            if r["outcome"] != AGENT_ERROR and (value := episode_headline(env, r)) is not None
-        ]
-        means = bootstrap.seed_resamples([v for v, _ in scored], [s for _, s in scored], env)
+        values, seeds = [], []
+        for r in groups[env]:
+            value = episode_headline(env, r) if r["outcome"] != AGENT_ERROR else None
+            if value is not None:
+                values.append(value)
+                seeds.append(int(r["seed"]))
+        means = bootstrap.seed_resamples(values, seeds, env)
         s["headline_ci95"] = bootstrap.interval(means)
-        scores = None if means is None else bootstrap.normalise(means, band)
-        s["normalised_ci95"] = bootstrap.interval(scores)
-        resampled.append(scores)
+        normalised_means = None if means is None else bootstrap.normalise(means, band)
+        s["normalised_ci95"] = bootstrap.interval(normalised_means)
+        resampled.append(normalised_means)
     scores = [s["normalised"] for s in out.values()]
     complete = bool(scores) and all(v is not None for v in scores)
     out["all"] = summarize(records, prices)

@@ -107,8 +107,11 @@ def write_report(paths: list[Path], out: Path) -> list[Path]:
         raise store.RunDirError(f"{out} is a run folder: give the report its own --out")
     out.mkdir(parents=True, exist_ok=True)
     links: Links = {}
-    for run in runs:
-        folder = out / TRANSCRIPTS / safe_name(run.label)
+    folders: list[str] = []
+    for i, run in enumerate(runs):
+        name = safe_name(run.label)
+        folders.append(name if name not in folders else f"{name}-{i + 1}")
+        folder = out / TRANSCRIPTS / folders[-1]
         back = os.path.relpath(out / "report.html", folder)
         for key, page in write_transcripts(run.path, run.records, folder, back).items():
             links[(run.label, *key)] = os.path.relpath(page, out)
