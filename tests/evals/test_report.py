@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import json
 import re
 import shutil
 import subprocess
@@ -256,6 +257,16 @@ def test_no_token_or_cost_columns_for_agents_without_tokens(
         assert column not in md, column
     rows = list(csv.DictReader((report[2] / "results.csv").open()))
     assert all(row["tokens_per_episode"] == "" for row in rows)
+    # The results table `eval` prints leaves them out as well.
+    from rich.console import Console
+
+    from textenvs.cli.eval import results_table
+
+    console = Console(record=True, width=200)
+    summary = json.loads((report[0] / store.SUMMARY).read_text())
+    console.print(results_table(summary, "scripted"))
+    text = console.export_text()
+    assert "score" in text and "$/ep" not in text and "tokens/ep" not in text
 
 
 def test_bootstrap_intervals_are_deterministic_and_hold_the_score(

@@ -422,8 +422,9 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
         left = column == "env"
         table.add_column(column, justify="left" if left else "right", no_wrap=left)
     table.add_column("errors", justify="right")
-    priced = any(s["cost"] is not None for s in summary["by_env"].values())
     tokens = any(s["tokens_per_episode"] for s in summary["by_env"].values())
+    # A cost needs tokens: prices given to an agent without them (scripted) add nothing.
+    priced = tokens and any(s["cost"] is not None for s in summary["by_env"].values())
     if tokens:
         table.add_column("tokens/ep", justify="right")
     cached = any(s.get("cacheable_share") is not None for s in summary["by_env"].values())
