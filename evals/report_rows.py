@@ -361,8 +361,9 @@ READING = (
     "Each scenario is scored on its headline metric and read against its reference band: "
     "random play, the scripted agent, and the best known ceiling (exact, a bound, or an "
     "estimate). Normalised = (result - random) / (ceiling - random), clipped to [0, 1]; "
-    "the 'all' row averages normalised scores. Success CIs are 95% Wilson intervals; "
-    "± is the standard error of the mean clustered by seed; invalid = invalid commands / "
+    "the 'all' row averages normalised scores. Success CIs are 95% Wilson intervals; the "
+    "other intervals in [brackets] are 95% bootstrap intervals over seeds (2,000 resamples, "
+    "fixed seed); ± is the standard error of the mean clustered by seed; invalid = invalid commands / "
     "steps. Agent errors are listed and kept out of every statistic."
 )
 
