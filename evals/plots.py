@@ -1,4 +1,4 @@
-"""Small inline-SVG charts for the HTML report (no plotting library, no network).
+"""Small SVG charts for the report: inline in the HTML page, and as files (`figures`).
 
 Success rates with their CIs, each scenario's headline result against its reference
 band, and histograms of returns and steps (box plots say little about 0/1 outcomes).

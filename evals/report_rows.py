@@ -363,8 +363,8 @@ READING = (
     "estimate). Normalised = (result - random) / (ceiling - random), clipped to [0, 1]; "
     "the 'all' row averages normalised scores. Success CIs are 95% Wilson intervals; the "
     "other intervals in [brackets] are 95% bootstrap intervals over seeds (2,000 resamples, "
-    "fixed seed); ± is the standard error of the mean clustered by seed; invalid = invalid commands / "
-    "steps. Agent errors are listed and kept out of every statistic."
+    "fixed seed); ± is the standard error of the mean clustered by seed; invalid = invalid "
+    "commands / steps. Agent errors are listed and kept out of every statistic."
 )
 
 
