@@ -60,6 +60,20 @@ def headline_value(env: str, summary: dict[str, Any]) -> float | None:
     return summary.get(field) if summary.get("scored_episodes") else None
 
 
+def episode_headline(env: str, record: dict[str, Any]) -> float | None:
+    """One episode's contribution to the headline (a mean over episodes); None when the
+    episode does not say (a skill field it lacks)."""
+    field = headline(env).field
+    if field.startswith("skills."):
+        value = (record.get("skills") or {}).get(field.removeprefix("skills."))
+        return None if value is None else float(value)
+    if field == "success_rate":
+        return float(bool(record["success"]))
+    if field == "mean_return":
+        return float(record["return"])
+    raise ValueError(f"{env}: headline {field} is not a mean over episodes")
+
+
 def normalised(value: float | None, band: dict[str, Any] | None) -> float | None:
     """`(value - random) / (ceiling - random)` clipped to [0, 1]; None without a band."""
     if value is None or not band or band["ceiling"] <= band["random"]:

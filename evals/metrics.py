@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.skills import aggregate
 
@@ -191,9 +193,12 @@ def summarize_by_env(
 ) -> dict[str, Record]:
     """`{env: summary}` in first-seen order, plus `"all"` over every env. Each env gets
     its `headline` metric and `normalised` score against its reference band (from
-    `bands`, by default the shipped ones); "all" gets the mean of the normalised scores
-    (None unless every env has one) instead of pooled returns."""
-    from textenvs.evals.bands import headline_value, load_bands, normalised
+    `bands`, by default the shipped ones), each with a 95% bootstrap interval over seeds
+    (`headline_ci95`, `normalised_ci95`; see `textenvs.evals.bootstrap`); "all" gets the
+    mean of the normalised scores (None unless every env has one) and its interval,
+    instead of pooled returns."""
+    from textenvs.evals import bootstrap
+    from textenvs.evals.bands import episode_headline, headline_value, load_bands, normalised
 
     bands = load_bands() if bands is None else bands
     records = list(records)
@@ -201,14 +206,32 @@ def summarize_by_env(
     for r in records:
         groups.setdefault(r["env"], []).append(r)
     out = {env: summarize(rs, prices) for env, rs in groups.items()}
+    resampled = []  # per env: its normalised score on each bootstrap resample
     for env, s in out.items():
+        band = bands["scenarios"].get(env)
         s["headline"] = headline_value(env, s)
-        s["normalised"] = normalised(s["headline"], bands["scenarios"].get(env))
+        s["normalised"] = normalised(s["headline"], band)
+        values, seeds = [], []
+        for r in groups[env]:
+            value = episode_headline(env, r) if r["outcome"] != AGENT_ERROR else None
+            if value is not None:
+                values.append(value)
+                seeds.append(int(r["seed"]))
+        means = bootstrap.seed_resamples(values, seeds, env)
+        s["headline_ci95"] = bootstrap.interval(means)
+        normalised_means = None if means is None else bootstrap.normalise(means, band)
+        s["normalised_ci95"] = bootstrap.interval(normalised_means)
+        resampled.append(normalised_means)
     scores = [s["normalised"] for s in out.values()]
+    complete = bool(scores) and all(v is not None for v in scores)
     out["all"] = summarize(records, prices)
     out["all"]["headline"] = None
-    out["all"]["normalised"] = (
-        mean(scores) if scores and all(v is not None for v in scores) else None
+    out["all"]["normalised"] = mean(scores) if complete else None
+    # Per resample, the mean over scenarios of their normalised scores.
+    out["all"]["normalised_ci95"] = (
+        bootstrap.interval(np.mean(resampled, axis=0))
+        if complete and all(v is not None for v in resampled)
+        else None
     )
     return out
 

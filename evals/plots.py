@@ -1,4 +1,4 @@
-"""Small inline-SVG charts for the HTML report (no plotting library, no network).
+"""Small SVG charts for the report: inline in the HTML page, and as files (`figures`).
 
 Success rates with their CIs, each scenario's headline result against its reference
 band, and histograms of returns and steps (box plots say little about 0/1 outcomes).
@@ -291,14 +291,18 @@ def histogram(
             f'<line x1="{left}" y1="{y:.1f}" x2="{width - 14}" y2="{y:.1f}" class="g"/>'
             f'<text x="{left - 4}" y="{y + 4:.1f}" class="a" text-anchor="end">{t:g}</text>'
         )
-    every = max(1, math.ceil(bins / 10))
+    labels = [_bin_label(edges[i], edges[i + 1], whole) for i in range(bins)]
+    # Thin the labels to about 10 and so that they do not overlap (~6 px a character),
+    # always keeping the last bin's.
+    widest = max(len(label) for label in labels) * 6 + 8
+    every = max(1, math.ceil(bins / 10), math.ceil(widest / bin_w))
+    shown = {i for i in range(bins) if i % every == 0 and bins - 1 - i >= every} | {bins - 1}
     for i in range(bins):
         bx = left + i * bin_w
-        label = f"{edges[i]:g}" if not whole or size == 1 else f"{edges[i]:g}-{edges[i + 1] - 1:g}"
-        if i % every == 0:
+        if i in shown:
             parts.append(
                 f'<text x="{bx + bin_w / 2:.1f}" y="{base + 14}" class="a" '
-                f'text-anchor="middle">{label}</text>'
+                f'text-anchor="middle">{labels[i]}</text>'
             )
         for s, ser in enumerate(series):
             c = counts[s][i]
@@ -307,10 +311,24 @@ def histogram(
                 parts.append(
                     f'<rect x="{bx + 1 + s * bar_w:.1f}" y="{base - h:.1f}" width="{bar_w:.1f}"'
                     f' height="{h:.1f}" fill="{ser.color}" opacity="0.85"><title>'
-                    f"{escape(ser.label)}: {c} at {label}</title></rect>"
+                    f"{escape(ser.label)}: {c} in {labels[i]}</title></rect>"
                 )
     parts.append(f'<line x1="{left}" y1="{base}" x2="{width - 14}" y2="{base}" class="w"/>')
     return "".join([*parts, _legend(series, width), "</svg>"])
+
+
+def _bin_label(lo: float, hi: float, whole: bool) -> str:
+    """A bin as the range it holds: whole-number bins hold lo..hi-1 (both shown, or one
+    number for a bin of one), other bins lo to hi."""
+    if whole:
+        return f"{lo:g}" if hi - lo == 1 else f"{lo:g}-{hi - 1:g}"
+    return f"{lo:g}–{hi:g}"
+
+
+def standalone(svg: str) -> str:
+    """A chart as an SVG file: the style rules the report page gives it, inside it."""
+    head, rest = svg.split(">", 1)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n{head}><style>{SVG_CSS}</style>{rest}\n'
 
 
 def _legend(series: Sequence[Series], width: int = WIDTH) -> str:

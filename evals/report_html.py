@@ -6,13 +6,12 @@ import json
 from html import escape
 
 from textenvs.evals import plots
-from textenvs.evals.bands import headline
-from textenvs.evals.episode import AGENT_ERROR
+from textenvs.evals.figures import Figure, band_figures, learning_figures, outcome_figures
 from textenvs.evals.metrics import key_of
-from textenvs.evals.report import (
+from textenvs.evals.report import Report
+from textenvs.evals.report_rows import (
     COMPARE_HEAD,
     COMPARE_NOTE,
-    EPISODE_HEAD,
     LEARNING_HEAD,
     LEARNING_NOTE,
     PASS_HEAD,
@@ -20,11 +19,9 @@ from textenvs.evals.report import (
     READING,
     RUN_HEAD,
     SCORE_HEAD,
-    SUMMARY_HEAD,
-    Report,
-    Run,
     compare_rows,
     episode_cells,
+    episode_head,
     error_groups,
     learning_rows,
     pass_rows,
@@ -33,6 +30,7 @@ from textenvs.evals.report import (
     skill_head,
     skill_rows,
     sorted_records,
+    summary_head,
     summary_rows,
     warnings,
 )
@@ -63,76 +61,8 @@ def table(head: list[str], rows: list[list[str]], *, raw: bool = False) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _series(runs: list[Run]) -> list[plots.Series]:
-    return [plots.Series(run.label, plots.color(i)) for i, run in enumerate(runs)]
-
-
-def band_charts(report: Report) -> str:
-    """Each scenario's headline result, per run, with its reference band behind it."""
-    series = _series(report.runs)
-    charts = []
-    for env in report.envs:
-        values = []
-        for run in report.runs:
-            s = run.summary.get(env)
-            value = s["headline"] if s else None
-            if value is None:
-                values.append(None)
-            elif headline(env).field == "success_rate":
-                values.append((value, *s["success_ci95"]))
-            else:
-                values.append((value, value, value))
-        title = f"{env}: {headline(env).label}"
-        charts.append(plots.band_chart(title, report.band(env), series, values))
-    return "".join(f'<div class="chart">{svg}</div>' for svg in charts)
-
-
-def learning_charts(report: Report) -> str:
-    """Per scenario, success by trial index with 95% CIs, one line per trial-mode run."""
-    series = _series(report.runs)
-    charts = []
-    for env in report.envs:
-        curves = [run.learning.get(env) for run in report.runs]
-        if any(curves):
-            points = [
-                [(t["trial"], t["success_rate"], *t["success_ci95"]) for t in c["by_trial"]]
-                if c
-                else None
-                for c in curves
-            ]
-            charts.append(plots.learning_chart(f"{env}: success by trial", series, points))
-    return "".join(f'<div class="chart">{svg}</div>' for svg in charts)
-
-
-def outcome_charts(report: Report) -> str:
-    """Success rates with CIs; per scenario, histograms of steps, and of returns where
-    they are not just 0/1 (the success chart already says all about those)."""
-    runs, envs = report.runs, report.envs
-    series = _series(runs)
-    success = [
-        [
-            (s["success_rate"], *s["success_ci95"])
-            if (s := run.summary.get(env)) and s["scored_episodes"]
-            else None
-            for env in envs
-        ]
-        for run in runs
-    ]
-    charts = [plots.success_chart(envs, series, success)]
-    for env in envs:
-        for field, what in (("return", "return"), ("steps", "steps")):
-            values = [
-                [
-                    float(r[field])
-                    for r in run.records
-                    if r["env"] == env and r["outcome"] != AGENT_ERROR
-                ]
-                for run in runs
-            ]
-            if field == "return" and {v for vs in values for v in vs} <= {0.0, 1.0}:
-                continue
-            charts.append(plots.histogram(f"{env}: {what} per episode", series, values))
-    return "".join(f'<div class="chart">{svg}</div>' for svg in charts)
+def _charts(figures: list[Figure]) -> str:
+    return "".join(f'<div class="chart">{figure.svg}</div>' for figure in figures)
 
 
 def render_html(report: Report) -> str:
@@ -150,10 +80,10 @@ def render_html(report: Report) -> str:
         body.append(f'<h2>Warnings</h2><ul class="warn" id="warnings">{items}</ul>')
     body += [
         "<h2>Scores against the reference bands</h2>",
-        band_charts(report),
+        _charts(band_figures(report)),
         f'<div id="scores">{table(SCORE_HEAD, score_rows(report))}</div>',
         "<h2>Results by scenario</h2>",
-        f'<div id="summary">{table(SUMMARY_HEAD, summary_rows(runs))}</div>',
+        f'<div id="summary">{table(summary_head(runs), summary_rows(runs))}</div>',
         "<h2>Skill metrics</h2>",
         f'<div id="skills">{table(skill_head(runs), skill_rows(runs))}</div>',
     ]
@@ -167,10 +97,10 @@ def render_html(report: Report) -> str:
         body += [
             "<h2>Learning curves</h2>",
             f'<p class="note">{escape(LEARNING_NOTE)}</p>',
-            learning_charts(report),
+            _charts(learning_figures(report)),
             f'<div id="learning">{table(LEARNING_HEAD, learning_rows(runs))}</div>',
         ]
-    body += ["<h2>Outcomes</h2>", outcome_charts(report)]
+    body += ["<h2>Outcomes</h2>", _charts(outcome_figures(report))]
     if len(runs) > 1:
         body += [
             f"<h2>Paired comparison against {escape(runs[0].label)}</h2>",
@@ -200,7 +130,7 @@ def render_html(report: Report) -> str:
                 body.append(
                     f"<details><summary>{escape(env)} - {escape(run.label)}: "
                     f"{s['successes']}/{s['scored_episodes']} succeeded</summary>"
-                    f"{table(EPISODE_HEAD, rows, raw=True)}</details>"
+                    f"{table(episode_head(runs), rows, raw=True)}</details>"
                 )
     # Machine-readable figures; "</" is escaped so the JSON cannot close the script tag.
     data = json.dumps({run.label: run.summary for run in runs}).replace("</", "<\\/")

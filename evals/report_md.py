@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from textenvs.evals.metrics import key_of
-from textenvs.evals.report import (
+from textenvs.evals.report import Report
+from textenvs.evals.report_rows import (
     COMPARE_HEAD,
     COMPARE_NOTE,
-    EPISODE_HEAD,
     LEARNING_HEAD,
     LEARNING_NOTE,
     PASS_HEAD,
@@ -14,10 +14,9 @@ from textenvs.evals.report import (
     READING,
     RUN_HEAD,
     SCORE_HEAD,
-    SUMMARY_HEAD,
-    Report,
     compare_rows,
     episode_cells,
+    episode_head,
     error_groups,
     learning_rows,
     pass_rows,
@@ -26,6 +25,7 @@ from textenvs.evals.report import (
     skill_head,
     skill_rows,
     sorted_records,
+    summary_head,
     summary_rows,
     warnings,
 )
@@ -55,7 +55,7 @@ def render_markdown(report: Report) -> str:
         "## Scores against the reference bands",
         md_table(SCORE_HEAD, score_rows(report)),
         "## Results by scenario",
-        md_table(SUMMARY_HEAD, summary_rows(runs)),
+        md_table(summary_head(runs), summary_rows(runs)),
         "## Skill metrics",
         md_table(skill_head(runs), skill_rows(runs)),
     ]
@@ -88,5 +88,5 @@ def render_markdown(report: Report) -> str:
         for run in runs:
             rows = [episode_cells(report, run, r, md=True) for r in sorted_records(run, env)]
             if rows:
-                parts += [f"### {env} - {run.label}", md_table(EPISODE_HEAD, rows)]
+                parts += [f"### {env} - {run.label}", md_table(episode_head(runs), rows)]
     return "\n\n".join(parts) + "\n"

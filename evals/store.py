@@ -5,7 +5,6 @@ DIR/config.json          everything needed to rerun (written atomically)
 DIR/episodes.jsonl       one JSON line per finished episode, appended + flushed + fsynced
 DIR/trajectories/<env>-<seed>-<episode>.json   every turn of that episode
 DIR/summary.json         per-env statistics (written atomically)
-DIR/transcripts/*.html   readable transcripts (written by `textenvs report`)
 DIR/dropped.jsonl        lines a resume took out of episodes.jsonl (retried errors, duplicates,
                          the trials of a trial group that did not finish)
 DIR/.lock                the advisory lock of the process writing the run
@@ -42,7 +41,6 @@ SUMMARY = "summary.json"
 DROPPED = "dropped.jsonl"
 LOCK = ".lock"
 TRAJECTORIES = "trajectories"
-TRANSCRIPTS = "transcripts"
 
 # Config entries that may change between a run and its resume (they do not change
 # what an episode is).

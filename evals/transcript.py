@@ -16,6 +16,7 @@ from textenvs.evals.metrics import Key, Record, key_of
 if TYPE_CHECKING:
     from textenvs.evals.report import Links, Run
 
+TRANSCRIPTS = "transcripts"  # in a report folder: a subfolder per run
 SIDE_BY_SIDE = "side-by-side"
 
 CSS = """
@@ -26,6 +27,7 @@ pre{background:#f7f7f7;border:1px solid #e2e2e2;padding:8px;overflow-x:auto;font
 .meta td{padding:1px 10px 1px 0}.turn{color:#777;font-size:12px}
 nav{margin:0 0 12px;font-size:13px}nav a{margin-right:14px}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:16px}.cols>div{min-width:0}
+.cols iframe{width:100%;height:85vh;border:1px solid #e2e2e2}
 """
 
 
@@ -118,22 +120,20 @@ def _load(run_dir: Path, record: Record) -> dict[str, Any] | None:
 
 
 def write_transcripts(
-    run_dir: Path, records: list[Record], back: str | None = None
-) -> dict[Key, str]:
-    """`DIR/transcripts/<env>-<seed>-<episode>.html` for each record whose trajectory
-    exists, in key order with previous / next links and a link `back` to the report
-    (relative to the transcripts folder); returns key -> path relative to `run_dir`."""
-    out = run_dir / store.TRANSCRIPTS
-    out.mkdir(exist_ok=True)
-    pages: list[tuple[Key, Record]] = [
-        (key_of(r), r) for r in sorted(records, key=key_of) if _load_ok(run_dir, r)
-    ]
-    names = [f"{store.stem(*key)}.html" for key, _ in pages]
-    links: dict[Key, str] = {}
-    for i, (key, record) in enumerate(pages):
+    run_dir: Path, records: list[Record], folder: Path, back: str | None = None
+) -> dict[Key, Path]:
+    """`folder/<env>-<seed>-<episode>.html` for each record of the run in `run_dir` whose
+    trajectory exists, in key order with previous / next links and a link `back` to the
+    report (relative to `folder`); returns key -> page."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pages: list[tuple[Key, dict[str, Any]]] = []
+    for record in sorted(records, key=key_of):
         data = _load(run_dir, record)
-        if data is None:
-            continue
+        if data is not None:
+            pages.append((key_of(record), data))
+    names = [f"{store.stem(*key)}.html" for key, _ in pages]
+    links: dict[Key, Path] = {}
+    for i, (key, data) in enumerate(pages):
         nav = _nav(
             [
                 ("← previous", names[i - 1] if i else None),
@@ -141,49 +141,41 @@ def write_transcripts(
                 ("back to the report", back),
             ]
         )
-        store.write_atomic(out / names[i], render_transcript(data, nav))
-        links[key] = f"{store.TRANSCRIPTS}/{names[i]}"
+        # Pages a report can always write again: no fsync (a thousand of them cost seconds).
+        (folder / names[i]).write_text(render_transcript(data, nav), encoding="utf-8")
+        links[key] = folder / names[i]
     return links
 
 
-def _load_ok(run_dir: Path, record: Record) -> bool:
-    return bool(record.get("trajectory")) and (run_dir / record["trajectory"]).is_file()
-
-
 def write_side_by_side(out: Path, base: Run, other: Run, links: Links) -> dict[Key, str]:
-    """`out/side-by-side/<env>-<seed>-<episode>-<run>.html`: the baseline and `other`
-    on each (env, seed, episode) both played, in two columns; returns key -> path
-    relative to `out`."""
+    """`out/side-by-side/<env>-<seed>-<episode>-<run>.html`: the transcript pages of the
+    baseline and `other` on each (env, seed, episode) both have one, in two frames (the
+    page only points at them, so it repeats nothing); returns key -> path relative to
+    `out`."""
     folder = out / SIDE_BY_SIDE
-    by_key = {key_of(r): r for r in base.records}
     pages: dict[Key, str] = {}
     for record in sorted(other.records, key=key_of):
         key = key_of(record)
-        if key not in by_key:
-            continue
-        pair = [(base, _load(base.path, by_key[key])), (other, _load(other.path, record))]
-        if any(data is None for _, data in pair):
+        pair = [(run, links.get((run.label, *key))) for run in (base, other)]
+        if any(page is None for _, page in pair):
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        name = f"{store.stem(*key)}-{_safe(other.label)}.html"
-        columns = []
-        for run, data in pair:
-            assert data is not None
-            page = links.get((run.label, *key))
-            href = os.path.relpath(out / page, folder) if page else ""
-            head = (
-                f'<h2><a href="{escape(href)}">{escape(run.label)}</a></h2>'
-                if href
-                else (f"<h2>{escape(run.label)}</h2>")
+        name = f"{store.stem(*key)}-{safe_name(other.label)}.html"
+        frames = []
+        for run, page in pair:
+            href = escape(os.path.relpath(out / str(page), folder))
+            frames.append(
+                f'<div><h2><a href="{href}">{escape(run.label)}</a></h2>'
+                f'<iframe src="{href}" title="{escape(run.label)}"></iframe></div>'
             )
-            columns.append(f"<div>{head}{_meta(data)}{_turns(data)}</div>")
         title = f"{key[0]} seed {key[1]}: {base.label} vs {other.label}"
         nav = _nav([("back to the report", "../report.html")])
-        body = f"{nav}<h1>{escape(title)}</h1><div class='cols'>{''.join(columns)}</div>{nav}"
-        store.write_atomic(folder / name, _page(title, body, wide=True))
+        body = f"{nav}<h1>{escape(title)}</h1><div class='cols'>{''.join(frames)}</div>"
+        (folder / name).write_text(_page(title, body, wide=True), encoding="utf-8")
         pages[key] = f"{SIDE_BY_SIDE}/{name}"
     return pages
 
 
-def _safe(label: str) -> str:
+def safe_name(label: str) -> str:
+    """A run label as a file or folder name."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)

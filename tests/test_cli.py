@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +13,7 @@ import pytest
 
 import textenvs
 from textenvs.cli import main
+from textenvs.core import registry
 
 
 def textenvs_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -37,6 +38,20 @@ def test_list_shows_every_scenario() -> None:
     assert done.returncode == 0
     for name in textenvs.names():
         assert name in done.stdout
+
+
+def test_tables_are_whole_when_piped() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "textenvs.cli", "list"],
+        capture_output=True,  # a pipe, not a terminal
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "40"},
+    )
+    assert done.returncode == 0 and "…" not in done.stdout
+    for scenario in registry.SCENARIOS:
+        row = next(line for line in done.stdout.splitlines() if f" {scenario.name} " in line)
+        assert scenario.env_id in row and scenario.title in row
 
 
 def test_rules_prints_the_prompt_text() -> None:
@@ -165,21 +180,34 @@ def _file(tmp: Path) -> Path:
 
 
 def test_ctrl_c_in_play_stops_at_once() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "textenvs.cli", "play", "treasure-hunt", "--seed", "1"],
-        stdin=subprocess.PIPE,  # left open: the game waits for a command
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:  # until the first observation is on screen
-        if line.startswith("Position:"):
-            break
-    time.sleep(0.2)  # now blocked reading the command
-    proc.send_signal(signal.SIGINT)
+    # The child must start with SIGINT at its default disposition, as under a terminal:
+    # a signal ignored by whatever started the suite (a background job of a shell script)
+    # is inherited through exec, and Python then never installs its KeyboardInterrupt.
+    default_sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        _, err = proc.communicate(timeout=20)  # before: waited for Enter, forever
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "textenvs.cli", "play", "treasure-hunt", "--seed", "1"],
+            stdin=subprocess.PIPE,  # left open: the game waits for a command
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        signal.signal(signal.SIGINT, default_sigint)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        shown = b""
+        while not shown.endswith(b"\n> "):  # the prompt: blocked reading the command
+            byte = proc.stdout.read(1)
+            assert byte, shown.decode()[-500:]
+            shown += byte
+        proc.send_signal(signal.SIGINT)
+        # stdin stays open until the process has exited (communicate() would close it,
+        # and a game that missed the signal would then end on end-of-input, status 0).
+        returncode = proc.wait(timeout=60)
+        err = proc.stderr.read().decode()
     finally:
         proc.kill()
-    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+    assert returncode == 130 and "interrupted" in err and "Traceback" not in err

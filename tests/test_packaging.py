@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import zipfile
@@ -49,3 +50,15 @@ def test_wheel_has_one_top_level_name_and_runs_outside_the_tree(tmp_path: Path) 
     )
     where, rules_ok = done.stdout.split()
     assert where.startswith(str(tmp_path / "site")) and rules_ok == "True"
+
+
+def test_ci_runs_the_readme_test_command_and_the_first_command_is_lean() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    first, tests = re.findall(r"```bash\n(.*?)\n```", setup, flags=re.S)[:2]
+    # The main job needs only the base install, and ends with the report.
+    assert "pip install -e . &&" in first and "[dev]" not in first
+    assert first.endswith("&& textenvs report runs/scripted")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert tests in ci  # one line, verbatim
+    assert "ruff check ." in tests and "pytest" in tests

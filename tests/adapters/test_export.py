@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+import textenvs
 from tests.adapters.conftest import textenvs_eval
 from tests.support.openai_server import OpenAIServer
 from textenvs.cli import main
 from textenvs.evals.store import read_episodes
+from textenvs.prompts import system_prompt
 
 datasets = pytest.importorskip("datasets")
 
@@ -27,9 +29,13 @@ def test_hf_export_loads_with_every_field(scripted_run: Path, tmp_path: Path) ->
     records = read_episodes(scripted_run)
     assert main(["export", str(scripted_run), "--format", "hf", "--out", str(tmp_path / "hf")]) == 0
     data = datasets.load_from_disk(str(tmp_path / "hf"))
-    assert len(data) == len(records) == 20
+    assert isinstance(data, datasets.DatasetDict) and set(data) == {"train", "eval"}
+    # The default split rule: every tenth seed is held out, across every scenario.
+    assert sorted(set(data["eval"]["seed"])) == [0] and len(data["eval"]) == 2
+    assert sorted(set(data["train"]["seed"])) == list(range(1, 10))
+    assert len(data["train"]) + len(data["eval"]) == len(records) == 20
     by_key = {(r["env"], r["seed"]): r for r in records}
-    for row in data:
+    for row in [*data["train"], *data["eval"]]:
         record = by_key[(row["env"], row["seed"])]
         assert (row["outcome"], row["success"], row["return"], row["steps"]) == (
             record["outcome"], record["success"], record["return"], record["steps"],
@@ -39,6 +45,31 @@ def test_hf_export_loads_with_every_field(scripted_run: Path, tmp_path: Path) ->
         assert len(row["rewards"]) == len(row["parse_ok"]) == len(row["commands"]) == row["steps"]
         assert sum(row["rewards"]) == pytest.approx(row["return"])
         assert row["messages"][-1]["content"] == row["commands"][-1]  # scripted: no raw reply
+        # GRPO-style prompt: the rules and the first observation, nothing played yet.
+        assert row["prompt"] == row["messages"][:2]
+        assert row["prompt"][0]["content"] == system_prompt(row["env"])
+        first, _ = textenvs.make(row["env"]).reset(seed=row["seed"])
+        assert row["prompt"][1] == {"role": "user", "content": first}
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert "seed % 10 == 0" in card and "| treasure-hunt | 9 | 1 |" in card
+
+
+def test_jsonl_splits_by_the_given_seeds_and_loads_through_its_card(
+    scripted_run: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "chat"
+    assert main(["export", str(scripted_run), "--format", "jsonl-chat", "--eval-seeds", "7-9",
+                 "--out", str(out)]) == 0  # fmt: skip
+    data = datasets.load_dataset(
+        str(out), cache_dir=str(tmp_path / "cache")
+    )  # the card's configs name the split files
+    assert sorted(set(data["eval"]["seed"])) == [7, 8, 9] and len(data["train"]) == 14
+    assert "seeds 7, 8, 9" in (out / "README.md").read_text()
+    assert main(["export", str(scripted_run), "--format", "hf", "--eval-seeds", "none",
+                 "--out", str(tmp_path / "all")]) == 0  # fmt: skip
+    data = datasets.load_from_disk(str(tmp_path / "all"))
+    assert len(data["train"]) == 20 and len(data["eval"]) == 0
+    assert data["eval"].features == data["train"].features
 
 
 def test_jsonl_filters_success_and_agent(scripted_run: Path, tmp_path: Path) -> None:
@@ -48,11 +79,15 @@ def test_jsonl_filters_success_and_agent(scripted_run: Path, tmp_path: Path) -> 
     both = ["--env", "em-anomaly", "--env", "TreasureHunt"]
     assert main(["export", str(scripted_run), "--format", "jsonl-chat", "--only-success",
                  *both, "--out", str(out)]) == 0  # fmt: skip
-    data = datasets.load_dataset("json", data_files=str(out / "train.jsonl"), split="train")
-    assert len(data) == successes and all(data["success"])
+    data = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "cache"))
+    assert sum(len(split) for split in data.values()) == successes
+    assert all(success for split in data.values() for success in split["success"])
     assert main(["export", str(scripted_run), "--format", "jsonl-chat", "--env", "em-anomaly",
                  "--out", str(out)]) == 0  # fmt: skip
-    assert {json.loads(line)["env"] for line in (out / "train.jsonl").open()} == {"em-anomaly"}
+    rows = [
+        json.loads(line) for split in ("train", "eval") for line in (out / f"{split}.jsonl").open()
+    ]
+    assert {row["env"] for row in rows} == {"em-anomaly"}
     # the agent filter: nothing of 'llm' in a scripted run
     assert main(["export", str(scripted_run), "--format", "jsonl-chat", "--agent", "llm",
                  "--out", str(tmp_path / "none")]) == 2  # fmt: skip
@@ -65,12 +100,13 @@ def test_llm_run_exports_the_replies_and_parse_status(
     records = textenvs_eval(model_server, run, "em-anomaly", "0-3", "--reasks", "0")
     out = tmp_path / "chat"
     assert main(["export", str(run), "--format", "jsonl-chat", "--agent", "test-model",
-                 "--out", str(out)]) == 0  # fmt: skip
+                 "--eval-seeds", "none", "--out", str(out)]) == 0  # fmt: skip
     rows = [json.loads(line) for line in (out / "train.jsonl").open()]
     assert len(rows) == len(records) == 4
     system = model_server.requests[0].messages[0]["content"]
     for row in rows:
         assert row["messages"][0] == {"role": "system", "content": system}
+        assert row["prompt"] == row["messages"][:2]  # the rules the model had, its first turn
         assert (
             row["parse_ok"].count(False) == records[("em-anomaly", row["seed"])]["invalid_actions"]
         )
@@ -84,3 +120,5 @@ def test_bad_input_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert err.startswith("textenvs export: error:") and "not an eval run" in err
     assert err.count("\n") == 1
+    assert main(["export", str(tmp_path), "--format", "hf", "--eval-seeds", "x"]) == 2
+    assert "bad seed range" in capsys.readouterr().err

@@ -14,6 +14,7 @@ from pathlib import Path
 import textenvs
 from textenvs.evals import store
 from textenvs.evals.metrics import key_of
+from textenvs.evals.transcript import TRANSCRIPTS
 
 TEXTENVS = [sys.executable, "-m", "textenvs.cli"]
 
@@ -36,6 +37,7 @@ def test_full_scripted_eval_on_all_scenarios(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=240,
+        env={**os.environ, "COLUMNS": "40"},  # piped: the table ignores any width
     )
     assert done.returncode == 0, done.stderr
     names = textenvs.names()
@@ -50,13 +52,22 @@ def test_full_scripted_eval_on_all_scenarios(tmp_path: Path) -> None:
             assert field in s
     config = json.loads((out / store.CONFIG).read_text())
     assert list(config["envs"]) == names and config["seed_list"] == [0, 1]
-    for name in names:  # the results table names every scenario
-        assert name[:8] in done.stdout
+    table = done.stdout
+    assert "…" not in table and str(out) in table  # stdout is a pipe: nothing cut
+    for name, s in summary["by_env"].items():  # every row whole, on one line
+        row = next(line for line in table.splitlines() if f" {name} " in line)
+        assert f"{s['successes']}/{s['scored_episodes']}" in row
 
-    rep = subprocess.run([*TEXTENVS, "report", str(out)], capture_output=True, text=True)
+    assert f"textenvs report {out}" in done.stdout  # the last line says what comes next
+    rep = subprocess.run(
+        [*TEXTENVS, "report", str(out)], capture_output=True, text=True, cwd=tmp_path
+    )
     assert rep.returncode == 0, rep.stderr
-    assert (out / "report.md").is_file() and (out / "report.html").is_file()
-    assert len(list((out / store.TRANSCRIPTS).glob("*.html"))) == len(records)
+    report = tmp_path / "reports" / "run"  # the default: its own folder, named after the run
+    assert rep.stdout.startswith("report in reports/run/: report.html")
+    assert (report / "report.md").is_file() and (report / "report.html").is_file()
+    assert len(list((report / TRANSCRIPTS / "run").glob("*.html"))) == len(records)
+    assert not (out / TRANSCRIPTS).exists()
 
 
 def kill_when(proc: subprocess.Popen, path: Path, at_least: int) -> int:

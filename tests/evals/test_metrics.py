@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from textenvs.evals.metrics import compare, sign_test, stderr, summarize, summarize_by_env, wilson
@@ -254,3 +255,22 @@ def test_bands_command_measures_and_records_provenance(
     assert main(["--seeds", "9-1", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "bands: error: bad seed range" in err and "Traceback" not in err
+
+
+def test_bootstrap_intervals_resample_seeds_deterministically() -> None:
+    from textenvs.evals import bootstrap
+
+    # Two episodes per seed that always agree: resampling seeds, not episodes, keeps
+    # the pair together, so the interval is that of 10 seeds (wider than of 20 episodes).
+    seeds = [s for s in range(10) for _ in range(2)]
+    values = [float(s % 3 == 0) for s in seeds]
+    means = bootstrap.seed_resamples(values, seeds, "em-anomaly")
+    lo, hi = bootstrap.interval(means)
+    assert lo < sum(values) / len(values) < hi
+    assert set(np.round(means * 20) % 2) == {0.0}  # whole seeds: an even count of successes
+    again = bootstrap.seed_resamples(values[::-1], seeds[::-1], "em-anomaly")
+    assert bootstrap.interval(again) == [lo, hi]  # the order episodes finished in: no matter
+    assert bootstrap.interval(bootstrap.seed_resamples([1.0] * 4, [0, 1, 2, 3], "x")) == [1, 1]
+    band = {"random": 0.2, "ceiling": 0.6}
+    assert list(bootstrap.normalise(np.array([0.1, 0.4, 0.9]), band)) == pytest.approx([0, 0.5, 1])
+    assert bootstrap.seed_resamples([], [], "x") is None and bootstrap.interval(None) is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import json
 import re
 import shutil
 import subprocess
@@ -16,7 +17,8 @@ import pytest
 from textenvs.agents import make_agent
 from textenvs.evals import runner, store
 from textenvs.evals.metrics import compare
-from textenvs.evals.report import load_run, write_report
+from textenvs.evals.report import default_out, load_run, write_report
+from textenvs.evals.transcript import TRANSCRIPTS
 
 ENV = "treasure-hunt"
 SEEDS = list(range(12))
@@ -71,7 +73,7 @@ def test_markdown_and_html_hold_the_figures(report: tuple[Path, Path, Path]) -> 
         assert figure in md, figure
         assert figure in text, figure
     assert "Paired comparison against scripted" in md
-    assert md.count("(../scripted/transcripts/") == len(SEEDS)
+    assert md.count("(transcripts/scripted/") == len(SEEDS)
 
 
 def test_html_is_self_contained(report: tuple[Path, Path, Path]) -> None:
@@ -86,22 +88,35 @@ def test_html_is_self_contained(report: tuple[Path, Path, Path]) -> None:
 def test_every_episode_links_to_its_transcript(report: tuple[Path, Path, Path]) -> None:
     scripted, _, out = report
     html = (out / "report.html").read_text()
-    links = re.findall(r'href="([^"]+/transcripts/[^"]+)"', html)
+    links = re.findall(r'href="(transcripts/[^"]+)"', html)
     assert len(links) == 2 * len(SEEDS)
     for link in links:
         assert (out / link).resolve().is_file()
-    page = (scripted / store.TRANSCRIPTS / f"{ENV}-3-0.html").read_text()
+    page = (out / TRANSCRIPTS / "scripted" / f"{ENV}-3-0.html").read_text()
     turns = load_run(scripted).records
     steps = next(r["steps"] for r in turns if r["seed"] == 3)
     assert page.count('class="cmd"') == steps
 
 
-def test_single_run_report_goes_into_the_run(report: tuple[Path, Path, Path]) -> None:
+def test_a_report_writes_only_into_its_own_folder(
+    report: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     scripted = report[0]
-    write_report([scripted], scripted)
-    md = (scripted / "report.md").read_text()
-    assert "](transcripts/treasure-hunt-0-0.html)" in md
+
+    def files(folder: Path) -> dict[Path, bytes]:
+        return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    before = files(scripted)
+    monkeypatch.chdir(tmp_path)
+    out = default_out([scripted])
+    assert out == Path("reports/scripted")
+    write_report([scripted], out)
+    assert files(scripted) == before
+    md = (out / "report.md").read_text()
+    assert "](transcripts/scripted/treasure-hunt-0-0.html)" in md
     assert "Paired comparison" not in md
+    with pytest.raises(store.RunDirError, match="run folder"):
+        write_report([scripted], scripted)
 
 
 def chromium() -> str | None:
@@ -161,8 +176,12 @@ def test_scores_against_bands_and_skills_are_reported(report: tuple[Path, Path, 
     for run in (load_run(scripted), load_run(random)):
         s = run.summary[ENV]
         row = f"| {ENV} | {run.path.name} | expected success of the exploration | "
-        assert row + f"{s['headline']:.3f} |" in md
-        assert f"{s['normalised']:.3f} |" in md
+
+        def with_ci(value: float, lo: float, hi: float) -> str:  # a point interval: bare
+            return f"{value:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo < hi else "")
+
+        assert row + with_ci(s["headline"], *s["headline_ci95"]) + " |" in md
+        assert with_ci(s["normalised"], *s["normalised_ci95"]) + " |" in md
         assert f"| all | {run.path.name} | mean normalised score |" in md
     assert "| treasure-hunt | exploration (new tiles / steps) | 100.0% |" in md
     # No raw Python values anywhere in the tables.
@@ -188,13 +207,14 @@ def test_csv_and_tex_exports(report: tuple[Path, Path, Path]) -> None:
 
 
 def test_transcripts_navigate_and_pair_up(report: tuple[Path, Path, Path]) -> None:
-    scripted, _, out = report
-    first = (scripted / store.TRANSCRIPTS / f"{ENV}-0-0.html").read_text()
-    middle = (scripted / store.TRANSCRIPTS / f"{ENV}-3-0.html").read_text()
+    _, _, out = report
+    folder = out / TRANSCRIPTS / "scripted"
+    first = (folder / f"{ENV}-0-0.html").read_text()
+    middle = (folder / f"{ENV}-3-0.html").read_text()
     assert "previous" not in first and "next" in first
     for page, name in ((middle, f"{ENV}-3-0.html"), (first, f"{ENV}-0-0.html")):
         for href in re.findall(r"<nav>(.*?)</nav>", page)[0].split('href="')[1:]:
-            target = (scripted / store.TRANSCRIPTS / href.split('"')[0]).resolve()
+            target = (folder / href.split('"')[0]).resolve()
             assert target.is_file(), (name, href)
     assert f'href="{ENV}-2-0.html"' in middle and f'href="{ENV}-4-0.html"' in middle
     # The LLM-style per-turn line appears only when there is something to show.
@@ -202,9 +222,71 @@ def test_transcripts_navigate_and_pair_up(report: tuple[Path, Path, Path]) -> No
     pairs = sorted((out / "side-by-side").glob("*.html"))
     assert len(pairs) == len(SEEDS)
     page = pairs[0].read_text()
-    assert page.count('class="cmd"') >= 2 and "scripted" in page and "random" in page
+    # Two frames showing the runs' own transcript pages; the page repeats none of it.
+    frames = re.findall(r'<iframe src="([^"]+)"', page)
+    assert [Path(f).parent.name for f in frames] == ["scripted", "random"]
+    assert all((pairs[0].parent / f).resolve().is_file() for f in frames)
+    assert 'class="cmd"' not in page and len(page) < 2_000
     html = (out / "report.html").read_text()
     assert html.count('href="side-by-side/') == len(SEEDS)
+
+
+def test_figures_are_written_as_svg_and_pdf(report: tuple[Path, Path, Path]) -> None:
+    import xml.etree.ElementTree as ET
+
+    pypdf = pytest.importorskip("pypdf")
+    figures = report[2] / "figures"
+    names = sorted(p.stem for p in figures.glob("*.svg"))
+    # The band chart, success rates and the steps histogram, as on the page.
+    assert names == [f"scores-{ENV}", f"steps-{ENV}", "success"]
+    for name in names:
+        svg = ET.parse(figures / f"{name}.svg").getroot()
+        assert svg.find("{http://www.w3.org/2000/svg}style") is not None  # styled alone
+        title = svg.find("{http://www.w3.org/2000/svg}text").text
+        pdf = pypdf.PdfReader(figures / f"{name}.pdf", strict=True)
+        (page,) = pdf.pages
+        assert float(page.mediabox.width) == float(svg.get("width"))
+        assert title in page.extract_text()
+
+
+def test_no_token_or_cost_columns_for_agents_without_tokens(
+    report: tuple[Path, Path, Path],
+) -> None:
+    md = (report[2] / "report.md").read_text()  # both runs were given prices
+    for column in ("tokens/ep", "cost/ep", "cacheable", "| tokens |"):
+        assert column not in md, column
+    rows = list(csv.DictReader((report[2] / "results.csv").open()))
+    assert all(row["tokens_per_episode"] == "" for row in rows)
+    # The results table `eval` prints leaves them out as well.
+    from rich.console import Console
+
+    from textenvs.cli.eval import results_table
+
+    console = Console(record=True, width=200)
+    summary = json.loads((report[0] / store.SUMMARY).read_text())
+    console.print(results_table(summary, "scripted"))
+    text = console.export_text()
+    assert "score" in text and "$/ep" not in text and "tokens/ep" not in text
+
+
+def test_bootstrap_intervals_are_deterministic_and_hold_the_score(
+    report: tuple[Path, Path, Path],
+) -> None:
+    scripted, random, out = report
+    for path in (scripted, random):
+        first, again = load_run(path).summary, load_run(path).summary
+        for env in (ENV, "all"):
+            lo, hi = first[env]["normalised_ci95"]
+            assert again[env]["normalised_ci95"] == [lo, hi]
+            assert (
+                0 <= lo <= first[env]["normalised"] + 1e-9
+                and first[env]["normalised"] <= hi + 1e-9 <= 1 + 1e-9
+            )
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    random_all = next(r for r in rows if r["run"] == "random" and r["env"] == "all")
+    assert float(random_all["normalised_ci95_hi"]) > float(random_all["normalised_ci95_lo"])
+    tex = (out / "results.tex").read_text()
+    assert "Headline metric" in tex and "expected success of the exploration" in tex
 
 
 def test_warnings_for_different_seeds_and_band_versions(
@@ -238,7 +320,24 @@ def test_zero_scored_episodes_read_na(tmp_path: Path) -> None:
         raise RuntimeError("no agent today")
 
     asyncio.run(runner.run_eval(plan, run, broken, config))
-    write_report([run], run)
-    md = (run / "report.md").read_text()
+    write_report([run], tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
     assert f"| {ENV} | errors | 1 | 0/0 | n/a | n/a | n/a |" in md
     assert "0.0%-100.0%" not in md and "0.0% - 100.0%" not in md
+
+
+def test_histogram_bins_are_labelled_by_their_ranges() -> None:
+    from textenvs.evals import plots
+
+    def labels(values: list[float]) -> list[str]:
+        svg = plots.histogram("h", [plots.Series("run", "#000")], [values])
+        return re.findall(r'text-anchor="middle">([^<]+)</text>', svg)
+
+    # Steps 12-41: 15 bins of two whole numbers; thinned, but the last bin is labelled.
+    steps = labels([float(v) for v in range(12, 42)])
+    assert steps[0] == "12-13" and steps[-1] == "40-41"
+    assert labels([3.0, 4.0, 5.0]) == ["3", "4", "5"]  # bins of one number
+    returns = labels([0.05, 0.3, 0.55, 0.98])
+    assert all("–" in label for label in returns)  # ranges, not left edges
+    low, high = returns[-1].split("–")
+    assert float(low) < 0.98 <= float(high)

@@ -110,9 +110,11 @@ def test_no_secret_in_any_file_or_console_line(
         code, console = _textenvs(capsys, *cmd, "--out", str(tmp_path / "ok"))
         assert code == 0, console
         assert all(r.body["api_key"] == BODY_KEY for r in llm.requests)  # it was used
-        code, reported = _textenvs(capsys, "report", str(tmp_path / "ok"))
+        report = tmp_path / "ok-report"
+        code, reported = _textenvs(capsys, "report", str(tmp_path / "ok"), "--out", str(report))
         assert code == 0, reported
-        _assert_nothing_leaked(tmp_path / "ok", console, reported)
+        assert (report / "report.html").is_file() and (report / "figures").is_dir()
+        _assert_nothing_leaked(tmp_path, console, reported)  # the run and its report
 
         # A key in the query string (the client then asks for a path the server echoes):
         # the preflight's line, then a run without preflight that stops on the errors.

@@ -35,11 +35,13 @@ from textenvs.cli.common import (
     preflight,
     scrubber_for,
 )
+from textenvs.cli.tables import stdout_console
 from textenvs.core.redact import redact_argv, redact_url
 from textenvs.evals import failures, runner, store
 from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.failures import FailFast, top_error_classes
 from textenvs.evals.metrics import Record
+from textenvs.evals.report import default_out
 from textenvs.evals.store import RunDirError
 from textenvs.evals.trials import check_trials
 
@@ -335,10 +337,7 @@ def _eval(args: argparse.Namespace) -> int:
             make_env.client.close()
         if backend is not None:
             backend.stop()
-    out = Console()
-    if not out.is_terminal:  # piped or logged: do not squeeze the table into 80 columns
-        out = Console(width=120)
-    out.print(results_table(summary, str(args.out)))
+    stdout_console().print(results_table(summary, str(args.out)))
     return _verdict(args, summary, console)
 
 
@@ -401,7 +400,8 @@ def _verdict(args: argparse.Namespace, summary: dict[str, Any], console: Console
         return EXIT_STOPPED
     if errors:
         _say(console, f"to play them again: {retry}")
-    print(f"results in {args.out}/ - write a report with: textenvs report {args.out}")
+    report = f"write the report with: textenvs report {args.out} (into {default_out([args.out])}/)"
+    print(f"results in {args.out}/ (summary.json, episodes.jsonl, trajectories/); {report}")
     if not summary["complete"]:
         if args.trials > 1:
             _say(console, f"some trial groups did not finish: textenvs eval ... --out {args.out} "
@@ -422,8 +422,9 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
         left = column == "env"
         table.add_column(column, justify="left" if left else "right", no_wrap=left)
     table.add_column("errors", justify="right")
-    priced = any(s["cost"] is not None for s in summary["by_env"].values())
     tokens = any(s["tokens_per_episode"] for s in summary["by_env"].values())
+    # A cost needs tokens: prices given to an agent without them (scripted) add nothing.
+    priced = tokens and any(s["cost"] is not None for s in summary["by_env"].values())
     if tokens:
         table.add_column("tokens/ep", justify="right")
     cached = any(s.get("cacheable_share") is not None for s in summary["by_env"].values())

@@ -16,9 +16,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Write every recorded episode of the eval run directories as one "
         "chat-format record (system, then user observation / assistant reply per turn) "
         "with env, seed, outcome, success, return, per-turn rewards and parse status as "
-        "columns. 'jsonl-chat' writes OUT/train.jsonl (load it with "
-        "datasets.load_dataset('json', data_files=...)); 'hf' saves a Hugging Face "
-        "dataset (datasets.load_from_disk; needs pip install 'textenvs[datasets]').",
+        "columns, and a 'prompt' column (the rules and the first observation) for GRPO-style "
+        "trainers. Episodes are split by seed into train and eval (--eval-seeds), and a "
+        "dataset card (README.md) describes the export. 'jsonl-chat' writes OUT/train.jsonl "
+        "and OUT/eval.jsonl (datasets.load_dataset(OUT)); 'hf' saves a Hugging Face "
+        "DatasetDict (datasets.load_from_disk; needs pip install 'textenvs[datasets]').",
     )
     p.add_argument("dirs", nargs="+", type=Path, metavar="RUN_DIR", help="eval run directories")
     p.add_argument(
@@ -54,11 +56,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="ENV",
         help="keep episodes of this scenario (repeatable)",
     )
+    p.add_argument(
+        "--eval-seeds",
+        default=None,
+        metavar="SEEDS",
+        help="seeds whose episodes form the eval split (N, N-M or a comma list; 'none' for "
+        "no eval split); default: every tenth seed (seed %% 10 == 0)",
+    )
     p.set_defaults(handler=_export)
 
 
 def _export(args: argparse.Namespace) -> int:
     from textenvs.evals.export import ExportFilter, export
+    from textenvs.evals.runner import parse_seeds
     from textenvs.evals.store import RunDirError
 
     out = args.out or args.dirs[0] / f"export-{args.fmt}"
@@ -70,10 +80,15 @@ def _export(args: argparse.Namespace) -> int:
         except ImportError:
             return _fail("--format hf needs the datasets library: pip install 'textenvs[datasets]'")
     try:
-        count = export(args.dirs, out, args.fmt, keep)
+        eval_seeds = None
+        if args.eval_seeds is not None:
+            spec = args.eval_seeds.strip().lower()
+            eval_seeds = frozenset() if spec == "none" else frozenset(parse_seeds(spec))
+        counts = export(args.dirs, out, args.fmt, keep, eval_seeds)
     except (RunDirError, ValueError, OSError) as exc:
         return _fail(str(exc))
-    print(f"wrote {count} episode{'s' * (count != 1)} to {out}")
+    split = ", ".join(f"{n} {name}" for name, n in counts.items())
+    print(f"wrote {sum(counts.values())} episodes ({split}) and a dataset card to {out}/")
     return 0
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
 from rich.table import Table
 
+from textenvs.cli.tables import stdout_console
 from textenvs.core import registry
 from textenvs.prompts import rules_text
 
@@ -30,7 +30,7 @@ def _list(args: argparse.Namespace) -> int:
     for scenario in registry.SCENARIOS:
         env_class = scenario.load()
         table.add_row(scenario.name, scenario.env_id, scenario.title, str(env_class.max_steps))
-    Console().print(table)
+    stdout_console().print(table)
     return 0
 
 

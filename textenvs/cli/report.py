@@ -11,13 +11,15 @@ from pathlib import Path
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
-        help="write report.md, report.html, results.csv and results.tex for eval runs",
+        help="write report.md, report.html, results.csv, results.tex and figures for eval runs",
         description="Write report.md, a self-contained report.html (inline CSS and SVG "
         "plots, readable offline), results.csv (one row per run and scenario) and "
-        "results.tex (a booktabs table) for eval run directories, with a transcript page "
-        "per episode. Each scenario is read against its reference band (random, scripted, "
-        "ceiling) as a normalised score. Several DIRs are compared with a paired per-seed "
-        "test against the first, and each seed both played gets a side-by-side page.",
+        "results.tex (a booktabs table) for eval run directories, each chart as SVG and PDF "
+        "(figures/), and a transcript page per episode, all in one output folder. Each "
+        "scenario is read against its reference band (random, scripted, ceiling) as a "
+        "normalised score with a 95% bootstrap interval over seeds. Several DIRs are "
+        "compared with a paired per-seed test against the first, and each seed both played "
+        "gets a side-by-side page.",
     )
     p.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="eval run directories")
     p.add_argument(
@@ -25,21 +27,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         metavar="OUT",
-        help="where the report files go (default: DIR for one run, ./report for several)",
+        help="the report's own folder; nothing is written into the runs (default: "
+        "reports/RUN for one run, reports/RUN1-vs-RUN2... for several)",
     )
     p.set_defaults(handler=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from textenvs.evals.report import write_report
+    from textenvs.evals.report import FIGURES, default_out, write_report
     from textenvs.evals.store import RunDirError
+    from textenvs.evals.transcript import TRANSCRIPTS
 
-    out = args.out or (args.dirs[0] if len(args.dirs) == 1 else Path("report"))
+    out = args.out or default_out(args.dirs)
     try:
         paths = write_report(args.dirs, out)
     except RunDirError as exc:
         print(f"textenvs report: error: {exc}", file=sys.stderr)
         return 2
-    for path in paths:
-        print(path)
+    figures = sum(1 for path in paths if path.parent.name == FIGURES) // 2
+    print(f"report in {out}/: report.html (open it in a browser), report.md, results.csv, "
+          f"results.tex, {FIGURES}/ ({figures} charts as SVG and PDF), {TRANSCRIPTS}/")  # fmt: skip
     return 0
