@@ -6,7 +6,8 @@ guessing would be worse than asking again.
 
 from __future__ import annotations
 
-from textenvs.core.parsing import ParseError, PhraseGrammar, clean, normalise
+from textenvs.core.parsing import ParseError, clean, normalise
+from textenvs.core.phrases import PhraseGrammar
 from textenvs.scenarios.em_anomaly.state import Action
 
 GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
@@ -15,13 +16,26 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
         Action.SOUTH: ["south", "s", "move south", "MoveSouth", "go south", "down"],
         Action.EAST: ["east", "e", "move east", "MoveEast", "go east"],
         Action.WEST: ["west", "w", "move west", "MoveWest", "go west"],
-        Action.ROTATE_LEFT: ["rotate left", "RotateLeft", "turn left", "rotate counterclockwise"],
-        Action.ROTATE_RIGHT: ["rotate right", "RotateRight", "turn right", "rotate clockwise"],
+        Action.ROTATE_LEFT: [
+            "rotate left",
+            "RotateLeft",
+            "turn left",
+            "rotating left",
+            "rotate counterclockwise",
+        ],
+        Action.ROTATE_RIGHT: [
+            "rotate right",
+            "RotateRight",
+            "turn right",
+            "rotating right",
+            "rotate clockwise",
+        ],
         Action.MARK: ["mark", "m", "Mark node", "mark anomaly", "mark here"],
     },
     describe=lambda action: action.value,
     # "pick up", "look down": orders in prose only after a verb ("go up").
     weak=["up", "down"],
+    fillers=["node"],
 )
 
 

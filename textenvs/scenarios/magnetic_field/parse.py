@@ -27,7 +27,7 @@ from textenvs.core.parsing import (
 )
 from textenvs.scenarios.magnetic_field.state import HEX, Action
 
-VERBS = r"(?:enter|type|input|write|put|press|key|set)"
+VERBS = r"(?:enter|entering|type|typing|input|write|put|press|key|set)"
 _FILLER = r"(?:(?:the\s+)?(?:hex\s+|hexadecimal\s+)?(?:digit|character|char|letter)\s+)?"
 _CHAR = r"['\"]?(?:0x)?([0-9a-f])['\"]?"
 _SUBMIT = r"(?:submit|finali[sz]e)"

@@ -57,7 +57,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
         (
             "excavate",
-            r"\b(?:excavate|dig\s+out|dig|mine)\s+(?:(?:at|in|into)\s+)?(?:(?:the\s+)?cell\s+)?"
+            r"\b(?:excavate|excavating|dig\s+out|dig|digging|mine)\s+(?:(?:at|in|into)\s+)?(?:(?:the\s+)?cell\s+)?"
             rf"(?P<c1>{_CELL})\b",
         ),
         (

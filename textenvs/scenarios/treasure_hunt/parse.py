@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textenvs.core.parsing import PhraseGrammar
+from textenvs.core.phrases import PhraseGrammar
 from textenvs.scenarios.treasure_hunt.state import Action
 
 GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
