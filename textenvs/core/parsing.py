@@ -33,6 +33,7 @@ pass their own `exact`/`scan` functions to `resolve` or `read`.
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -176,6 +177,7 @@ def read(
     orders: list[A] = []
     in_sequence = skipped = False
     ordering_sentences = 0
+    unread = ""
     segments = marked or [m.group(0) for m in _SENTENCE.finditer(cleaned)]
     for segment in segments:
         if not segment.strip(_EDGE_NOISE):
@@ -200,8 +202,7 @@ def read(
         for item in found:
             if item.action is None:
                 raise ParseError(item.problem, valid)
-        if accounting.unknown:
-            raise unread_word(accounting.unknown[0], where, valid)
+        unread = unread or next(iter(accounting.unknown), "")
         ordering_sentences += bool(found)
         for item in found:
             if _CHOICE.match(folded, item.end):
@@ -213,12 +214,16 @@ def read(
             assert item.action is not None
             orders.append(item.action)
             in_sequence = in_sequence or bool(_REPEATED.match(folded, item.end))
-        for before, after in zip(found, found[1:], strict=False):
+        for before, after in itertools.pairwise(found):
             gap = folded[before.end : after.start]
             in_sequence = in_sequence or bool(_STEPS.search(gap))
             in_sequence = in_sequence or (not listed and bool(_LISTED.fullmatch(gap)))
     if not marked and not listed and ordering_sentences > 1:
         in_sequence = True  # "North. North." is two turns
+    # A word nothing accounts for rejects the reply; where the orders are rejected anyway
+    # (none, two different ones, several turns) that reason is the clearer one.
+    if unread and orders and (listed or not (in_sequence or len(set(orders)) > 1)):
+        raise unread_word(unread, where, valid)
     return Reading(orders, where, in_sequence, skipped, whole)
 
 

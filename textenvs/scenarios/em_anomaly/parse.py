@@ -20,14 +20,14 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
             "rotate left",
             "RotateLeft",
             "turn left",
-            "rotating left",
+           
             "rotate counterclockwise",
         ],
         Action.ROTATE_RIGHT: [
             "rotate right",
             "RotateRight",
             "turn right",
-            "rotating right",
+           
             "rotate clockwise",
         ],
         Action.MARK: ["mark", "m", "Mark node", "mark anomaly", "mark here"],

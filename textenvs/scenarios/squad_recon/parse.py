@@ -44,6 +44,7 @@ from textenvs.core.parsing import (
     nothing_found,
     read,
     several_steps,
+    suggest,
 )
 from textenvs.scenarios.squad_recon.state import SQUADS, Order, Orders
 
@@ -264,6 +265,8 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                     f"'{excerpt(word, 24)}' is not an order: squad {' and '.join(tally.pending)}"
                     " can be given north, south, east, west, hold or attack."
                 )
+                if close := suggest(word, VOCABULARY):
+                    problem += " Did you mean: " + ", ".join(f"'{c}'" for c in close) + "?"
                 found.append(Found(tally.group_start, match.end(), None, word, problem))
             tally.clear()
     if strict and tally.pending and not tally.ordered:
