@@ -16,20 +16,8 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
         Action.SOUTH: ["south", "s", "move south", "MoveSouth", "go south", "down"],
         Action.EAST: ["east", "e", "move east", "MoveEast", "go east"],
         Action.WEST: ["west", "w", "move west", "MoveWest", "go west"],
-        Action.ROTATE_LEFT: [
-            "rotate left",
-            "RotateLeft",
-            "turn left",
-           
-            "rotate counterclockwise",
-        ],
-        Action.ROTATE_RIGHT: [
-            "rotate right",
-            "RotateRight",
-            "turn right",
-           
-            "rotate clockwise",
-        ],
+        Action.ROTATE_LEFT: ["rotate left", "RotateLeft", "turn left", "rotate counterclockwise"],
+        Action.ROTATE_RIGHT: ["rotate right", "RotateRight", "turn right", "rotate clockwise"],
         Action.MARK: ["mark", "m", "Mark node", "mark anomaly", "mark here"],
     },
     describe=lambda action: action.value,
