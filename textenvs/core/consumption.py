@@ -12,6 +12,7 @@ I reach the gold"). Any other word is reported, never skipped.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
@@ -33,7 +34,8 @@ FILLERS = frozenset({
     "sure", "yes", "yeah", "well", "so", "and", "again", "for", "with", "one", "single",
     "here", "turn", "time", "safely", "carefully", "cautiously", "quickly",
     "immediately", "straight", "run", "perform", "make", "execute", "send", "sending",
-    "use", "using", "but", "instead", "would", "rather", "are",
+    "use", "using", "but", "instead", "would", "rather", "are", "hmm", "hm", "um", "uh",
+    "ah", "oh", "put", "seems", "safe", "safest", "only", "good", "better",
 })  # fmt: skip
 # Scheduling words: named in the rejection, since they make an order one for later.
 TEMPORAL = frozenset({
@@ -61,6 +63,11 @@ _COUNTED = frozenset({
     "steps", "moves", "turns", "tries", "attempts", "slots", "characters", "digits", "cells",
 })  # fmt: skip
 _NOUN_AFTER = re.compile(r"\s*(?:of|side|wall|edge|corner|border|part|half|neighbou?r)\b")
+_NEGATED_PREDICATE = re.compile(
+    r"[ \t*`]{0,3}((?:is|are|was|were|does|do|did|will|would|can|could|should|seems?)"
+    r"[ \t]{1,3}not|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|wouldn't|can't"
+    r"|cannot|couldn't|shouldn't|never)\b"
+)
 _CLAUSE_BREAK = re.compile(r"[\n.;:!?,()\x1f]")
 
 
@@ -132,7 +139,9 @@ def account(
     trailing_end = _next_stop(folded, "\n.;!?)\x1f" + ("," if listed else ""))
     leading_end = _next_stop(folded, "\n.;:!?)\x1f,")
     sentence = _sentence_starts(folded)
-    words = [w for w in WORD.finditer(folded) if not covered[w.start()]]
+    every_word = list(WORD.finditer(folded))
+    next_word = {id(a): b for a, b in itertools.pairwise(every_word)}
+    words = [w for w in every_word if not covered[w.start()]]
     kept: list[Found[A]] = []
     unknown: list[tuple[int, str]] = []
     dropped_until = next_found = index = 0
@@ -144,8 +153,8 @@ def account(
                 kept.append(found[next_found])
             next_found += 1
         ordered_before = bool(kept) and kept[-1].start >= sentence[at]
-        following = words[index + 1] if index + 1 < len(words) else None
-        if _starts_reason(word, following, folded, covered, ordered_before):
+        following = next_word.get(id(match))
+        if _starts_reason(word, following, folded, covered, ordered_before, trailing_end[at]):
             dropped_until = (trailing_end if ordered_before else leading_end)[at]
             while index < len(words) and words[index].start() < dropped_until:
                 index += 1
@@ -160,6 +169,13 @@ def account(
     if kept and "\x1f" in folded:
         unknown += [(0, w) for w in WORD.findall(folded) if w in _COPULAS][:1]
     return Accounting(kept, [w for _, w in unknown])
+
+
+def negated_predicate(original: str, item: Found[A]) -> str:
+    """The negated verb right after an order word ("North isn't safe", "north does not
+    work"): the order word is then the subject of a description. Empty if none."""
+    match = _NEGATED_PREDICATE.match(original, item.end)
+    return match.group(1) if match else ""
 
 
 def _coverage(length: int, found: list[Found[A]]) -> list[bool]:
@@ -198,6 +214,7 @@ def _starts_reason(
     folded: str,
     covered: list[bool],
     ordered_before: bool,
+    clause_end: int,
 ) -> bool:
     nxt = following.group(0) if following else ""
     if word in _REASONS or (word, nxt) in _REASON_PAIRS:
@@ -205,7 +222,8 @@ def _starts_reason(
     if word == "as" and nxt in ("it", "the", "this", "that", "there", "i", "we", "my"):
         return True
     if word in _CONCLUSIONS and ordered_before:
-        return True
+        # "north so I reach the gold" gives a purpose; "north, so east" two orders
+        return not any(covered[following.start() if following else 0 : clause_end])
     # "north to reach the gold": `to` + a word that belongs to no command phrase
     return (
         word == "to"

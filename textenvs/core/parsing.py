@@ -55,6 +55,7 @@ from textenvs.core.consumption import (
     Found,
     account,
     is_mention,
+    negated_predicate,
     non_overlapping,
 )
 from textenvs.core.parse_error import ParseError, excerpt
@@ -182,7 +183,8 @@ def read(
     for segment in segments:
         if not segment.strip(_EDGE_NOISE):
             continue
-        visible = mask_unread(segment, fold(segment), keep_quotes=bool(marked))
+        original = fold(segment)
+        visible = mask_unread(segment, original, keep_quotes=bool(marked))
         one = exact(normalise(segment)) if marked or MASK not in visible else None
         if one is not None:
             orders.append(one)
@@ -202,7 +204,8 @@ def read(
         for item in found:
             if item.action is None:
                 raise ParseError(item.problem, valid)
-        unread = unread or next(iter(accounting.unknown), "")
+        negated = [word for item in found if (word := negated_predicate(original, item))]
+        unread = unread or next(iter(accounting.unknown + negated), "")
         ordering_sentences += bool(found)
         for item in found:
             if _CHOICE.match(folded, item.end):

@@ -17,6 +17,7 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
     describe=lambda action: action.value,
     # "pick up", "on my left": orders in prose only after a verb ("go left").
     weak=["up", "down", "left", "right"],
+    fillers=["tile", "square", "current"],
 )
 
 
