@@ -106,6 +106,8 @@ _REPEATED = re.compile(
 )
 # After an order, these leave a choice open ("north or east", "excavate B3 (or C3)").
 _CHOICE = re.compile(r"[ \t]*[,(]?[ \t]*(?:or|either)\b")
+# Where a reason clause starts ("Action: A because ...", "n (since the east is a wall)").
+_REASON = re.compile(r"\b(?:because|cause|since|given|so\s+that|in\s+order\s+to)\b", re.I)
 # Prose is read a sentence at a time: up to an end mark or a new line.
 _SENTENCE = re.compile(r"[^.;!?\n]+[.;!?]*")
 
@@ -186,6 +188,9 @@ def read(
         original = fold(segment)
         visible = mask_unread(segment, original, keep_quotes=bool(marked))
         one = exact(normalise(segment)) if marked or MASK not in visible else None
+        if one is None and (reason := _REASON.search(segment)):
+            # "Action: A, because bit 3 is set": the command before a reason, alone
+            one = exact(normalise(segment[: reason.start()]))
         if one is not None:
             orders.append(one)
             ordering_sentences += 1
