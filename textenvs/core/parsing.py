@@ -183,8 +183,8 @@ def read(
     unread = ""
     segments = marked or [m.group(0) for m in _SENTENCE.finditer(cleaned)]
     for segment in segments:
-        if not segment.strip(_EDGE_NOISE):
-            continue
+        if not WORD.search(segment):
+            continue  # punctuation only: nothing to read
         original = fold(segment)
         visible = mask_unread(segment, original, keep_quotes=bool(marked))
         one = exact(normalise(segment)) if marked or MASK not in visible else None

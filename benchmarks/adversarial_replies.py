@@ -1,6 +1,6 @@
 """Adversarial replies for the parsers: each family repeats a short unit up to a size, so
-a reader that is not linear in the reply shows it (shared by the property test in
-`test_linear_reading.py` and `benchmarks/parse_worst_case.py`).
+a reader that is not linear in the reply shows it (shared by `parse_worst_case` and the
+property test `tests/parsing/test_linear_reading.py`).
 
 A unit's size is counted after unicode folding (NFKC), which the parsers apply first:
 U+FDFA is one character that folds to 18.
