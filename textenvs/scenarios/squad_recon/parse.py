@@ -12,10 +12,10 @@ Grammar: a list of `<squads> <order>` forms, e.g. `A north; B east; C attack`.
 The reply is cut into tokens (squad, order, joiner, separator, step word, other word) and
 read left to right with a small table: squads gather until an order, which goes to all of
 them. The whole reply (or its `Action:` line) is read strictly: every word must belong to
-the grammar, lower-case squad letters are fine. Prose is read leniently: a squad must be
-written `A`/`B`/`C` in capitals, `squad a` or by its call sign, one-letter orders are not
-read, and an unknown word between a squad and an order breaks the link ("A is north of B"
-orders nothing). A squad given two different orders, a choice (`A or B north`), an
+the grammar, lower-case squad letters are fine. In prose a squad must be written
+`A`/`B`/`C` in capitals, `squad a` or by its call sign, one-letter orders are not read,
+and every word must still be accounted for (`core.consumption`): a squad followed by a
+word that is no order ("A regroup", "C joins the attack") rejects the reply. A squad given two different orders, a choice (`A or B north`), an
 exception (`all north except C`, `all but C north`), an order by reference (`A north, B
 as well`, `the rest too`), an order word given to no squad (`A north. Actually, east`)
 and orders for later turns (`A north, then next turn B east`) are rejected, never
