@@ -30,7 +30,7 @@ from textenvs.core.parse_error import ParseError
 MAX_COMMAND_CHARS = 20_000
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
-_LABEL = r"(?:(?:final|my|next|chosen)[ \t]+)?(?:action|command|answer|orders?|move|now)"
+_LABEL = r"(?:(?:final|my|next|chosen|best)[ \t]+){0,2}(?:action|command|answer|orders?|move|now)"
 _INTERJECTION = r"(?:wait|ok|okay|so|hmm+|alright|actually|well|fine|right|sorry)"
 _ACTION_LINE = re.compile(
     rf"(?:^|(?<=[.!?])[ \t]|^[ \t*_]*{_INTERJECTION}[ \t]*[,.!])"
@@ -164,7 +164,7 @@ def command_of_json(data: Any) -> str | None:
             continue
         words = _words(data[key])
         if words is None:
-            words = f"{key} (not read)"
+            words = f"{key} unreadable"  # never a word of any grammar: the reply is rejected
         elif key in squads:
             words = f"; {key} {words}"
         elif key != action and key not in ARGUMENT_KEYS:

@@ -35,7 +35,9 @@ FILLERS = frozenset({
     "here", "turn", "time", "safely", "carefully", "cautiously", "quickly",
     "immediately", "straight", "run", "perform", "make", "execute", "send", "sending",
     "use", "using", "but", "instead", "would", "rather", "are", "hmm", "hm", "um", "uh",
-    "ah", "oh", "put", "seems", "safe", "safest", "only", "good", "better",
+    "ah", "oh", "put", "seems", "safe", "safest", "only", "good", "better", "looks",
+    "promising", "optimal", "am", "ahead", "take", "decision", "route", "path", "way",
+    "direction",
 })  # fmt: skip
 # Scheduling words: named in the rejection, since they make an order one for later.
 TEMPORAL = frozenset({
@@ -45,7 +47,7 @@ TEMPORAL = frozenset({
 })  # fmt: skip
 # Words that are fillers only where nothing in the sentence is masked: "North is best" is
 # an order, "North is not safe" (its predicate negated) a description.
-_COPULAS = frozenset({"is", "are", "be", "it's"})
+_COPULAS = frozenset({"is", "are", "be", "it's", "am", "seems", "looks"})
 _REASONS = frozenset({"because", "cause", "'cause", "cuz", "since", "which", "given"})
 _REASON_PAIRS = {("so", "that"), ("in", "order"), ("so", "as")}
 _CONCLUSIONS = frozenset({"so", "therefore", "hence", "thus"})
@@ -68,6 +70,16 @@ _NEGATED_PREDICATE = re.compile(
     r"[ \t]{1,3}not|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|wouldn't|can't"
     r"|cannot|couldn't|shouldn't|never)\b"
 )
+_PARENTHESIS = re.compile(r"\([^()\n]*\)")
+# Words that keep a bracketed aside read: they could schedule, repeat, extend or cancel
+# the order ("north (twice)", "excavate B3 (and C3)", "north (scratch that)").
+REMARK_BLOCKERS = TEMPORAL | frozenset({
+    "times", "steps", "step", "all", "every", "each", "repeat", "repeatedly", "again",
+    "until", "till", "too", "also", "well", "plus", "and", "or", "more", "both", "x",
+    "cancel", "ignore", "skip", "disregard", "scratch", "undo", "kidding", "joke",
+    "joking", "abort", "stop", "wrong", "mistake", "oops", "actually", "instead", "rather",
+    "correction", "either", "maybe", "perhaps", "except", "but", "not",
+})  # fmt: skip
 _CLAUSE_BREAK = re.compile(r"[\n.;:!?,()\x1f]")
 
 
@@ -169,6 +181,28 @@ def account(
     if kept and "\x1f" in folded:
         unknown += [(0, w) for w in WORD.findall(folded) if w in _COPULAS][:1]
     return Accounting(kept, [w for _, w in unknown])
+
+
+def mask_remarks(folded: str, found: list[Found[A]]) -> str:
+    """`folded` with its parenthetical remarks masked: a bracketed aside ("north (toward
+    the gold)") that names no command phrase, no number, and no word that could schedule,
+    repeat, extend or cancel an order (`REMARK_BLOCKERS`). Any other aside is read."""
+    spans = []
+    for match in _PARENTHESIS.finditer(folded):
+        start, end = match.span()
+        if any(f.start < end and start < f.end for f in found):
+            continue
+        words = WORD.findall(match.group(0))
+        if any(w in REMARK_BLOCKERS or len(w) == 1 or any(c.isdigit() for c in w) for w in words):
+            continue
+        spans.append((start, end))
+    if not spans:
+        return folded
+    out, last = [], 0
+    for start, end in spans:
+        out += [folded[last:start], "\x1f" * (end - start)]
+        last = end
+    return "".join([*out, folded[last:]])
 
 
 def negated_predicate(original: str, item: Found[A]) -> str:

@@ -55,6 +55,7 @@ from textenvs.core.consumption import (
     Found,
     account,
     is_mention,
+    mask_remarks,
     negated_predicate,
     non_overlapping,
 )
@@ -197,10 +198,10 @@ def read(
             continue
         skipped = skipped or MASK in visible
         folded = fold(visible)
+        scanned = non_overlapping(scan(visible))
+        folded = mask_remarks(folded, scanned)
         candidates = [
-            item
-            for item in non_overlapping(scan(visible))
-            if not ((item.bare or item.weak) and is_mention(folded, item))
+            item for item in scanned if not ((item.bare or item.weak) and is_mention(folded, item))
         ]
         accounting = account(folded, candidates, fillers, listed=listed)
         found = [item for item in accounting.found if not item.consumed]

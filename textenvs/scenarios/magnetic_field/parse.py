@@ -17,6 +17,9 @@ from __future__ import annotations
 import re
 
 from textenvs.core.parsing import (
+    FILLERS as CORE_FILLERS,
+)
+from textenvs.core.parsing import (
     Found,
     ParseError,
     excerpt,
@@ -102,6 +105,8 @@ VALID = [
     "submit (finalize, done; scores the four slots and ends the episode)",
 ]
 VOCABULARY = sorted({*_EXACT, "enter", "type", "input"})
+# "Enter 7 into the selected slot" (a slot named by number is rejected: `INTO_SLOT`).
+FILLERS = CORE_FILLERS | {"selected", "current", "slot", "into", "cursor"}
 
 
 def _hex(char: str) -> Action:
@@ -210,4 +215,5 @@ def parse(text: str) -> Action:
         valid=VALID,
         vocabulary=VOCABULARY,
         describe=lambda action: action.command,
+        fillers=FILLERS,
     )

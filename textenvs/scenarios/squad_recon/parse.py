@@ -15,11 +15,12 @@ them. The whole reply (or its `Action:` line) is read strictly: every word must 
 the grammar, lower-case squad letters are fine. In prose a squad must be written
 `A`/`B`/`C` in capitals, `squad a` or by its call sign, one-letter orders are not read,
 and every word must still be accounted for (`core.consumption`): a squad followed by a
-word that is no order ("A regroup", "C joins the attack") rejects the reply. A squad given two different orders, a choice (`A or B north`), an
-exception (`all north except C`, `all but C north`), an order by reference (`A north, B
-as well`, `the rest too`), an order word given to no squad (`A north. Actually, east`)
-and orders for later turns (`A north, then next turn B east`) are rejected, never
-guessed or cut short; `the rest hold` is what unordered squads do anyway.
+word that is no order ("A regroup", "C joins the attack") rejects the reply. A squad
+given two different orders, a choice (`A or B north`), an exception (`all north except
+C`, `all but C north`), an order by reference (`A north, B as well`, `the rest too`),
+an order word given to no squad (`A north. Actually, east`) and orders for later turns
+(`A north, then next turn B east`) are rejected, never guessed or cut short; `the rest
+hold` is what unordered squads do anyway.
 """
 
 from __future__ import annotations
