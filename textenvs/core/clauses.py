@@ -17,6 +17,7 @@ Every pattern here is linear in the text: none can backtrack over a run of user 
 
 from __future__ import annotations
 
+import bisect
 import re
 
 #: Stands in for text that is not read. Cleaning turns every control character into a
@@ -53,22 +54,37 @@ _CLAUSE_END = re.compile(r"[,;:)\n]|\bthen\b")
 _CONCLUSION = re.compile(r"\b(?:so|therefore|hence|thus|which\s+is\s+why)\b")
 
 
+def _first(
+    starts: list[int], matches: list[re.Match[str]], lo: int, hi: int
+) -> re.Match[str] | None:
+    """The first of `matches` (sorted, with their `starts`) that starts in [lo, hi)."""
+    index = bisect.bisect_left(starts, lo)
+    return matches[index] if index < len(starts) and starts[index] < hi else None
+
+
 def _condition_spans(folded: str) -> list[tuple[int, int]]:
+    # Each pattern runs once over the whole text; sentences look their matches up.
+    markers = list(_CONDITION.finditer(folded))
+    conclusions = list(_CONCLUSION.finditer(folded))
+    clause_ends = list(_CLAUSE_END.finditer(folded))
+    marker_at = [m.start() for m in markers]
+    conclusion_at = [m.start() for m in conclusions]
+    clause_end_at = [m.start() for m in clause_ends]
     spans = []
     for sentence in _SENTENCE.finditer(folded):
         start, end = sentence.span()
         question = folded.rfind("?", start, end)
         if question >= 0:
             spans.append((start, question + 1))
-        marker = _CONDITION.search(folded, start, end)
+        marker = _first(marker_at, markers, start, end)
         if marker is None:
             continue
-        asking = _ASKING.search(folded, max(start, marker.start() - 40), marker.start())
-        if marker.group(0) == "if" and asking:
-            clause = _CLAUSE_END.search(folded, marker.end(), end)
+        window = folded[max(start, marker.start() - 40) : marker.start()]
+        if marker.group(0) == "if" and _ASKING.search(window):
+            clause = _first(clause_end_at, clause_ends, marker.end(), end)
             spans.append((marker.start(), clause.start() if clause else end))
             continue
-        conclusion = _CONCLUSION.search(folded, marker.end(), end)
+        conclusion = _first(conclusion_at, conclusions, marker.end(), end)
         spans.append((start, conclusion.start() if conclusion else end))
     return spans
 
