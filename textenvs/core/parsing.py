@@ -65,7 +65,6 @@ __all__ = [
     "FILLERS",
     "MASK",
     "MAX_COMMAND_CHARS",
-    "A",
     "Found",
     "ParseError",
     "Reading",

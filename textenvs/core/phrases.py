@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import Generic
+from collections.abc import Callable, Hashable, Sequence
+from typing import Generic, TypeVar
 
 from textenvs.core.answer_format import fold, normalise
 from textenvs.core.consumption import FILLERS, Found
-from textenvs.core.parsing import A, memoise_parse, resolve
+from textenvs.core.parsing import memoise_parse, resolve
+
+A = TypeVar("A", bound=Hashable)
 
 
 def _form(main: str, aliases: Sequence[str]) -> str:
