@@ -33,6 +33,8 @@ class Turn:
     error: str | None
     events: list[dict[str, Any]]
     raw: str | None = None
+    #: the canonical command the env executed (None when the reply was rejected: `error`)
+    read_as: str | None = None
     reasks: int = 0
     usage: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
@@ -136,7 +138,8 @@ async def run_episode(
             invalid_action=info["invalid_action"],
             error=info["error"],
             events=info["events"],
-            raw=decision.raw,
+            raw=decision.raw if decision.raw is not None else decision.command,
+            read_as=info.get("read_as"),
             reasks=decision.reasks,
             usage=dict(decision.usage),
             latency_s=decision.latency_s,

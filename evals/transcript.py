@@ -69,6 +69,8 @@ def _turns(data: dict[str, Any]) -> str:
             notes.append(f"reward {turn['reward']:+g}")
         if turn.get("invalid_action"):
             notes.append(f'<span class="bad">invalid: {escape(str(turn.get("error")))}</span>')
+        elif turn.get("read_as") and turn["read_as"] != turn["command"]:
+            notes.append(f"read as: {escape(turn['read_as'])}")
         if turn.get("reasks"):
             notes.append(f"{turn['reasks']} re-asks")
         cost = [_usage(turn.get("usage"))]

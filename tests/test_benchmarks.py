@@ -81,3 +81,15 @@ def test_magnetic_field_shortcut_reports_each_guess(
     for name in magnetic_field_shortcut.GUESSES:
         assert name in out
     assert "episodes at 1.0" in out
+
+
+def test_parse_worst_case_prints_every_scenario(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import parse_worst_case
+
+    _run(parse_worst_case.main, ["--limit", "400", "--repeats", "1"], monkeypatch)
+    out = capsys.readouterr().out
+    assert "reply length: 400 characters" in out
+    for name in parse_worst_case.SCENARIOS:
+        assert f"\n{name} " in out

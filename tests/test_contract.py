@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 from hypothesis import given, settings
@@ -28,6 +29,7 @@ INFO_KEYS = {
     "success",
     "steps_used",
     "steps_left",
+    "read_as",
 }
 
 
@@ -157,7 +159,7 @@ def test_bad_commands_waste_one_turn(env_name: str, command: str) -> None:
     # nothing; a world with its own clock lets that clock run, as after `wait`).
     wasted = env.on_wasted_turn(state, 0)
     text, reward, terminated, _truncated, info = env.step(command)
-    assert info["invalid_action"] and info["error"]
+    assert info["invalid_action"] and info["error"] and info["read_as"] is None
     assert text.startswith("Invalid command: ")
     assert env.observation_space.contains(text)
     assert env._state == wasted.state
@@ -196,3 +198,14 @@ def test_rules_text_exists(env_name: str) -> None:
     from textenvs.prompts import system_prompt
 
     assert env.rules.strip() in system_prompt(env_name)
+
+
+def test_each_step_records_the_command_it_executed(env_name: str) -> None:
+    env = textenvs.make(env_name)
+    _obs, info = env.reset(seed=5)
+    assert info["read_as"] is None
+    command = env.random_command(info, np.random.default_rng(5))
+    reply = f"I looked at the map.\nAction: {command}"
+    _text, _reward, _terminated, _truncated, info = env.step(reply)
+    assert not info["invalid_action"] and info["read_as"]
+    assert env.parse(info["read_as"]) == env.parse(reply)

@@ -51,6 +51,9 @@ def test_files_and_summary(tmp_path: Path) -> None:
     for r in records:
         data = json.loads((tmp_path / r["trajectory"]).read_text())
         assert data["steps"] == r["steps"] == len(data["turns"])
+        for turn in data["turns"]:  # what was sent, and what it was read as (or why not)
+            assert turn["raw"] == turn["command"]
+            assert (turn["read_as"] is None) == turn["invalid_action"] == bool(turn["error"])
     on_disk = json.loads((tmp_path / store.SUMMARY).read_text())
     assert on_disk == summary and summary["complete"]
     s = summary["by_env"][ENV]

@@ -335,7 +335,7 @@ def test_env_truncates_at_step_40_without_victory() -> None:
         ("scan", "scan"),
         ("wait", "wait"),
         ("I think the air is fine.\n\nAction: `excavate B3`", "excavate B3"),
-        ("**district b3** looks ready", "district B3"),
+        ("**district b3** it is", "district B3"),
     ],
 )
 def test_commands_parse(text: str, command: str) -> None:

@@ -379,7 +379,6 @@ N, S, E, W, H, X = Order.NORTH, Order.SOUTH, Order.EAST, Order.WEST, Order.HOLD,
             "Send A north while Charlie holds position... no, C attack.\nOrders: A north; C attack",
             {"A": N, "C": X},
         ),
-        ("Squad A should attack now, and all else stays put. A attack", {"A": X}),
         ("<think>B east? maybe B west</think> B north", {"B": N}),
         ("A north; A north", {"A": N}),
         ("all hold", {"A": H, "B": H, "C": H}),
@@ -408,7 +407,7 @@ def test_parser_reads_orders(text: str, expected: dict[str, Order]) -> None:
         ("squad delta east", "unknown squad 'DELTA'"),
         ("anorth", "no orders found"),
         ("the weather is fine", "no orders found"),
-        ("A nroth", "no orders found"),
+        ("A nroth", "is not an order"),
     ],
 )
 def test_parser_errors(text: str, needle: str) -> None:
@@ -419,7 +418,7 @@ def test_parser_errors(text: str, needle: str) -> None:
 def test_errors_suggest_spellings() -> None:
     with pytest.raises(ParseError) as info:
         parsing.parse("A nroth")
-    assert "north" in info.value.suggestions
+    assert "'north'" in info.value.message
 
 
 @settings(max_examples=200, deadline=None)

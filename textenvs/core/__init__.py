@@ -1,7 +1,8 @@
 """Core pieces shared by every scenario."""
 
 from textenvs.core.env import ActionSchema, Event, TextEnv, Transition
-from textenvs.core.parsing import Found, ParseError, PhraseGrammar, resolve
+from textenvs.core.parsing import Found, ParseError, resolve
+from textenvs.core.phrases import PhraseGrammar
 from textenvs.core.registry import SCENARIOS, Scenario, UnknownEnvError, get, make, names
 
 __all__ = [

@@ -1,22 +1,43 @@
-"""Sentences whose command words are not orders: questions, conditions and hypotheses.
+"""Clauses whose command words are not orders: quotes, negations, questions, conditions
+and hypotheses.
 
 "Should I go north?", "If the east is clear, then north", "go north if possible",
 "north; otherwise east", "Suppose I go north" and "what if I dig B3?" give no order the
 environment could carry out as written: it does not check conditions, and a question or a
-hypothesis orders nothing. Such a sentence is not read (masked, like a negated clause), so
-a reply whose only command sits in one is rejected with a reason rather than executed
+hypothesis orders nothing. Such a clause is not read (masked: replaced by `MASK`
+characters of the same length, so positions still line up), and so are quoted text and
+the rest of a clause after a negation ("not north but east" is `east`). A reply whose only
+command sits in such a clause is rejected with a reason rather than executed
 unconditionally. Reading resumes after a word that draws the conclusion ("If I go north I
 hit the wall, so east" is `east`), and after an `if` that only asks whether ("check if
 north is open") at the end of that clause.
+
+Every pattern here is linear in the text: none can backtrack over a run of user text.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 
+#: Stands in for text that is not read. Cleaning turns every control character into a
+#: space, so it never occurs in a reply; scanners treat it as a wall.
+MASK = "\x1f"
+
+_QUOTED = re.compile(r"\"[^\"\n]*\"|(?<![\w'])'[^'\n]+'(?![\w'])")
+_NEGATORS = (
+    r"not|never|cannot|can'?t|don'?t|doesn'?t|didn'?t|won'?t|shouldn'?t|mustn'?t|isn'?t"
+    r"|aren'?t|wasn'?t|no|avoid(?:ing)?|instead\s+of|rather\s+than|unable\s+to"
+)
+# A negation reaches to the end of its clause: punctuation, a new line, or a word that
+# turns the sentence ("not north but east").
+_NEGATED = re.compile(
+    rf"\b(?:{_NEGATORS})\b.*?(?=[.;:!?,(\n]|\b(?:but|so|instead|therefore|because|hence"
+    r"|thus|then|which)\b|$)",
+    re.IGNORECASE,
+)
 # A sentence: up to its end mark or the end of a line.
 _SENTENCE = re.compile(r"[^.;!?\n]+[.;!?]*")
-_QUESTION = re.compile(r"[^.;!?\n]*\?")
 # Condition and hypothesis markers (matched on folded text: lower case, `-`/`_` as spaces).
 _CONDITION = re.compile(
     r"\b(?:if|unless|otherwise|or\s+else|in\s+case|provided\s+that|providing\s+that"
@@ -33,25 +54,63 @@ _CLAUSE_END = re.compile(r"[,;:)\n]|\bthen\b")
 _CONCLUSION = re.compile(r"\b(?:so|therefore|hence|thus|which\s+is\s+why)\b")
 
 
-def _spans(folded: str) -> list[tuple[int, int]]:
-    spans = [m.span() for m in _QUESTION.finditer(folded)]
+def _first(
+    starts: list[int], matches: list[re.Match[str]], lo: int, hi: int
+) -> re.Match[str] | None:
+    """The first of `matches` (sorted, with their `starts`) that starts in [lo, hi)."""
+    index = bisect.bisect_left(starts, lo)
+    return matches[index] if index < len(starts) and starts[index] < hi else None
+
+
+def _condition_spans(folded: str) -> list[tuple[int, int]]:
+    # Each pattern runs once over the whole text; sentences look their matches up.
+    markers = list(_CONDITION.finditer(folded))
+    conclusions = list(_CONCLUSION.finditer(folded))
+    clause_ends = list(_CLAUSE_END.finditer(folded))
+    marker_at = [m.start() for m in markers]
+    conclusion_at = [m.start() for m in conclusions]
+    clause_end_at = [m.start() for m in clause_ends]
+    spans = []
     for sentence in _SENTENCE.finditer(folded):
         start, end = sentence.span()
-        marker = _CONDITION.search(folded, start, end)
+        question = folded.rfind("?", start, end)
+        if question >= 0:
+            spans.append((start, question + 1))
+        marker = _first(marker_at, markers, start, end)
         if marker is None:
             continue
-        if marker.group(0) == "if" and _ASKING.search(folded, start, marker.start()):
-            clause = _CLAUSE_END.search(folded, marker.end(), end)
+        window = folded[max(start, marker.start() - 40) : marker.start()]
+        if marker.group(0) == "if" and _ASKING.search(window):
+            clause = _first(clause_end_at, clause_ends, marker.end(), end)
             spans.append((marker.start(), clause.start() if clause else end))
             continue
-        conclusion = _CONCLUSION.search(folded, marker.end(), end)
+        conclusion = _first(conclusion_at, conclusions, marker.end(), end)
         spans.append((start, conclusion.start() if conclusion else end))
     return spans
 
 
-def mask_conditions(text: str, folded: str, mask: str) -> str:
-    """`text` with its questions, conditions and hypotheses replaced by `mask` characters
-    (same length). `folded` is `text` folded to lower case, position by position."""
-    for start, end in _spans(folded):
-        text = text[:start] + mask * (end - start) + text[end:]
-    return text
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with every span replaced by `MASK` characters (linear in the text)."""
+    if not spans:
+        return text
+    change = [0] * (len(text) + 1)
+    for start, end in spans:
+        change[start] += 1
+        change[end] -= 1  # a running count: positions under at least one span are hidden
+    out, depth = [], 0
+    for index, ch in enumerate(text):
+        depth += change[index]
+        out.append(MASK if depth > 0 else ch)
+    return "".join(out)
+
+
+def mask_unread(text: str, folded: str, *, keep_quotes: bool = False) -> str:
+    """`text` with quoted passages, negated clauses, questions, conditions and hypotheses
+    replaced by `MASK` characters. `folded` is `text` folded to lower case, position by
+    position."""
+    spans = [] if keep_quotes else [m.span() for m in _QUOTED.finditer(text)]
+    spans += [m.span() for m in _NEGATED.finditer(text)]
+    text = _masked(text, spans)
+    if spans:
+        folded = "".join(MASK if ch == MASK else f for ch, f in zip(text, folded, strict=True))
+    return _masked(text, _condition_spans(folded))

@@ -53,6 +53,17 @@ class ActionSchema(BaseModel):
         raise NotImplementedError
 
 
+def canonical_command(action: Any) -> str:
+    """The canonical command text of a parsed action (what `info["read_as"]` records)."""
+    for name in ("to_command", "command"):
+        attribute = getattr(action, name, None)
+        if callable(attribute):
+            return str(attribute())
+        if isinstance(attribute, str):
+            return attribute
+    return str(getattr(action, "value", action))
+
+
 class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
     """Base for text scenarios. Subclasses set the class attributes and implement the hooks."""
 
@@ -87,6 +98,7 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
         self._steps_used = 0
         self._done = True
         self._text = ""
+        self._read_as: str | None = None
 
     # ----- scenario hooks -------------------------------------------------------------
 
@@ -146,6 +158,7 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
         self._state = self.initial_state(self.np_random, dict(options or {}))
         self._steps_used = 0
         self._done = False
+        self._read_as = None
         return self._emit((), error=None, success=False)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -153,11 +166,13 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
             raise RuntimeError("the episode is over (or never started): call reset() first")
         step_index = self._steps_used
         error: ParseError | None = None
+        self._read_as = None
         try:
             parsed = self.parse(action)
         except ParseError as exc:
             error = exc
         if error is None:
+            self._read_as = canonical_command(parsed)
             result = self.transition(self._state, parsed, step_index)
         else:
             # A wasted turn: the budget goes down; the scenario says what time does.
@@ -232,6 +247,8 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
             "valid_commands": valid,
             "invalid_action": error is not None,
             "error": error.message if error is not None else None,
+            # the canonical command the reply was executed as (None: rejected, or a reset)
+            "read_as": self._read_as if error is None else None,
             "events": list(events),
             "success": bool(success),
             "steps_used": self._steps_used,

@@ -105,6 +105,16 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
     - v1: parsing keeps the reading invariant (an `Action:` line is authoritative; quoted
       and negated text, and directions used as places, are not read; several steps are
       rejected). Rules and rendering unchanged.
+    - v2: reading is strict: every word of the command part (its `Action:` line, or the whole
+      reply) must belong to the command, a filler word, or a clause that is not read (quotes,
+      negations, questions, conditions, reasons); an unknown word, a typo or a scheduling word
+      (`then`, `next turn`, `later`, ...) rejects the reply, naming the word (`Action: m;
+      north` was read as `north`). Prose without an `Action:` line is read only as a short
+      order: a sentence that describes (`north at the top`) is not one. `Now:` and `Final
+      answer:` mark the command too; `Wait,` before `Action:`, a negation across a dash (`Not
+      X — Y`), a one-line JSON action with reasoning keys and `<tool_call>` wrappers are read.
+      Each step's info records the command executed (`read_as`). Rules and rendering
+      unchanged.
     """
 
     name = "em-anomaly"

@@ -6,7 +6,8 @@ guessing would be worse than asking again.
 
 from __future__ import annotations
 
-from textenvs.core.parsing import ParseError, PhraseGrammar, clean, normalise
+from textenvs.core.parsing import ParseError, clean, normalise
+from textenvs.core.phrases import PhraseGrammar
 from textenvs.scenarios.em_anomaly.state import Action
 
 GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
@@ -22,6 +23,7 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
     describe=lambda action: action.value,
     # "pick up", "look down": orders in prose only after a verb ("go up").
     weak=["up", "down"],
+    fillers=["node"],
 )
 
 

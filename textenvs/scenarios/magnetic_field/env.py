@@ -120,6 +120,16 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
       the same seed and level give in default play.
 
     ## Version history
+    - v2: reading is strict: every word of the command part (its `Action:` line, or the whole
+      reply) must belong to the command, a filler word, or a clause that is not read (quotes,
+      negations, questions, conditions, reasons); an unknown word, a typo or a scheduling word
+      (`then`, `next turn`, `later`, ...) rejects the reply, naming the word (`Action: F;
+      submit` was read as `submit`). Prose without an `Action:` line is read only as a short
+      order: a sentence that describes (`north at the top`) is not one. `Now:` and `Final
+      answer:` mark the command too; `Wait,` before `Action:`, a negation across a dash (`Not
+      X — Y`), a one-line JSON action with reasoning keys and `<tool_call>` wrappers are read.
+      Each step's info records the command executed (`read_as`). Rules and rendering
+      unchanged.
     - v1: a rule instead of a random table; levels change the number of hints and draw
       decoration inside the read windows too; the final observation shows the score per
       slot and the true window bits; strict `level`; step index 0-39 throughout.

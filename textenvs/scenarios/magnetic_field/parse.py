@@ -17,6 +17,9 @@ from __future__ import annotations
 import re
 
 from textenvs.core.parsing import (
+    FILLERS as CORE_FILLERS,
+)
+from textenvs.core.parsing import (
     Found,
     ParseError,
     excerpt,
@@ -27,13 +30,14 @@ from textenvs.core.parsing import (
 )
 from textenvs.scenarios.magnetic_field.state import HEX, Action
 
-VERBS = r"(?:enter|type|input|write|put|press|key|set)"
+VERBS = r"(?:enter|entering|type|typing|input|write|put|press|key|set)"
 _FILLER = r"(?:(?:the\s+)?(?:hex\s+|hexadecimal\s+)?(?:digit|character|char|letter)\s+)?"
 _CHAR = r"['\"]?(?:0x)?([0-9a-f])['\"]?"
 _SUBMIT = r"(?:submit|finali[sz]e)"
 # In prose a lower-case digit ends its clause: "enter a." or "enter a now", not "type a
 # message" (an upper-case letter or a numeral is a digit wherever it stands).
 _CLAUSE_END = r"(?=\s*$|\s*[.,;:!?)\]\"'`*\n\x1f]|\s+(?:now|here|in|into|at|to|for|then|and)\b)"
+_ENDS_CLAUSE = re.compile(_CLAUSE_END)
 _EXACT_HEX = re.compile(rf"^(?:{VERBS}\s+{_FILLER})?{_CHAR}$")
 _SCAN_HEX = re.compile(rf"\b{VERBS}\s+{_FILLER}['\"]?(?:0x)?([0-9a-f]{{1,8}})\b['\"]?")
 _INTO_SLOT = re.compile(
@@ -54,8 +58,10 @@ _CODE = re.compile(r"(?<![\w])(?:0x)?([0-9A-F]{2,8})(?![\w])")
 _MIXED_CODE = re.compile(
     r"(?<![\w])(?!0b[01]+(?!\w))(?:0x)?((?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{2,8})(?![\w])"
 )
+# (Bounded runs of separators: the pattern may not look further than a code can reach.)
 _SPACED_CODE = re.compile(
-    r"(?<![\w])(?=[0-9A-F ,\t]*[A-F])[0-9A-F](?:(?:[ \t]*,[ \t]*|[ \t]+)[0-9A-F]){2,7}(?![\w])"
+    r"(?<![\w])(?=[0-9A-F ,\t]{0,60}[A-F])[0-9A-F]"
+    r"(?:(?:[ \t]{0,3},[ \t]{0,3}|[ \t]{1,3})[0-9A-F]){2,7}(?![\w])"
 )
 _CODE_LINE = re.compile(r"^[ \t*`'\"]*(?:0x)?([0-9a-fA-F]{1,8})[ \t*`'\".]*$", re.MULTILINE)
 _MANY = re.compile(rf"^(?:(?:{VERBS}|{_SUBMIT})\s+)?['\"]?(?:0x)?([0-9a-f]{{2,8}})['\"]?$")
@@ -99,6 +105,8 @@ VALID = [
     "submit (finalize, done; scores the four slots and ends the episode)",
 ]
 VOCABULARY = sorted({*_EXACT, "enter", "type", "input"})
+# "Enter 7 into the selected slot" (a slot named by number is rejected: `INTO_SLOT`).
+FILLERS = CORE_FILLERS | {"selected", "current", "slot", "into", "cursor"}
 
 
 def _hex(char: str) -> Action:
@@ -159,7 +167,7 @@ def _stands_as_digit(text: str, folded: str, match: re.Match[str], group: int | 
     """An upper-case letter or a numeral is a digit; a lower-case letter only where its
     clause ends ("type a message" is not "type A")."""
     arg = text[match.start(group) : match.end(group)]
-    return not arg.islower() or bool(re.match(_CLAUSE_END, folded[match.end(group) :]))
+    return not arg.islower() or bool(_ENDS_CLAUSE.match(folded, match.end(group)))
 
 
 def scan(text: str) -> list[Found[Action]]:
@@ -207,4 +215,5 @@ def parse(text: str) -> Action:
         valid=VALID,
         vocabulary=VOCABULARY,
         describe=lambda action: action.command,
+        fillers=FILLERS,
     )

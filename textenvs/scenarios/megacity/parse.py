@@ -5,7 +5,11 @@ spaces). A phrase that has a command's shape but cannot be executed as written r
 the whole reply with its precise complaint: bad parameters ("excavate c9", "support c2
 granite") or more targets than the command takes ("excavate B3 C3", "vent A1 north
 east"); nothing is dropped. An incomplete phrase ("support C2") is explained when the reply
-names no command at all.
+names no command at all. Every other word must be filler or a clause that is not read
+(`core.consumption`): range and list syntax the forms do not have (`excavate B3..B5`,
+`excavate B3 | C3`) rejects the reply. A JSON action in Megacity's own function-calling
+schema (`{"action": "support", "cells": ["C2"], "material": ...}`) reads as the command
+it describes (`core.answer_format`).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
         (
             "excavate",
-            r"\b(?:excavate|dig\s+out|dig|mine)\s+(?:(?:at|in|into)\s+)?(?:(?:the\s+)?cell\s+)?"
+            r"\b(?:excavate|excavating|dig\s+out|dig|digging|mine)\s+(?:(?:at|in|into)\s+)?(?:(?:the\s+)?cell\s+)?"
             rf"(?P<c1>{_CELL})\b",
         ),
         (

@@ -109,6 +109,16 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
       order (v0 ordered only the last); parsing keeps the reading invariant (an `Action:`
       line is authoritative; quoted and negated text is not read; choices, exceptions and
       orders for later turns are rejected). Rules and rendering unchanged.
+    - v2: reading is strict: every word of the command part (its `Action:` line, or the whole
+      reply) must belong to the command, a filler word, or a clause that is not read (quotes,
+      negations, questions, conditions, reasons); an unknown word, a typo or a scheduling word
+      (`then`, `next turn`, `later`, ...) rejects the reply, naming the word (`A regroup; B
+      east` was read as `B east`, `C attack later` as `C attack`). Prose without an `Action:`
+      line is read only as a short order: a sentence that describes (`north at the top`) is
+      not one. `Now:` and `Final answer:` mark the command too; `Wait,` before `Action:`, a
+      negation across a dash (`Not X — Y`), a one-line JSON action with reasoning keys and
+      `<tool_call>` wrappers are read. Each step's info records the command executed
+      (`read_as`). Rules and rendering unchanged.
     """
 
     name = "squad-recon"

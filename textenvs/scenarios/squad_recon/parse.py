@@ -12,14 +12,15 @@ Grammar: a list of `<squads> <order>` forms, e.g. `A north; B east; C attack`.
 The reply is cut into tokens (squad, order, joiner, separator, step word, other word) and
 read left to right with a small table: squads gather until an order, which goes to all of
 them. The whole reply (or its `Action:` line) is read strictly: every word must belong to
-the grammar, lower-case squad letters are fine. Prose is read leniently: a squad must be
-written `A`/`B`/`C` in capitals, `squad a` or by its call sign, one-letter orders are not
-read, and an unknown word between a squad and an order breaks the link ("A is north of B"
-orders nothing). A squad given two different orders, a choice (`A or B north`), an
-exception (`all north except C`, `all but C north`), an order by reference (`A north, B
-as well`, `the rest too`), an order word given to no squad (`A north. Actually, east`)
-and orders for later turns (`A north, then next turn B east`) are rejected, never
-guessed or cut short; `the rest hold` is what unordered squads do anyway.
+the grammar, lower-case squad letters are fine. In prose a squad must be written
+`A`/`B`/`C` in capitals, `squad a` or by its call sign, one-letter orders are not read,
+and every word must still be accounted for (`core.consumption`): a squad followed by a
+word that is no order ("A regroup", "C joins the attack") rejects the reply. A squad
+given two different orders, a choice (`A or B north`), an exception (`all north except
+C`, `all but C north`), an order by reference (`A north, B as well`, `the rest too`),
+an order word given to no squad (`A north. Actually, east`) and orders for later turns
+(`A north, then next turn B east`) are rejected, never guessed or cut short; `the rest
+hold` is what unordered squads do anyway.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from textenvs.core.parsing import (
+    FILLERS as CORE_FILLERS,
+)
 from textenvs.core.parsing import (
     MASK,
     Found,
@@ -41,6 +45,7 @@ from textenvs.core.parsing import (
     nothing_found,
     read,
     several_steps,
+    suggest,
 )
 from textenvs.scenarios.squad_recon.state import SQUADS, Order, Orders
 
@@ -77,8 +82,10 @@ ALL = "all"
 FILLERS = frozenset({
     "should", "will", "shall", "must", "can", "to", "move", "moves", "moving", "go", "goes",
     "going", "head", "heads", "heading", "advance", "advances", "please", "now", "the",
-    "squad's", "squads'", "i'll", "let",
+    "squad's", "squads'", "i'll", "let", "orders", "order", "are",
 })  # fmt: skip
+# Every word a reply of orders may carry besides the grammar ("a" is squad A, not filler).
+READ_FILLERS = (CORE_FILLERS | FILLERS) - {"a"}
 
 VALID = [
     "<squads> <order>, joined by ';' (e.g. A north; B east; C attack, or A+B north)",
@@ -149,9 +156,16 @@ class _Tally:
     stray: list[str] = field(default_factory=list)
     #: "the rest", "all else": the squads not named, whose only order can be to hold
     rest: bool = False
+    #: where the squads of the pending group were first named
+    group_start: int = -1
 
     def clear(self) -> None:
         self.pending, self.ordered, self.keyword, self.rest = [], False, False, False
+        self.group_start = -1
+
+    def starts_group(self, at: int) -> None:
+        if self.group_start < 0:
+            self.group_start = at
 
 
 def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[Item, ...]]] | None:
@@ -195,26 +209,33 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                         valid,
                     )
                 tally.ordered = True  # "the rest hold": what unordered squads do anyway
+                found.append(Found(tally.group_start, match.end(), None, word, consumed=True))
             elif who:
                 order = _ORDER_OF[word]
                 items = tuple((name, order) for name in who)
-                found.append(Found(match.start(), match.end(), items, word))
+                start = match.start() if tally.group_start < 0 else tally.group_start
+                found.append(Found(start, match.end(), items, word))
                 tally.pending, tally.ordered, tally.keyword = list(who), True, False
                 tally.in_sequence = tally.in_sequence or tally.step_seen
             elif not is_mention(folded, Found(match.start(), match.end(), None, word, bare=True)):
                 tally.stray.append(word)
+                if not strict:
+                    found.append(Found(match.start(), match.end(), None, word, _stray(word, valid)))
         elif kind == "rest":
             tally.clear()
             tally.rest = True
+            tally.starts_group(match.start())
         elif kind in ("squad", "every"):
             name = ALL if kind == "every" else CALL_SIGNS.get(word, word.upper())
             if tally.ordered or name in tally.pending:
                 tally.clear()
             tally.pending.append(name)
+            tally.starts_group(match.start())
         elif kind == "keyword":
             if tally.ordered:
                 tally.clear()
             tally.keyword = True
+            tally.starts_group(match.start())
         elif kind == "choice" and tally.pending:
             raise ParseError(
                 f"'{excerpt(match.group(0))}' leaves a choice open: give each squad its own "
@@ -226,6 +247,8 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
         elif kind == "same":
             tally.same = tally.same or not (previous == "order" and tally.ordered)
         elif kind == "step":
+            if strict:
+                return None  # read word by word: the scheduling word is named
             _check_clause(tally)
             tally.step_seen = tally.step_seen or bool(found)
             tally.clear()
@@ -234,9 +257,18 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 raise _no_order(tally.pending, valid)
             _check_clause(tally)
             tally.clear()
-        elif kind == "word" and word not in FILLERS:
+        elif kind == "word" and word not in READ_FILLERS:
             if strict:
                 return None
+            if tally.pending and not tally.ordered:
+                # "C joins the attack": a squad followed by a word that is no order
+                problem = (
+                    f"'{excerpt(word, 24)}' is not an order: squad {' and '.join(tally.pending)}"
+                    " can be given north, south, east, west, hold or attack."
+                )
+                if close := suggest(word, VOCABULARY):
+                    problem += " Did you mean: " + ", ".join(f"'{c}'" for c in close) + "?"
+                found.append(Found(tally.group_start, match.end(), None, word, problem))
             tally.clear()
     if strict and tally.pending and not tally.ordered:
         raise _no_order(tally.pending, valid)
@@ -248,11 +280,7 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
             valid,
         )
     if found and tally.stray:
-        raise ParseError(
-            f"'{tally.stray[0]}' is given to no squad: write the squad before its order "
-            f"(e.g. A {tally.stray[0]}; all {tally.stray[0]}).",
-            valid,
-        )
+        raise ParseError(_stray(tally.stray[0], valid), valid)
     if strict and tally.in_sequence:
         raise ParseError(
             f"'{excerpt(text)}' gives orders for several turns; one reply is one turn: send "
@@ -260,6 +288,13 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
             valid,
         )
     return found
+
+
+def _stray(word: str, valid: Sequence[str]) -> str:
+    return (
+        f"'{word}' is given to no squad: write the squad before its order "
+        f"(e.g. A {word}; all {word})."
+    )
 
 
 def _check_clause(tally: _Tally) -> None:
@@ -276,9 +311,12 @@ def _check_clause(tally: _Tally) -> None:
     tally.same = False
 
 
+_OF = re.compile(r"\s*of\b")
+
+
 def _is_place(folded: str, match: re.Match[str]) -> bool:
     """'north of B': a direction used as a place."""
-    return bool(re.match(r"\s*of\b", folded[match.end() :]))
+    return bool(_OF.match(folded, match.end()))
 
 
 def _no_order(squads: list[str], valid: Sequence[str]) -> ParseError:
@@ -326,7 +364,7 @@ def _parse(text: str, valid: Sequence[str]) -> Orders:
         return _tokens(text, False, valid) or []
 
     reading: Reading[tuple[Item, ...]] = read(
-        text, exact=exact, scan=scan, valid=valid, listed=True
+        text, exact=exact, scan=scan, valid=valid, listed=True, fillers=READ_FILLERS
     )
     if not reading.orders:
         raise nothing_found(reading, valid, VOCABULARY, what="orders")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textenvs.core.parsing import PhraseGrammar
+from textenvs.core.phrases import PhraseGrammar
 from textenvs.scenarios.treasure_hunt.state import Action
 
 GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
@@ -17,6 +17,7 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
     describe=lambda action: action.value,
     # "pick up", "on my left": orders in prose only after a verb ("go left").
     weak=["up", "down", "left", "right"],
+    fillers=["tile", "square", "current"],
 )
 
 

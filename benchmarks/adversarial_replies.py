@@ -1,0 +1,53 @@
+"""Adversarial replies for the parsers: each family repeats a short unit up to a size, so
+a reader that is not linear in the reply shows it (shared by `parse_worst_case` and the
+property test `tests/parsing/test_linear_reading.py`).
+
+A unit's size is counted after unicode folding (NFKC), which the parsers apply first:
+U+FDFA is one character that folds to 18.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+# name -> (prefix, repeated unit, suffix)
+FAMILIES: dict[str, tuple[str, str, str]] = {
+    "nfkc-expanding U+FDFA": ("", "\ufdfa", ""),
+    "nfkc-expanding U+FDFA with a question": ("", "\ufdfa", "?"),
+    "one letter": ("", "n", ""),
+    "one letter, then a command": ("", "n", " north"),
+    "command words": ("", "north ", ""),
+    "spaces before a word": ("Action:", " ", "x"),
+    "nested brackets": ("", "([{", ""),
+    "nested JSON": ('{"action": ', "[", ""),
+    "repeated separators": ("north", ";,|", "east"),
+    "repeated full stops": ("", ". ", "north"),
+    "Action labels": ("", "Action: ", ""),
+    "negations": ("", "not ", "north"),
+    "conditions": ("", "if ", "north"),
+    "reasons": ("north ", "because ", ""),
+    "purposes": ("north ", "to ", ""),
+    "quotes": ("", "' \"", ""),
+    "questions": ("", "north? ", ""),
+    "spaced hex digits": ("", "1 ", "F"),
+    "hex words": ("enter ", "a", ""),
+    "submit runs": ("", "submit  ", "F"),
+    "squad letters": ("", "A ", "north"),
+    "squads and joiners": ("", "A+B, ", "north"),
+    "cells": ("excavate ", "B3 ", ""),
+    "conduit cells": ("conduit ", "B2 > ", "B3"),
+    "think blocks": ("", "<think>", ""),
+    "dashes": ("north", " - ", "east"),
+}
+
+
+def folded_length(text: str) -> int:
+    return len(unicodedata.normalize("NFKC", text))
+
+
+def adversarial(family: str, size: int) -> str:
+    """The family's reply, as long as possible without folding to more than `size`."""
+    prefix, unit, suffix = FAMILIES[family]
+    fixed = folded_length(prefix + suffix)
+    count = max(0, (size - fixed) // max(1, folded_length(unit)))
+    return prefix + unit * count + suffix

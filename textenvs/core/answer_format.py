@@ -1,0 +1,197 @@
+"""The answer format: which part of a reply is the command, before any grammar is applied.
+
+- The reply is cleaned (`clean`): `<think>` blocks dropped, control characters turned into
+  spaces, unicode folded (NFKC, curly quotes, look-alike letters), and a dash between
+  clauses ("Not north — east") turned into a clause break.
+- It is bounded (`prepare`): longer than `MAX_COMMAND_CHARS`, before or after unicode
+  folding (which can make text up to 18 times longer), it is rejected before any pattern
+  runs.
+- A marked command is authoritative (`marked_commands`): a line `<label>: <command>` with
+  one of the labels `Action`, `Command`, `Now`, `Final answer` (also `Answer`, `Orders`,
+  `Move`), at the start of a line, after the end of a sentence ("Last turn I moved east.
+  Now: north") or after an interjection ("Wait, Action: north"); or a JSON object with an
+  action (`{"reasoning": "...", "action": "north"}`), also inside a `<tool_call>` wrapper
+  or as the tool's own schema (`{"action": "support", "cells": ["C2"], "material": ...}`).
+  When a reply has one, nothing else in it is read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+from textenvs.core.parse_error import ParseError
+
+# Replies longer than this (before or after unicode folding) are rejected before any
+# pattern runs: no legitimate reply needs more, and it bounds the cost of reading.
+MAX_COMMAND_CHARS = 20_000
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
+_LABEL = r"(?:(?:final|my|next|chosen|best)[ \t]+){0,2}(?:action|command|answer|orders?|move|now)"
+_INTERJECTION = r"(?:wait|ok|okay|so|hmm+|alright|actually|well|fine|right|sorry)"
+_ACTION_LINE = re.compile(
+    rf"(?:^|(?<=[.!?])[ \t]|^[ \t*_]*{_INTERJECTION}[ \t]*[,.!])"
+    rf"[ \t>*#_`{{\"'-]*{_LABEL}[\"'*_` \t]*[:=][*_` \t]*(.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+# The opening line of a code fence names its language ("```text"): not part of the reply.
+_FENCE = re.compile(r"^([ \t]*```)[\w+-]*[ \t]*$", re.MULTILINE)
+_TOOL_TAGS = re.compile(r"</?(?:tool_call|function_call|tool_use)>", re.IGNORECASE)
+# JSON keys: the command, what it takes, and reasoning that is never read.
+ACTION_KEYS = ("action", "command", "move", "orders", "answer")
+ARGUMENT_KEYS = ("cells", "cell", "material", "direction")
+REASONING_KEYS = frozenset({
+    "reasoning", "reason", "thought", "thoughts", "thinking", "analysis", "explanation",
+    "rationale", "observation", "plan", "notes_to_self",
+})  # fmt: skip
+_EDGE_NOISE = " \t\n.,;:!?\"'`*_#>()[]{}<>~"
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "→": "->"})
+# Cyrillic and Greek letters that look like Latin ones: "nоt north" with a Cyrillic "о"
+# is read as the reader sees it ("not north"), never as a bare "north".
+_LOOKALIKES = str.maketrans(
+    "АВЕКМНОРСТХаеорсухіјѕԁһӏΑΒΕΖΗΙΚΜΝΟΡΤΥΧοιν",
+    "ABEKMHOPCTXaeopcyxijsdhlABEZHIKMNOPTYXoiv",
+)
+# A dash between clauses ("Not north — east", "north - the east is a wall") ends the clause.
+_CLAUSE_DASH = re.compile(r"(?<=\S)(?:[ \t]*—|[ \t]+–[ \t]|[ \t]+-{1,2}[ \t])")
+
+
+def clean(text: str) -> str:
+    """Drop reasoning blocks and control characters; fold unicode (NFKC, curly quotes,
+    Cyrillic and Greek look-alikes of Latin letters) towards ASCII; a dash between
+    clauses becomes `;`."""
+    text = _THINK.sub(" ", text)
+    text = unicodedata.normalize("NFKC", text)
+    text = _CLAUSE_DASH.sub(" ; ", text)
+    text = _FENCE.sub(r"\1", text)
+    text = text.translate(_QUOTES).translate(_LOOKALIKES)
+    return "".join(ch if ch in "\n\t" or unicodedata.category(ch)[0] != "C" else " " for ch in text)
+
+
+def normalise(text: str) -> str:
+    """Lower-case, `_`/`-` as spaces, single spaces, no markdown or punctuation at the edges."""
+    text = re.sub(r"[_\-]+", " ", text.lower())
+    text = re.sub(r"\s+", " ", text)
+    return text.strip(_EDGE_NOISE)
+
+
+def fold(text: str) -> str:
+    """Lower case with `_`/`-` as spaces, keeping every character where it was (so
+    positions found in the folded text point into the original)."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few characters lower-case to two
+        lowered = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
+    return lowered.replace("_", " ").replace("-", " ")
+
+
+def _too_long(length: int, valid: Sequence[str], what: str) -> ParseError:
+    return ParseError(
+        f"the reply is {length:,} characters long{what}; the limit is "
+        f"{MAX_COMMAND_CHARS:,}. Send one short command.",
+        valid,
+    )
+
+
+def prepare(text: str, valid: Sequence[str]) -> tuple[str, str]:
+    """The checks every parser starts with: text, not too long, not empty. Returns the
+    cleaned reply and its normalised form."""
+    if not isinstance(text, str):
+        raise ParseError(f"a command must be text, not {type(text).__name__}.", valid)
+    if len(text) > MAX_COMMAND_CHARS:
+        raise _too_long(len(text), valid, "")
+    if not text.isascii() and len(unicodedata.normalize("NFKC", text)) > MAX_COMMAND_CHARS:
+        raise _too_long(len(unicodedata.normalize("NFKC", text)), valid, " once unicode is folded")
+    cleaned = clean(text)
+    whole = normalise(cleaned)
+    if not whole:
+        raise ParseError("the command is empty.", valid)
+    return cleaned, whole
+
+
+def action_lines(text: str) -> list[str]:
+    """The contents of the `Action: <command>` lines. Under an empty `Action:` the lines
+    that follow, up to a blank line, are its content."""
+    lines: list[str] = []
+    for match in _ACTION_LINE.finditer(text):
+        content = match.group(1)
+        if not content.strip(_EDGE_NOISE):
+            start = match.end()
+            while text.startswith("\n", start):
+                start += 1
+            blank = text.find("\n\n", start)
+            below = text[start : blank if blank >= 0 else len(text)]
+            content = _ACTION_LINE.split(below, maxsplit=1)[0]
+        lines.append(content)
+    return lines
+
+
+def _words(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return " ".join(value)
+    return None
+
+
+def command_of_json(data: Any) -> str | None:
+    """The command a JSON object gives, as command text; None if it names no action.
+
+    Reasoning keys are not read; argument keys (`cells`, `material`, ...) follow the
+    action; a one-letter key is a squad (`{"a": "north"}` is `a north`); any other key is
+    kept with its value, so the command is rejected rather than read without it."""
+    if not isinstance(data, dict):
+        return None
+    arguments = data.get("arguments", data.get("parameters"))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return None
+    if isinstance(arguments, dict):
+        return command_of_json(arguments)
+    action = next((key for key in ACTION_KEYS if key in data), None)
+    squads = [key for key in data if isinstance(key, str) and len(key) == 1]
+    if action is None and not squads:
+        return None
+    parts: list[str] = []
+    for key in sorted(data, key=lambda k: (k != action, k not in ARGUMENT_KEYS)):
+        if key in REASONING_KEYS:
+            continue
+        words = _words(data[key])
+        if words is None:
+            words = f"{key} unreadable"  # never a word of any grammar: the reply is rejected
+        elif key in squads:
+            words = f"; {key} {words}"
+        elif key != action and key not in ARGUMENT_KEYS:
+            words = f"{key} {words}"
+        parts.append(words)
+    return " ".join(parts).lstrip("; ")
+
+
+def json_command(text: str) -> tuple[str, int, int] | None:
+    """The command of the one JSON object in `text` (outside tool-call tags), with the
+    object's span; None if there is none or it names no action."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        return None
+    body = _TOOL_TAGS.sub(" ", text[start : end + 1])
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    command = command_of_json(data)
+    return None if command is None else (command, start, end + 1)
+
+
+def marked_commands(cleaned: str) -> list[str]:
+    """The command parts a reply marks (module docstring); empty if it marks none."""
+    found = json_command(cleaned)
+    if found is None:
+        return action_lines(cleaned)
+    command, start, end = found
+    return [command, *action_lines(cleaned[:start] + "\n" + cleaned[end:])]

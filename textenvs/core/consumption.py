@@ -1,0 +1,267 @@
+"""Strict consumption: every word of a command part is accounted for, or it is not read.
+
+A word counts when it is part of a command phrase the scenario found, one of the closed
+list of `FILLERS` (words that can never change an order), or inside a clause that is not
+read: quotes, negations, questions and conditions (`core.clauses`), and reasons. A reason
+clause starts at `because`, `since`, `so that`, `in order to`, `which`, or `to` + a word
+that is not part of a command ("north to reach the gold"), and runs to the end of the
+clause; `so`/`therefore` before any order in its sentence makes the part before it the
+reason ("The wall is west, so I'll go north"), after an order the part after it ("north so
+I reach the gold"). Any other word is reported, never skipped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+A = TypeVar("A", bound=Hashable)
+
+WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+# Words that can never change an order: pronouns, articles, politeness, verbs of choosing
+# and going, "now". Temporal words ("then", "next", "later", "once", ...) are not here.
+FILLERS = frozenset({
+    "please", "pls", "now", "i", "i'll", "ill", "i'm", "im", "i've", "i'd", "me", "my",
+    "we", "we'll", "let", "let's", "lets", "us", "you", "it", "it's", "this", "the", "a",
+    "an", "to", "will", "shall", "should", "must", "go", "going", "gonna", "move",
+    "moving", "head", "heading", "proceed", "proceeding", "step", "travel", "walk", "try",
+    "want", "wanna", "like", "do", "doing", "choose", "choosing", "chose", "pick", "select",
+    "decide", "decided", "opt", "think", "guess", "best", "option", "choice", "action",
+    "command", "answer", "final", "is", "be", "just", "simply", "ok", "okay", "alright",
+    "sure", "yes", "yeah", "well", "so", "and", "again", "for", "with", "one", "single",
+    "here", "turn", "time", "safely", "carefully", "cautiously", "quickly",
+    "immediately", "straight", "run", "perform", "make", "execute", "send", "sending",
+    "use", "using", "but", "instead", "would", "rather", "are", "hmm", "hm", "um", "uh",
+    "ah", "oh", "put", "seems", "safe", "safest", "only", "good", "better", "looks",
+    "promising", "optimal", "am", "ahead", "take", "decision", "route", "path", "way",
+    "direction",
+})  # fmt: skip
+# Scheduling words: named in the rejection, since they make an order one for later.
+TEMPORAL = frozenset({
+    "then", "next", "later", "once", "when", "whenever", "after", "afterwards", "afterward",
+    "eventually", "before", "until", "till", "soon", "first", "second", "third", "finally",
+    "subsequently", "meanwhile", "twice", "thrice",
+})  # fmt: skip
+# Words that are fillers only where nothing in the sentence is masked: "North is best" is
+# an order, "North is not safe" (its predicate negated) a description.
+_COPULAS = frozenset({"is", "are", "be", "it's", "am", "seems", "looks"})
+_REASONS = frozenset({"because", "cause", "'cause", "cuz", "since", "which", "given"})
+_REASON_PAIRS = {("so", "that"), ("in", "order"), ("so", "as")}
+_CONCLUSIONS = frozenset({"so", "therefore", "hence", "thus"})
+_LEADS = frozenset({
+    "the", "my", "your", "its", "our", "their", "this", "that", "his", "her", "to", "from",
+    "of", "on", "at", "in", "into", "onto", "towards", "toward", "face", "faces", "facing",
+    "than", "with", "a", "an",
+})  # fmt: skip
+_ARTICLES = frozenset({"the", "my", "your", "its", "our", "their", "this", "that", "a", "an"})
+_VERBS = frozenset({
+    "go", "goes", "going", "move", "moves", "moving", "head", "heads", "heading", "walk",
+    "step", "travel", "proceed", "do", "run", "perform", "take", "make", "start",
+})  # fmt: skip
+_COUNTED = frozenset({
+    "steps", "moves", "turns", "tries", "attempts", "slots", "characters", "digits", "cells",
+})  # fmt: skip
+_NOUN_AFTER = re.compile(r"\s*(?:of|side|wall|edge|corner|border|part|half|neighbou?r)\b")
+_NEGATED_PREDICATE = re.compile(
+    r"[ \t*`]{0,3}((?:is|are|was|were|does|do|did|will|would|can|could|should|seems?)"
+    r"[ \t]{1,3}not|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|wouldn't|can't"
+    r"|cannot|couldn't|shouldn't|never)\b"
+)
+_PARENTHESIS = re.compile(r"\([^()\n]*\)")
+# Words that keep a bracketed aside read: they could schedule, repeat, extend or cancel
+# the order ("north (twice)", "excavate B3 (and C3)", "north (scratch that)").
+REMARK_BLOCKERS = TEMPORAL | frozenset({
+    "times", "steps", "step", "all", "every", "each", "repeat", "repeatedly", "again",
+    "until", "till", "too", "also", "well", "plus", "and", "or", "more", "both", "x",
+    "cancel", "ignore", "skip", "disregard", "scratch", "undo", "kidding", "joke",
+    "joking", "abort", "stop", "wrong", "mistake", "oops", "actually", "instead", "rather",
+    "correction", "either", "maybe", "perhaps", "except", "but", "not",
+})  # fmt: skip
+_CLAUSE_BREAK = re.compile(r"[\n.;:!?,()\x1f]")
+
+
+@dataclass(frozen=True)
+class Found(Generic[A]):
+    """One command phrase found in a text: where, and which command it names.
+
+    `action` is None for a phrase shaped like a command that cannot be executed as written
+    (`excavate B3 C3`); `problem` then says why. `bare` marks a single command word that
+    can also be a noun or a place ("the scan", "to my left"); `weak` one that is an order
+    in prose only after a verb of action ("go left", not "pick up"). `consumed` marks
+    grammar words that give no order of their own ("the rest hold")."""
+
+    start: int
+    end: int
+    action: A | None
+    phrase: str
+    problem: str = ""
+    bare: bool = False
+    weak: bool = False
+    consumed: bool = False
+
+
+def non_overlapping(found: Iterable[Found[A]]) -> list[Found[A]]:
+    """Longest match wins where phrases overlap ('move north' over 'north')."""
+    kept: list[Found[A]] = []
+    for item in sorted(found, key=lambda f: (f.start, -(f.end - f.start))):
+        if not kept or item.start >= kept[-1].end:
+            kept.append(item)
+    return kept
+
+
+def is_mention(folded: str, item: Found[A]) -> bool:
+    """Whether a bare command word is used as a noun or a place rather than as an order."""
+    if _NOUN_AFTER.match(folded, item.end):
+        return True
+    clause = _CLAUSE_BREAK.split(folded[max(0, item.start - 60) : item.start])[-1]
+    before = WORD.findall(clause)
+    if before and before[-1] in _COUNTED:
+        return True
+    leads = 0
+    for word in reversed(before):
+        if word in _VERBS or (word == "to" and leads == 0):
+            return False
+        if word not in _LEADS and (len(word) != 1 or word == "i"):  # "A north": a unit
+            break
+        leads += 1
+    return leads > 0 or item.weak
+
+
+@dataclass
+class Accounting(Generic[A]):
+    """What strict consumption made of one command part."""
+
+    #: the command phrases that count (those in reason clauses dropped)
+    found: list[Found[A]]
+    #: words accounted for by nothing, in order
+    unknown: list[str]
+
+
+def account(
+    folded: str, found: list[Found[A]], fillers: frozenset[str], *, listed: bool = False
+) -> Accounting[A]:
+    """Account for every word of `folded` (a command part, unread clauses masked) given
+    the phrases `found` in it (module docstring). With `listed` (several orders in one
+    command), a trailing reason also ends at a comma. Linear in the text."""
+    found = sorted(found, key=lambda f: f.start)
+    covered = _coverage(len(folded), found)
+    trailing_end = _next_stop(folded, "\n.;!?)\x1f" + ("," if listed else ""))
+    leading_end = _next_stop(folded, "\n.;:!?)\x1f,")
+    sentence = _sentence_starts(folded)
+    every_word = list(WORD.finditer(folded))
+    next_word = {id(a): b for a, b in itertools.pairwise(every_word)}
+    words = [w for w in every_word if not covered[w.start()]]
+    kept: list[Found[A]] = []
+    unknown: list[tuple[int, str]] = []
+    dropped_until = next_found = index = 0
+    while index < len(words):
+        match = words[index]
+        word, at = match.group(0), match.start()
+        while next_found < len(found) and found[next_found].start < at:
+            if found[next_found].start >= dropped_until:
+                kept.append(found[next_found])
+            next_found += 1
+        ordered_before = bool(kept) and kept[-1].start >= sentence[at]
+        following = next_word.get(id(match))
+        if _starts_reason(word, following, folded, covered, ordered_before, trailing_end[at]):
+            dropped_until = (trailing_end if ordered_before else leading_end)[at]
+            while index < len(words) and words[index].start() < dropped_until:
+                index += 1
+            continue
+        if word in _CONCLUSIONS and not ordered_before:
+            while unknown and unknown[-1][0] >= sentence[at]:
+                unknown.pop()  # what came before "so" was the reason
+        elif word not in fillers:
+            unknown.append((at, word))
+        index += 1
+    kept += [f for f in found[next_found:] if f.start >= dropped_until]
+    if kept and "\x1f" in folded:
+        unknown += [(0, w) for w in WORD.findall(folded) if w in _COPULAS][:1]
+    return Accounting(kept, [w for _, w in unknown])
+
+
+def mask_remarks(folded: str, found: list[Found[A]]) -> str:
+    """`folded` with its parenthetical remarks masked: a bracketed aside ("north (toward
+    the gold)") that names no command phrase, no number, and no word that could schedule,
+    repeat, extend or cancel an order (`REMARK_BLOCKERS`). Any other aside is read."""
+    spans = []
+    for match in _PARENTHESIS.finditer(folded):
+        start, end = match.span()
+        if any(f.start < end and start < f.end for f in found):
+            continue
+        words = WORD.findall(match.group(0))
+        if any(w in REMARK_BLOCKERS or len(w) == 1 or any(c.isdigit() for c in w) for w in words):
+            continue
+        spans.append((start, end))
+    if not spans:
+        return folded
+    out, last = [], 0
+    for start, end in spans:
+        out += [folded[last:start], "\x1f" * (end - start)]
+        last = end
+    return "".join([*out, folded[last:]])
+
+
+def negated_predicate(original: str, item: Found[A]) -> str:
+    """The negated verb right after an order word ("North isn't safe", "north does not
+    work"): the order word is then the subject of a description. Empty if none."""
+    match = _NEGATED_PREDICATE.match(original, item.end)
+    return match.group(1) if match else ""
+
+
+def _coverage(length: int, found: list[Found[A]]) -> list[bool]:
+    change = [0] * (length + 2)
+    for item in found:
+        change[item.start] += 1
+        change[item.end] -= 1
+    covered, depth = [], 0
+    for delta in change:
+        depth += delta
+        covered.append(depth > 0)
+    return covered
+
+
+def _next_stop(folded: str, stops: str) -> list[int]:
+    """For each position, where the clause it is in ends (at one of `stops`)."""
+    out = [len(folded)] * (len(folded) + 1)
+    for index in range(len(folded) - 1, -1, -1):
+        out[index] = index if folded[index] in stops else out[index + 1]
+    return out
+
+
+def _sentence_starts(folded: str) -> list[int]:
+    out, start = [], 0
+    for index, ch in enumerate(folded):
+        out.append(start)
+        if ch in "\n.;!?":
+            start = index + 1
+    out.append(start)
+    return out
+
+
+def _starts_reason(
+    word: str,
+    following: re.Match[str] | None,
+    folded: str,
+    covered: list[bool],
+    ordered_before: bool,
+    clause_end: int,
+) -> bool:
+    nxt = following.group(0) if following else ""
+    if word in _REASONS or (word, nxt) in _REASON_PAIRS:
+        return True
+    if word == "as" and nxt in ("it", "the", "this", "that", "there", "i", "we", "my"):
+        return True
+    if word in _CONCLUSIONS and ordered_before:
+        # "north so I reach the gold" gives a purpose; "north, so east" two orders
+        return not any(covered[following.start() if following else 0 : clause_end])
+    # "north to reach the gold": `to` + a word that belongs to no command phrase
+    return (
+        word == "to"
+        and following is not None
+        and nxt not in _ARTICLES
+        and not covered[following.start()]
+    )
