@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from textenvs.core import registry
 from textenvs.core.parsing import excerpt
 from textenvs.service.models import ScenarioInfo
+from textenvs.service.reading import CommandReader, step_parsed
 from textenvs.service.sessions import ServiceError, Session, SessionStore
 from textenvs.service.tenancy import ClientLimits, limiters
 
@@ -55,9 +56,12 @@ def scenario_info(scenario: registry.Scenario) -> ScenarioInfo:
 
 
 class Operations:
-    def __init__(self, store: SessionStore, limits: ClientLimits) -> None:
+    def __init__(
+        self, store: SessionStore, limits: ClientLimits, reader: CommandReader | None = None
+    ) -> None:
         self.store = store
-        self.creates, self.steps = limiters(limits)
+        self.creates, self.resets, self.steps = limiters(limits)
+        self.reader = reader or CommandReader()
         self._catalogue: dict[str, ScenarioInfo] = {}
 
     def info(self, name: str) -> ScenarioInfo:
@@ -94,7 +98,9 @@ class Operations:
             if env.done:
                 raise ServiceError(409, "episode_over", "the episode has ended: reset first")
             text = command if action is None else command_for(env, action)
-            observation, reward, terminated, truncated, info = env.step(text)
+            outcome = await self.reader.read(client, env, text)
+            self.store.get(session_id, client)
+            observation, reward, terminated, truncated, info = step_parsed(env, text, outcome)
             session.observation, session.info = observation, info
             session.touch()
         return {
@@ -109,6 +115,7 @@ class Operations:
         self, client: str, session_id: str, seed: int | None, options: dict[str, Any] | None
     ) -> Session:
         session = self.store.get(session_id, client)
+        self.resets.check(client)
         async with session.lock:
             self.store.get(session_id, client)
             seed, observation, info = reset_env(session.env, session.env_name, seed, options)

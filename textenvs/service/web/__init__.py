@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
-from textenvs.service.models import EnvName, Request, Seed, SessionCreated
+from textenvs.service.models import ERRORS, EnvName, Request, Seed, SessionCreated
 from textenvs.service.operations import Operations
 from textenvs.service.sessions import ServiceError, Session
 from textenvs.service.tenancy import Client
@@ -90,7 +90,7 @@ def _created(session: Session, recording: Recording | None) -> PlaySession:
 
 
 def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
-    router = APIRouter(tags=["play"])
+    router = APIRouter(tags=["play"], responses=ERRORS)
 
     @router.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:
