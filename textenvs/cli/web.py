@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-from textenvs.cli.numbers import port
 from textenvs.core import registry
 
 if TYPE_CHECKING:  # the service is imported only when it is used
@@ -65,7 +64,7 @@ def add_web_arguments(parser: argparse.ArgumentParser) -> None:
         help="play on the web page instead of the terminal: serves it on loopback and "
         "opens it (an unreadable command then wastes a turn, as it does for a model)",
     )
-    web.add_argument("--port", type=port, default=0, help="with --web: port (0 picks a free one)")
+    web.add_argument("--port", type=int, default=0, help="with --web: port (0 picks a free one)")
     web.add_argument(
         "--no-open", action="store_true", help="with --web: print the address, open no browser"
     )

@@ -73,12 +73,26 @@ class Operations:
             self._catalogue[scenario.name] = scenario_info(scenario)
         return self._catalogue[scenario.name]
 
-    def create(
-        self, client: str, env: str, seed: int | None, options: dict[str, Any] | None
-    ) -> Session:
-        name = self.info(env).name
+    def admit(self, client: str) -> None:
+        """A 429 or 503 unless `client` may create a session now (takes a creation)."""
         self.store.reserve(client)
         self.creates.check(client)
+
+    def create(
+        self,
+        client: str,
+        env: str,
+        seed: int | None,
+        options: dict[str, Any] | None,
+        *,
+        admitted: bool = False,
+    ) -> Session:
+        """A new session; `admitted`: `admit` already took this creation."""
+        name = self.info(env).name
+        if admitted:
+            self.store.reserve(client)
+        else:
+            self.admit(client)
         scenario_env = registry.make(name)
         seed, observation, info = reset_env(scenario_env, name, seed, options)
         session = Session(

@@ -19,11 +19,14 @@ themselves take microseconds.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
+import contextlib
+import os
+import pickle
+import subprocess
+import sys
 import unicodedata
 from collections.abc import Callable
-from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, BinaryIO
 
 from textenvs.core.parsing import ParseError
 from textenvs.service.sessions import ServiceError
@@ -33,6 +36,7 @@ DEFAULT_TIMEOUT_S = 2.0
 # (True, action) or (False, (reason, valid, suggestions)) of a ParseError: an exception
 # would not pickle back with its fields.
 Outcome = tuple[bool, Any]
+READY = b"ready\n"
 
 
 def read(parse: Callable[[str], Any], text: str) -> Outcome:
@@ -58,32 +62,66 @@ def step_parsed(env: Any, text: str, outcome: Outcome) -> tuple[str, float, bool
         del target.parse
 
 
-def _serve(conn: Connection) -> None:
-    """A worker process: read (bound parse method, text) pairs until the pipe closes."""
+def serve_pipes() -> None:
+    """A worker process: read (bound parse method, text) pickles from stdin, answer each
+    with its `Outcome` on stdout, until stdin closes."""
+    from textenvs.core import registry
+
+    for name in registry.names():  # import every scenario before saying it is ready
+        registry.get(name).load()
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    sink.write(READY)
+    sink.flush()
     while True:
         try:
-            parse, text = conn.recv()
-        except (EOFError, OSError):
+            parse, text = _receive(source)
+        except EOFError:
             return
-        conn.send(read(parse, text))
+        _send(sink, read(parse, text))
+
+
+def _send(pipe: BinaryIO, value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    pipe.write(len(data).to_bytes(8, "big") + data)
+    pipe.flush()
+
+
+def _receive(pipe: BinaryIO) -> Any:
+    head = pipe.read(8)
+    if len(head) < 8:
+        raise EOFError
+    data = pipe.read(int.from_bytes(head, "big"))
+    return pickle.loads(data)
 
 
 class _Worker:
+    """A Python process of its own (not multiprocessing's spawn, which would run the
+    caller's main module again), reading over its stdin and stdout."""
+
     def __init__(self) -> None:
-        context = multiprocessing.get_context("spawn")  # safe from a threaded server
-        self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child,), daemon=True)
-        self.process.start()
-        child.close()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from textenvs.service.reading import serve_pipes; "
+             "serve_pipes()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+        )  # fmt: skip
+        assert self.process.stdout is not None
+        if self.process.stdout.read(len(READY)) != READY:  # started and imported: ready
+            self.kill()
+            raise RuntimeError("a command-reading worker process failed to start")
 
     def exchange(self, parse: Callable[[str], Any], text: str) -> Outcome:
-        self.conn.send((parse, text))
-        return self.conn.recv()  # type: ignore[no-any-return]
+        assert self.process.stdin is not None and self.process.stdout is not None
+        _send(self.process.stdin, (parse, text))
+        return _receive(self.process.stdout)  # type: ignore[no-any-return]
 
     def kill(self) -> None:
         self.process.kill()
-        self.conn.close()
-        self.process.join(5)
+        self.process.wait(5)
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
 
 class CommandReader:
@@ -124,7 +162,8 @@ class CommandReader:
                     asyncio.to_thread(worker.exchange, parse, text), self.timeout
                 )
             except TimeoutError:
-                worker.kill()  # stuck: a new worker takes its place when one is needed
+                # stuck: killed (off the loop), and a new worker starts when one is needed
+                await asyncio.to_thread(worker.kill)
                 raise self._too_slow() from None
             except BaseException:  # cancelled, or the worker broke: it cannot be reused
                 worker.kill()
