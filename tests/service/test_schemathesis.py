@@ -52,3 +52,37 @@ def test_no_server_errors_on_generated_requests(thorough: bool) -> None:
         # The generated requests really exercised both success and rejection paths, and
         # with `env` an enum in the schema, sessions really got created.
         assert 201 in statuses and any(400 <= s < 500 for s in statuses)
+
+
+def test_every_check_passes_with_and_without_a_token(thorough: bool) -> None:
+    """Every Schemathesis check (status codes and response bodies as documented, content
+    types, headers...) on every operation, with a valid token and with none. A
+    schema-valid request may still be 422 for what JSON Schema cannot say (options a
+    scenario rejects, control characters, a seed and a set together, 7.0 as a seed)."""
+    token = "alice-token-0123456789"
+    examples = EXAMPLES_PER_OPERATION if thorough else FAST_EXAMPLES_PER_OPERATION
+    app = create_app(max_sessions=50, idle_timeout=60, tokens={"alice": token})
+    with serve_in_thread(app) as url:
+        schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
+        acceptance = schema.config.checks.positive_data_acceptance
+        acceptance.expected_statuses = [*acceptance.expected_statuses, "422"]
+        modes = [schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE]
+        operations = [result.ok() for result in schema.get_all_operations()]
+        for operation, mode in itertools.product(operations, modes):
+
+            @given(case=operation.as_strategy(mode))
+            @settings(
+                max_examples=examples,
+                deadline=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+                database=None,
+            )
+            def check(case: schemathesis.Case) -> None:
+                case.call_and_validate(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+                case.call_and_validate(timeout=30)
+
+            try:
+                check()
+            except Unsatisfiable:
+                assert mode == schemathesis.GenerationMode.NEGATIVE
