@@ -216,6 +216,7 @@ def _serve(args: argparse.Namespace) -> int:
         recorder=recorder,
         command_timeout=args.command_timeout,
         max_connections=args.max_connections,
+        freeze_gc=True,  # a process of its own: long-lived sessions skip GC (memory.py)
     )
     uvicorn.run(
         app,

@@ -26,6 +26,7 @@ from starlette.routing import Match
 from textenvs import __version__
 from textenvs.core import registry
 from textenvs.service.guards import LOOPBACK_NAMES, Guard, error_response
+from textenvs.service.memory import SessionFreezer
 from textenvs.service.models import (
     ERRORS,
     MAX_SEED,
@@ -49,6 +50,7 @@ from textenvs.service.web.record import HumanRecorder
 
 log = logging.getLogger("textenvs.service")
 
+TARPIT_S = 1.0  # before a 429 (the client would have to wait for Retry-After anyway)
 DEFAULT_MAX_BODY_BYTES = 256 * 1024  # a maximal command, JSON-escaped, fits with room
 SessionId = Annotated[
     str, Path(pattern=SESSION_ID_PATTERN, description="the id returned when the session was made")
@@ -73,6 +75,7 @@ def create_app(
     recorder: HumanRecorder | None = None,
     command_timeout: float = DEFAULT_TIMEOUT_S,
     max_connections: int = 1024,
+    freeze_gc: bool = False,
 ) -> FastAPI:
     """The service app.
 
@@ -83,6 +86,8 @@ def create_app(
     The play page is at `/play/`; with a `recorder`, its finished episodes become eval runs.
     A command not read within `command_timeout` seconds is a 422 that changes nothing.
     WebSockets take at most three quarters of `max_connections`, each client its share.
+    `freeze_gc` keeps long-lived objects out of garbage collections (process-wide, for a
+    server process of its own: see `memory.py`).
     """
     tokens = dict(tokens or {})
     if token:
@@ -98,10 +103,13 @@ def create_app(
         max_per_owner=per_client if per_client < max_sessions else 0,  # 0: the server's cap
     )
     ops = Operations(store, limits, CommandReader(command_timeout))
+    ops.freezer = SessionFreezer() if freeze_gc else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         reaper = asyncio.create_task(store.reap_forever())
+        if ops.freezer is not None:
+            ops.freezer.start()
         try:
             yield
         finally:
@@ -110,6 +118,8 @@ def create_app(
                 await reaper
             store.clear()
             ops.reader.close()
+            if ops.freezer is not None:
+                ops.freezer.stop()
             if recorder is not None:
                 await recorder.settle()
                 recorder.close()
@@ -196,6 +206,10 @@ def create_app(
 def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        if exc.status == 429:
+            # Answer a client over its limits slowly: a flood of rejected requests then
+            # costs the server one answer per connection per TARPIT_S, not all its time.
+            await asyncio.sleep(TARPIT_S)
         return error_response(exc.status, exc.code, exc.message, exc.details, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from textenvs.core import registry
 from textenvs.core.parsing import excerpt
+from textenvs.service.memory import SessionFreezer
 from textenvs.service.models import ScenarioInfo
 from textenvs.service.reading import CommandReader, step_parsed
 from textenvs.service.sessions import ServiceError, Session, SessionStore
@@ -62,6 +63,7 @@ class Operations:
         self.store = store
         self.creates, self.resets, self.steps = limiters(limits)
         self.reader = reader or CommandReader()
+        self.freezer: SessionFreezer | None = None  # see memory.py
         self._catalogue: dict[str, ScenarioInfo] = {}
 
     def info(self, name: str) -> ScenarioInfo:
@@ -99,6 +101,8 @@ class Operations:
             self.store.new_id(), name, scenario_env, seed, observation, info, owner=client
         )
         self.store.add(session)
+        if self.freezer is not None:
+            self.freezer.created()
         return session
 
     async def step(

@@ -101,8 +101,9 @@ class _Worker:
     def __init__(self) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from textenvs.service.reading import serve_pipes; "
-             "serve_pipes()"],
+            # niced from the start: the server's own work (other clients) comes first
+            [sys.executable, "-c", "import os; os.nice(10); "
+             "from textenvs.service.reading import serve_pipes; serve_pipes()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
         )  # fmt: skip
         assert self.process.stdout is not None
