@@ -4,8 +4,8 @@ In one process (no HTTP: the pauses are the collector's, whatever carries the re
 opens N sessions through the service's own `Operations`, then steps them round-robin,
 and records every collection's duration (`gc.callbacks`). Prints the longest pause while
 opening and while stepping, the full collections while stepping and the step latency
-p99, for the default collector and for the frozen one `textenvs serve` uses (`textenvs/service/memory.py`). Each mode runs in a
-fresh subprocess, so neither inherits the other's heap.
+p99, for the default collector and for the frozen one `textenvs serve` uses
+(`textenvs/service/memory.py`). Each mode runs in a fresh subprocess.
 
     python -m benchmarks.service_gc                      # 10,000 sessions, 50,000 steps
     python -m benchmarks.service_gc --sessions 500 --steps 2000    # smoke
