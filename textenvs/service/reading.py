@@ -9,8 +9,10 @@ as it runs, so a worker thread is not enough for a long command. So:
 - a longer one is read in a worker process (the session's env is pickled with it, as
   some parsers read the state's valid commands), at most one at a time per client, so
   one client's flood holds at most one worker and the others keep the rest;
-- either way a command not read within `timeout` seconds is a `422 command_too_slow`
-  that changes nothing (a stuck worker process is killed and replaced).
+- a command a worker process has not read within `timeout` seconds (counted from when a
+  ready worker has it) is a `422 command_too_slow` that changes nothing; the worker is
+  killed and replaced. (A short command has no limit: it is quick to read, and under load
+  its wait for a thread would count against it.)
 
 The env then steps on the loop with the parse already done (`step_parsed`): the rules
 themselves take microseconds.
@@ -135,7 +137,8 @@ class CommandReader:
         self.processes = processes
         self._idle: list[_Worker] = []
         self._slots: asyncio.Semaphore | None = None
-        self._per_client: dict[str, asyncio.Lock] = {}
+        # client -> (its lock, requests holding or waiting for it): one at a time each
+        self._per_client: dict[str, tuple[asyncio.Lock, int]] = {}
 
     async def read(self, client: str, env: Any, text: str) -> Outcome:
         parse = env.unwrapped.parse
@@ -143,12 +146,16 @@ class CommandReader:
             # No time limit here: a short command is quick to read, and under load the
             # wait for a thread would count against it.
             return await asyncio.to_thread(read, parse, text)
-        lock = self._per_client.setdefault(client, asyncio.Lock())
+        lock, users = self._per_client.get(client, (asyncio.Lock(), 0))
+        self._per_client[client] = (lock, users + 1)
         try:
             async with lock:
                 return await self._in_process(parse, text)
         finally:
-            if not lock.locked() and self._per_client.get(client) is lock:
+            lock, users = self._per_client[client]
+            if users > 1:
+                self._per_client[client] = (lock, users - 1)
+            else:
                 del self._per_client[client]
 
     async def _in_process(self, parse: Callable[[str], Any], text: str) -> Outcome:
