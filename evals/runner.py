@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import textenvs
 from textenvs.agents.base import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.core.env import TextEnv
+from textenvs.core.parsing import excerpt
 from textenvs.core.redact import redact_data
 from textenvs.evals import store, trials
 from textenvs.evals.episode import AGENT_ERROR, EpisodeResult, run_episode
@@ -40,18 +41,27 @@ AgentFactory = Callable[[], Agent]
 YIELD_EVERY_S = 0.005  # a CPU-bound agent gives the loop back at least this often
 
 
+MAX_SEEDS = 1_000_000  # a run of more would not finish; its seed list alone is 8 MB+
+MAX_SEED = 2**63 - 1
+
+
 def parse_seeds(spec: str) -> list[int]:
-    """`"0-99"`, `"3"`, `"0-4,10,20-22"` -> sorted unique seeds."""
-    seeds: set[int] = set()
+    """`"0-99"`, `"3"`, `"0-4,10,20-22"` -> sorted unique seeds (at most `MAX_SEEDS`, each
+    below 2**63: checked before any range is expanded)."""
+    ranges: list[tuple[int, int]] = []
     for part in spec.replace(" ", "").split(","):
-        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        match = re.fullmatch(r"(\d{1,19})(?:-(\d{1,19}))?", part)
         if not match:
             raise ValueError(f"bad seed range '{part}': use N, N-M or a comma list of those")
         lo, hi = int(match[1]), int(match[2] or match[1])
         if hi < lo:
             raise ValueError(f"bad seed range '{part}': {hi} < {lo}")
-        seeds.update(range(lo, hi + 1))
-    return sorted(seeds)
+        if hi > MAX_SEED:
+            raise ValueError(f"bad seed range '{part}': seeds go up to {MAX_SEED}")
+        ranges.append((lo, hi))
+    if sum(hi - lo + 1 for lo, hi in ranges) > MAX_SEEDS:
+        raise ValueError(f"'{excerpt(spec, 40)}' names over {MAX_SEEDS:,} seeds: give fewer")
+    return sorted({seed for lo, hi in ranges for seed in range(lo, hi + 1)})
 
 
 def resolve_envs(spec: str) -> list[str]:

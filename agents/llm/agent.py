@@ -35,6 +35,7 @@ from textenvs.agents.base import (
     EpisodeEnd,
 )
 from textenvs.agents.llm import endpoints, faults
+from textenvs.agents.llm.base_url import client_options
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.history import (
     History,
@@ -403,8 +404,7 @@ class LLMAgent(Agent):
             raise faults.AgentFault(AGENT_ERROR, str(exc)) from None
         self._secret = key if key != "EMPTY" else ""
         self._client = openai.AsyncOpenAI(
-            api_key=key,
-            base_url=base_url,
+            **client_options(base_url, self._secret or None),  # user info, query: base_url.py
             max_retries=0,  # the agent's own loop counts every attempt
             timeout=openai.Timeout(self.cfg.read_timeout_s, connect=self.cfg.connect_timeout_s),
             # one agent per episode: share the TLS context (~25 ms of CPU to build each)

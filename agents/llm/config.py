@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from textenvs.agents.llm.base_url import parse_base_url
 from textenvs.core.redact import redact_data
 
 #: `--model local` (with no base URL) starts the embedded llama.cpp server (agents/llm/local.py)
@@ -44,7 +45,7 @@ class LLMConfig(BaseModel):
     api_key_env: str = "OPENAI_API_KEY"
 
     # ----- sampling (None: not sent, the server's default applies) ---------------------
-    temperature: float | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)  # NaN fails both
     max_tokens: int | None = Field(default=None, gt=0)
     #: OpenAI reasoning models want `max_completion_tokens`; most servers take `max_tokens`
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
@@ -88,6 +89,13 @@ class LLMConfig(BaseModel):
     @classmethod
     def _no_empty_url(cls, value: Any) -> Any:
         return value or None
+
+    @field_validator("base_url", "base_urls")
+    @classmethod
+    def _urls_parse(cls, value: Any) -> Any:
+        for url in value if isinstance(value, list) else [value] if value else []:
+            parse_base_url(expand_node_ip(url))  # a one-line ValueError naming no secret
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -29,6 +29,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from textenvs.agents.llm import faults
+from textenvs.agents.llm.base_url import parse_base_url, request_options
 from textenvs.agents.llm.config import LLMConfig, expand_node_ip
 from textenvs.core.redact import redact_url
 
@@ -115,8 +116,11 @@ async def complete(client: openai.AsyncOpenAI, request: dict[str, Any], cfg: LLM
         tried.append(endpoint)
         ok = down = False
         try:
-            call = client.post(f"{endpoint.url}/chat/completions", body=request,
-                               cast_to=ChatCompletion)  # fmt: skip
+            target = parse_base_url(endpoint.url)  # user info and query: see base_url.py
+            key = client.api_key if client.api_key != "EMPTY" else None
+            call = client.post(f"{target.url}/chat/completions", body=request,
+                               cast_to=ChatCompletion,
+                               options=request_options(endpoint.url, key))  # fmt: skip
             result = await asyncio.wait_for(call, cfg.total_timeout_s)
             ok = True
             return result

@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from textenvs.agents.llm.base_url import base_url_argument
 from textenvs.agents.llm.config import DEFAULT_PROMPT_BUDGET, LOCAL_PROMPT_BUDGET, LLMConfig
+from textenvs.cli.numbers import bounded
 
 # CLI flag dest -> LLMConfig field
 _FIELDS = {
@@ -50,6 +52,7 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
         "--base-url",
         metavar="URL",
         action="append",
+        type=base_url_argument,
         help="API base URL (default $OPENAI_BASE_URL, else OpenAI); give it several times to "
         "spread requests over several servers of the model (least loaded first, failing over "
         "when one is down); '{node_ip}' in it is the address of the node the agent runs on",
@@ -60,7 +63,8 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
         help="a file of base URLs, one a line ('#' starts a comment), used as several --base-url",
     )
     g.add_argument("--api-key-env", metavar="VAR", help="variable holding the API key")
-    g.add_argument("--temperature", type=float, help="sampling temperature (server default)")
+    g.add_argument("--temperature", type=bounded(float, 0, 2),
+                   help="sampling temperature, 0 to 2 (server default)")  # fmt: skip
     g.add_argument("--max-tokens", type=int, metavar="N", help="reply token limit")
     g.add_argument("--llm-seed", "--seed-llm", dest="llm_seed", type=int, metavar="N",
                    help="sampling seed sent to the server")  # fmt: skip

@@ -18,11 +18,14 @@ from typing import Any
 import openai
 
 from textenvs.agents.llm import faults
+from textenvs.agents.llm.base_url import client_options
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.core.redact import redact_url
 
 ATTEMPTS = 3  # for 429 / 5xx answers only
 MAX_WAIT_S = 2.0
+CONNECT_S = 5.0  # the check's own time limits (the run's may be minutes)
+READ_S = 20.0
 PING = [{"role": "user", "content": "Reply with one word: ready."}]
 
 
@@ -52,11 +55,15 @@ async def preflight(config: LLMConfig) -> str:
         key = config.api_key(required=base_url is None)
     except ValueError as exc:
         raise PreflightError(str(exc)) from None
+    try:
+        options = client_options(base_url, key if key != "EMPTY" else None)
+    except ValueError as exc:
+        raise PreflightError(str(exc)) from None
+    # A check of its own, short: a hanging endpoint fails in seconds, not minutes.
+    read_s = min(config.read_timeout_s, READ_S)
+    connect_s = min(config.connect_timeout_s, CONNECT_S)
     client = openai.AsyncOpenAI(
-        api_key=key,
-        base_url=base_url,
-        max_retries=0,
-        timeout=openai.Timeout(config.read_timeout_s, connect=config.connect_timeout_s),
+        **options, max_retries=0, timeout=openai.Timeout(read_s, connect=connect_s)
     )
     where = redact_url(str(client.base_url).rstrip("/"))
     try:
@@ -130,7 +137,7 @@ async def _retrying(call: Any, config: LLMConfig) -> Any:
     rng = random.Random(0)  # jitter only
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            return await asyncio.wait_for(call(), config.total_timeout_s)
+            return await asyncio.wait_for(call(), min(config.total_timeout_s, READ_S + CONNECT_S))
         except openai.APIStatusError as exc:
             fault = faults.classify(exc)
             if fault.kind != "transient" or attempt == ATTEMPTS or _out_of_quota(exc):

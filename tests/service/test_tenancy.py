@@ -121,5 +121,7 @@ def test_serve_rejects_bad_token_files_in_one_line(
     assert err.startswith("textenvs serve: error:") and "under 16" in err and "\n" not in err
     assert cli_main(["serve", "--token-file", str(tmp_path / "missing")]) == 2
     assert "cannot read token file" in capsys.readouterr().err
-    assert cli_main(["serve", "--steps-per-second", "-1"]) == 2
-    assert "--steps-per-second must be 0 or more" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # argparse: usage, then the one error line
+        cli_main(["serve", "--steps-per-second", "-1"])
+    assert exited.value.code == 2
+    assert "--steps-per-second: must be at least 0" in capsys.readouterr().err

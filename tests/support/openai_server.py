@@ -38,15 +38,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 
 @dataclass(frozen=True)
 class RecordedRequest:
     method: str
-    path: str
+    path: str  # with its query string, as received
     headers: dict[str, str]  # lower-cased names
     body: dict[str, Any]
     received_at: float
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The query parameters, decoded."""
+        return dict(parse_qsl(urlsplit(self.path).query, keep_blank_values=True))
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -306,7 +312,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
+        if urlsplit(self.path).path.rstrip("/").endswith("/models"):
             data = {"object": "list", "data": [{"id": self.owner.model, "object": "model"}]}
             self._send(200, data)
         else:
@@ -315,7 +321,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not urlsplit(self.path).path.rstrip("/").endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}", "code": None}})
             return
         try:

@@ -36,7 +36,7 @@ from textenvs.cli.common import (
     scrubber_for,
 )
 from textenvs.cli.tables import stdout_console
-from textenvs.core.redact import redact_argv, redact_url
+from textenvs.core.redact import redact_argv, redact_url, scrub_logs
 from textenvs.evals import failures, runner, store
 from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.failures import FailFast, top_error_classes
@@ -244,6 +244,7 @@ def _eval(args: argparse.Namespace) -> int:
     probe = agent_from_args(args)  # fails early on bad agent options
     asyncio.run(probe.aclose())
     scrub = scrubber_for(args, probe)
+    scrub_logs(scrub)  # retry warnings and other log lines too
     config = runner.build_config(
         plan,
         probe,

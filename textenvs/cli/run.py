@@ -23,7 +23,7 @@ from textenvs.cli.common import (
     seed_from_args,
 )
 from textenvs.core import registry
-from textenvs.core.redact import redact_url
+from textenvs.core.redact import redact_url, scrub_logs
 from textenvs.evals.episode import AGENT_ERROR, EpisodeResult
 from textenvs.evals.trials import play_group
 
@@ -86,6 +86,7 @@ def _play(args: argparse.Namespace) -> int:
     options = checked_env_options(args, env, seed)
     agent = agent_from_args(args)
     scrub = scrubber_for(args, agent)
+    scrub_logs(scrub)  # retry warnings and other log lines too
     preflight(args, agent, scrub)
     seeds = list(range(seed, seed + args.trials))
     trials = f", trials 1-{args.trials} (seeds {seeds[0]}-{seeds[-1]})" * (args.trials > 1)

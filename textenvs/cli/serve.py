@@ -8,7 +8,16 @@ import os
 import resource
 import sys
 
+from textenvs.cli.numbers import (
+    bounded,
+    non_negative_float,
+    port,
+    positive_float,
+    positive_int,
+)
 from textenvs.cli.web import add_record_arguments, recorder_from_args
+from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
+from textenvs.service.reading import DEFAULT_TIMEOUT_S
 
 
 def _default_max_connections() -> int:
@@ -31,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="interface to bind")
-    p.add_argument("--port", type=int, default=8000, help="TCP port (0 picks a free one)")
+    p.add_argument("--port", type=port, default=8000, help="TCP port (0 picks a free one)")
     auth = p.add_argument_group("clients and tokens")
     auth.add_argument(
         "--token-env",
@@ -56,60 +65,85 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(repeatable; '*' allows any); stops DNS-rebinding pages reaching the server",
     )
     limits = p.add_argument_group("sessions and limits")
-    limits.add_argument("--max-sessions", type=int, default=1000, help="live sessions in all")
+    limits.add_argument(
+        "--max-sessions", type=positive_int, default=1000, help="live sessions in all"
+    )
     limits.add_argument(
         "--client-max-sessions",
-        type=int,
+        type=bounded(int, 0),
         default=0,
         help="live sessions per client (0: --max-sessions shared evenly between the clients)",
     )
     limits.add_argument(
         "--creates-per-minute",
-        type=float,
+        type=non_negative_float,
         default=1200,
         help="session creations per client per minute, as a burst that refills (0: no limit)",
     )
     limits.add_argument(
+        "--resets-per-minute",
+        type=non_negative_float,
+        default=6000,
+        help="session resets per client per minute (HTTP, OpenEnv and WebSocket; the "
+        "stateless OpenEnv reset too), as a burst that refills (0: no limit)",
+    )
+    limits.add_argument(
         "--steps-per-second",
-        type=float,
+        type=non_negative_float,
         default=5000,
         help="steps per client per second (0: no limit); over a limit is a 429 + Retry-After",
     )
     limits.add_argument(
         "--idle-timeout",
-        type=float,
+        type=non_negative_float,
         default=600.0,
         help="seconds without a step or reset before a session is dropped (0 disables)",
     )
     limits.add_argument(
         "--max-lifetime",
-        type=float,
+        type=non_negative_float,
         default=7200.0,
         help="seconds after creation when a session is dropped however busy (0 disables)",
     )
     conn = p.add_argument_group("connections")
     conn.add_argument(
-        "--max-body-bytes", type=int, default=256 * 1024, help="larger request bodies get 413"
+        "--max-body-bytes",
+        type=positive_int,
+        default=256 * 1024,
+        help="larger request bodies get 413",
+    )
+    conn.add_argument(
+        "--max-header-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_HEADER_BYTES,
+        help="larger request lines and headers get 431 and the connection closes",
     )
     conn.add_argument(
         "--request-timeout",
-        type=float,
+        type=positive_float,
         default=10.0,
         help="seconds to receive a request's headers and body; slower clients are cut off",
     )
     conn.add_argument(
         "--keep-alive-timeout",
-        type=int,
+        type=positive_int,
         default=5,
         help="seconds an idle keep-alive connection stays open",
     )
     conn.add_argument(
         "--max-connections",
-        type=int,
+        type=positive_int,
         default=_default_max_connections(),
         help="open connections at most (WebSockets included; default: below the "
         "file-descriptor limit); over it, the connection waiting longest for its request "
         "is closed",
+    )
+    conn.add_argument(
+        "--command-timeout",
+        type=positive_float,
+        default=DEFAULT_TIMEOUT_S,
+        help="seconds a command may take to read (off the event loop); slower is a 422 "
+        "command_too_slow that changes nothing",
     )
     add_record_arguments(p)
     server = p.add_argument_group("server")
@@ -155,19 +189,6 @@ def _serve(args: argparse.Namespace) -> int:
         if "default" in tokens or token in tokens.values():
             return _fail("--token-env repeats a client name or token of --token-file")
         tokens["default"] = token
-    problems = [
-        "--max-sessions must be at least 1" if args.max_sessions < 1 else "",
-        "--max-connections must be at least 1" if args.max_connections < 1 else "",
-        "--request-timeout must be positive" if not args.request_timeout > 0 else "",
-    ]
-    negative = [
-        name
-        for name in ("client_max_sessions", "creates_per_minute", "steps_per_second")
-        if not getattr(args, name) >= 0  # also catches nan
-    ]
-    problems += [f"--{name.replace('_', '-')} must be 0 or more" for name in negative]
-    if any(problems):
-        return _fail(next(p for p in problems if p))
     try:
         recorder = recorder_from_args(args)
     except ValueError as exc:
@@ -187,11 +208,15 @@ def _serve(args: argparse.Namespace) -> int:
         limits=ClientLimits(
             max_sessions=args.client_max_sessions,
             creates_per_minute=args.creates_per_minute,
+            resets_per_minute=args.resets_per_minute,
             steps_per_second=args.steps_per_second,
         ),
         allowed_hosts=args.allowed_host,
         max_body_bytes=args.max_body_bytes,
         recorder=recorder,
+        command_timeout=args.command_timeout,
+        max_connections=args.max_connections,
+        freeze_gc=True,  # a process of its own: long-lived sessions skip GC (memory.py)
     )
     uvicorn.run(
         app,
@@ -206,6 +231,7 @@ def _serve(args: argparse.Namespace) -> int:
             max_connections=args.max_connections,
             keep_alive_timeout=args.keep_alive_timeout,
             max_body_bytes=args.max_body_bytes,
+            max_header_bytes=args.max_header_bytes,
         ),
     )
     return 0

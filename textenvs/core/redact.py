@@ -9,11 +9,22 @@ masks them wherever they turn up, e.g. in an error message a server echoed back.
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import (
+    parse_qsl,
+    quote,
+    quote_plus,
+    unquote,
+    unquote_plus,
+    urlencode,
+    urlsplit,
+    urlunsplit,
+)
 
 REDACTED = "***"
 # Name parts that mark a credential; `max_tokens` is not one ("tokens" is not "token").
@@ -101,15 +112,24 @@ def _redact_arg(value: str) -> str:
 
 
 def secrets_in_url(url: str | None) -> list[str]:
-    """The user info and key-like query values of `url` (what `redact_url` masks)."""
+    """The user info and key-like query values of `url` (what `redact_url` masks), with the
+    Basic authorization an HTTP client would make of the user info, and the raw query text
+    of each value (`%2B` as written, besides the decoded `+`)."""
     if not url:
         return []
     try:
         parts = urlsplit(url)
     except ValueError:
         return [url]
-    found = [parts.username or "", parts.password or ""]
+    userinfo = parts.netloc.rpartition("@")[0]
+    found = [parts.username or "", parts.password or "", userinfo]
+    for info in {userinfo, unquote(userinfo)} - {""}:
+        found.append(base64.b64encode(info.encode("utf-8")).decode("ascii"))
     found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if is_secret_name(k)]
+    for pair in parts.query.split("&"):
+        name, _, raw = pair.partition("=")
+        if is_secret_name(unquote_plus(name)):
+            found.append(raw)
     return [s for s in found if s]
 
 
@@ -120,11 +140,21 @@ def secrets_in_data(data: Any) -> list[str]:
     return found
 
 
+def forms_of(secret: str) -> set[str]:
+    """Every way `secret` may be written: as is, URL-encoded (path and form styles),
+    URL-decoded, and escaped inside JSON text."""
+    forms = {secret, quote(secret, safe=""), quote_plus(secret), unquote(secret)}
+    forms |= {unquote_plus(secret), json.dumps(secret)[1:-1]}
+    return forms
+
+
 class Scrubber:
-    """Masks a run's known secret strings in text and in JSON-like data."""
+    """Masks a run's known secret strings, in every form (`forms_of`), in text and in
+    JSON-like data."""
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
-        unique = {s for s in secrets if s and len(s) >= MIN_SCRUB_LENGTH}
+        every = {form for s in secrets if s for form in forms_of(s)}
+        unique = {s for s in every if len(s) >= MIN_SCRUB_LENGTH}
         # longest first: a secret that contains another is masked whole
         self.secrets = sorted(unique, key=len, reverse=True)
 
@@ -144,3 +174,32 @@ class Scrubber:
         if isinstance(value, list | tuple):
             return [self(item) for item in value]
         return value
+
+
+class _LogScrubbing:
+    """The log record factory that masks secrets (one, however often it is installed)."""
+
+    def __init__(self) -> None:
+        self.scrub = Scrubber()
+        self.make_record = logging.getLogRecordFactory()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.make_record(*args, **kwargs)
+        scrub = self.scrub
+        if scrub.secrets:
+            record.msg, record.args = scrub.text(record.getMessage()), ()
+            if record.exc_info:
+                text = logging.Formatter().formatException(record.exc_info)
+                record.exc_text = scrub.text(text)
+        return record
+
+
+def scrub_logs(scrub: Scrubber) -> None:
+    """From now on every log record of the process has its message (and traceback)
+    masked by `scrub` as it is made, whatever handler prints it: retry warnings repeat
+    server answers, which may echo a header or a URL. A later call replaces `scrub`."""
+    factory = logging.getLogRecordFactory()
+    if not isinstance(factory, _LogScrubbing):
+        factory = _LogScrubbing()
+        logging.setLogRecordFactory(factory)
+    factory.scrub = scrub

@@ -1,8 +1,9 @@
 """The FastAPI app: every textenvs scenario as sessions over HTTP (`/v1`), plus
 OpenEnv-compatible endpoints (`/openenv/{env}`, see `textenvs.service.openenv`).
 
-Env steps take microseconds, so they run inline in the event loop (no thread hop); each
-session's lock keeps concurrent requests on one session in order. Sessions belong to the
+Commands are read in worker threads or processes with a time limit (`reading`), never on
+the event loop; the rules then step on the loop (microseconds). Each session's lock keeps
+concurrent requests on one session in order. Sessions belong to the
 client (credential) that created them. Every error is JSON `{"error": {"code", "message",
 "details"}}`; user text is never echoed raw and exception text never leaves the server.
 """
@@ -25,11 +26,12 @@ from starlette.routing import Match
 from textenvs import __version__
 from textenvs.core import registry
 from textenvs.service.guards import LOOPBACK_NAMES, Guard, error_response
+from textenvs.service.memory import SessionFreezer
 from textenvs.service.models import (
+    ERRORS,
     MAX_SEED,
     SESSION_ID_PATTERN,
     CreateSession,
-    ErrorResponse,
     Health,
     ResetSession,
     ScenarioInfo,
@@ -40,17 +42,16 @@ from textenvs.service.models import (
     StepResult,
 )
 from textenvs.service.operations import Operations, safe, validation_details
+from textenvs.service.reading import DEFAULT_TIMEOUT_S, CommandReader
 from textenvs.service.sessions import ServiceError, Session, SessionStore
+from textenvs.service.sockets import SocketCount, socket_limits
 from textenvs.service.tenancy import Client, ClientLimits, Credentials
 from textenvs.service.web.record import HumanRecorder
 
 log = logging.getLogger("textenvs.service")
 
+TARPIT_S = 1.0  # before a 429 (the client would have to wait for Retry-After anyway)
 DEFAULT_MAX_BODY_BYTES = 256 * 1024  # a maximal command, JSON-escaped, fits with room
-# Statuses every route may answer with, documented in the OpenAPI schema.
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorResponse} for code in (400, 401, 404, 409, 413, 422, 429, 503)
-}
 SessionId = Annotated[
     str, Path(pattern=SESSION_ID_PATTERN, description="the id returned when the session was made")
 ]
@@ -72,6 +73,9 @@ def create_app(
     allowed_hosts: Iterable[str] | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     recorder: HumanRecorder | None = None,
+    command_timeout: float = DEFAULT_TIMEOUT_S,
+    max_connections: int = 1024,
+    freeze_gc: bool = False,
 ) -> FastAPI:
     """The service app.
 
@@ -80,6 +84,10 @@ def create_app(
     Without tokens the server answers only for `allowed_hosts` (loopback names by default;
     `"*"` allows any). `limits` apply to each client; `max_sessions` to the whole server.
     The play page is at `/play/`; with a `recorder`, its finished episodes become eval runs.
+    A command not read within `command_timeout` seconds is a 422 that changes nothing.
+    WebSockets take at most three quarters of `max_connections`, each client its share.
+    `freeze_gc` keeps long-lived objects out of garbage collections (process-wide, for a
+    server process of its own: see `memory.py`).
     """
     tokens = dict(tokens or {})
     if token:
@@ -94,11 +102,14 @@ def create_app(
         max_lifetime=max_lifetime,
         max_per_owner=per_client if per_client < max_sessions else 0,  # 0: the server's cap
     )
-    ops = Operations(store, limits)
+    ops = Operations(store, limits, CommandReader(command_timeout))
+    ops.freezer = SessionFreezer() if freeze_gc else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         reaper = asyncio.create_task(store.reap_forever())
+        if ops.freezer is not None:
+            ops.freezer.start()
         try:
             yield
         finally:
@@ -106,6 +117,9 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await reaper
             store.clear()
+            ops.reader.close()
+            if ops.freezer is not None:
+                ops.freezer.stop()
             if recorder is not None:
                 await recorder.settle()
                 recorder.close()
@@ -180,7 +194,8 @@ def create_app(
     app.include_router(v1)
     from textenvs.service.openenv import openenv_router
 
-    app.include_router(openenv_router(ops, credentials))
+    sockets = SocketCount(*socket_limits(max_connections, len(tokens)))
+    app.include_router(openenv_router(ops, credentials, sockets))
     from textenvs.service.web import play_router
 
     app.include_router(play_router(ops, recorder))
@@ -191,6 +206,10 @@ def create_app(
 def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        if exc.status == 429:
+            # Answer a client over its limits slowly: a flood of rejected requests then
+            # costs the server one answer per connection per TARPIT_S, not all its time.
+            await asyncio.sleep(TARPIT_S)
         return error_response(exc.status, exc.code, exc.message, exc.details, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)

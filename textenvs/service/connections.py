@@ -10,7 +10,10 @@ HTTP protocol class (httptools or h11) so that:
 - at most `max_connections` connections (WebSockets included) are open: a new connection
   over the cap evicts the connection that has waited longest for its request (a silent or
   dripping one) and, when every connection is busy with a request, is itself closed.
-  So a flood of silent connections cannot lock out `/v1/health` or anyone else.
+  So a flood of silent connections cannot lock out `/v1/health` or anyone else (the app
+  keeps a quarter of the cap free of WebSockets, see `sockets.py`);
+- a request line and headers over `max_header_bytes` get `431` and the connection closes
+  (httptools would otherwise buffer a header of any size).
 
 `uvicorn_settings(...)` gives uvicorn's settings with it; `textenvs serve` uses them.
 """
@@ -18,11 +21,14 @@ HTTP protocol class (httptools or h11) so that:
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
 import uvicorn.protocols.http.h11_impl as h11_impl
 import uvicorn.protocols.http.httptools_impl as httptools_impl
+
+from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
 
 
 def base_protocol(http: str) -> type[asyncio.Protocol]:
@@ -37,14 +43,35 @@ def base_protocol(http: str) -> type[asyncio.Protocol]:
     return httptools_impl.HttpToolsProtocol
 
 
+TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
+
+
 def guarded_protocol(
-    base: type[asyncio.Protocol], read_timeout: float, max_connections: int
+    base: type[asyncio.Protocol],
+    read_timeout: float,
+    max_connections: int,
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
 ) -> type[asyncio.Protocol]:
-    """`base` with a request read timeout and a connection cap (see the module docstring)."""
+    """`base` with a request read timeout, a connection cap and a header size limit (see
+    the module docstring)."""
+    body = json.dumps(
+        {
+            "error": {
+                "code": "headers_too_large",
+                "message": f"request lines and headers are limited to {max_header_bytes} bytes",
+                "details": [],
+            }
+        }
+    ).encode()
+    too_large = TOO_LARGE % (len(body), body)
 
     class GuardedProtocol(base):  # type: ignore[valid-type, misc]
         waiting_since: float | None = None  # when it started waiting for a request
         _read_timer: asyncio.TimerHandle | None = None
+        _header_bytes = 0  # of the request being read, before its headers are complete
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -54,8 +81,17 @@ def guarded_protocol(
                 (victim or self).transport.close()
 
         def data_received(self, data: bytes) -> None:
+            cycle = self.cycle
+            if cycle is None or cycle.response_complete:  # still reading a request head
+                self._header_bytes += len(data)
+                if self._header_bytes > max_header_bytes:
+                    self.transport.write(too_large)
+                    self.transport.close()
+                    return
             super().data_received(data)
             cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                self._header_bytes = 0  # the head is read: what follows is the body
             reading = cycle is None or cycle.response_complete or cycle.more_body
             if not reading and self.waiting_since is not None:
                 self._stop_waiting()
@@ -102,10 +138,15 @@ def uvicorn_settings(
     max_connections: int = 1024,
     keep_alive_timeout: int = 5,
     max_body_bytes: int = 256 * 1024,
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
 ) -> dict[str, Any]:
     """uvicorn settings for the guarded protocol (also used by tests and benchmarks)."""
+    protocol = guarded_protocol(
+        base_protocol(http), request_timeout, max_connections, max_header_bytes
+    )
     return {
-        "http": guarded_protocol(base_protocol(http), request_timeout, max_connections),
+        "http": protocol,
+        "h11_max_incomplete_event_size": max_header_bytes,
         "timeout_keep_alive": keep_alive_timeout,
         "ws_max_size": max_body_bytes,  # one WebSocket message, like one request body
         "backlog": max(2048, max_connections),

@@ -1,7 +1,9 @@
 """Pure ASGI middleware in front of every route: Host allow-list, body size, crash guard.
 
-- A server without tokens serves only the host names it was told (loopback by default), so a
-  web page cannot reach it through DNS rebinding (a browser sends the attacker's name).
+- Every request needs exactly one well-formed `Host` (a name or address and an optional
+  port, nothing else); a server without tokens serves only the host names it was told
+  (loopback by default), so a web page cannot reach it through DNS rebinding (a browser
+  sends the attacker's name).
 - Bodies over `max_bytes` get a 413 before any parsing, chunked uploads included.
 - An exception that escapes a route becomes a JSON 500 and the connection stays usable
   (Starlette's outermost handler re-raises, and the server then drops the connection).
@@ -10,6 +12,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable
 from typing import Any
 
@@ -30,12 +33,26 @@ def error_response(
     return JSONResponse(body, status_code=status, **kw)
 
 
-def host_name(host_header: bytes) -> str:
-    """`example.org:8000` -> `example.org`; `[::1]:8000` -> `::1` (lower case)."""
+# RFC 3986 host and optional port: a registered name or IPv4 address, or an IPv6 literal
+# in brackets. Nothing may follow (`[::1].evil.example`, `localhost:80@evil.example`).
+_HOST = re.compile(r"(?:\[([0-9a-f:.]+)\]|([a-z0-9._~-]+))(?::[0-9]{1,5})?")
+
+
+def host_name(host_header: bytes) -> str | None:
+    """`example.org:8000` -> `example.org`; `[::1]:8000` -> `::1` (lower case); None for
+    anything that is not exactly a host and optional port."""
     host = host_header.decode("latin-1").strip().lower()
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rpartition(":")[0] if host.count(":") == 1 else host
+    match = _HOST.fullmatch(host)
+    if match is None:
+        return None
+    return match.group(1) or match.group(2)
+
+
+def the_host(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The one well-formed Host name of a request; None when it is missing, repeated or
+    malformed (RFC 9112 answers all three with 400)."""
+    hosts = [value for name, value in headers if name == b"host"]
+    return host_name(hosts[0]) if len(hosts) == 1 else None
 
 
 class Guard:
@@ -52,24 +69,23 @@ class Guard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        if self.allowed_hosts is not None and not self._host_allowed(scope):
+        host = the_host(scope["headers"])
+        allowed = self.allowed_hosts is None or "*" in self.allowed_hosts
+        if host is None or not (allowed or host in self.allowed_hosts):  # type: ignore[operator]
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})  # the server sends 403
                 return
-            message = "this server does not serve that Host name (see --allowed-host)"
+            message = (
+                "this server does not serve that Host name (see --allowed-host)"
+                if host
+                else "a request needs exactly one Host header of a host name and port"
+            )
             await error_response(400, "bad_host", message)(scope, receive, send)
             return
         if scope["type"] == "websocket":
             await self.app(scope, receive, send)
             return
         await self._http(scope, receive, send)
-
-    def _host_allowed(self, scope: Scope) -> bool:
-        assert self.allowed_hosts is not None
-        for name, value in scope["headers"]:
-            if name == b"host":
-                return "*" in self.allowed_hosts or host_name(value) in self.allowed_hosts
-        return True  # HTTP/1.0 without Host: no browser sends that, so no rebinding
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         for name, value in scope["headers"]:

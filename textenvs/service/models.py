@@ -22,6 +22,7 @@ from textenvs.core.parsing import MAX_COMMAND_CHARS
 
 MAX_SEED = 2**63 - 1
 MAX_JSON_DEPTH = 32
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024  # request line and headers together
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 
@@ -175,3 +176,10 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
+
+
+# Statuses any route may answer with (the guard answers 400, 413 and 431 before routing),
+# documented in the OpenAPI schema.
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse} for code in (400, 401, 404, 409, 413, 422, 429, 503)
+}

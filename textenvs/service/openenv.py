@@ -33,10 +33,11 @@ from fastapi import APIRouter, Depends, Path, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, Field, ValidationError
 
 from textenvs.core import registry
-from textenvs.service.models import JsonObject, Request, Seed, StepRequest
+from textenvs.service.models import ERRORS, JsonObject, Request, Seed, StepRequest
 from textenvs.service.operations import Operations, reset_env, safe
 from textenvs.service.sessions import ServiceError, Session
-from textenvs.service.tenancy import Credentials, current_client
+from textenvs.service.sockets import MAX_MESSAGE_DEPTH, SocketCount, depth_at_most
+from textenvs.service.tenancy import Client, Credentials, current_client
 
 EnvPath = Path(max_length=100, description="scenario name, e.g. 'treasure-hunt'")
 
@@ -78,8 +79,8 @@ def _error(code: str, message: str) -> dict[str, Any]:
     return {"type": "error", "data": {"code": code, "message": message}}
 
 
-def openenv_router(ops: Operations, credentials: Credentials) -> APIRouter:
-    router = APIRouter(prefix="/openenv/{env}", tags=["openenv"])
+def openenv_router(ops: Operations, credentials: Credentials, sockets: SocketCount) -> APIRouter:
+    router = APIRouter(prefix="/openenv/{env}", tags=["openenv"], responses=ERRORS)
     authenticated = [Depends(current_client)]
 
     @router.get("/health")
@@ -108,10 +109,13 @@ def openenv_router(ops: Operations, credentials: Credentials) -> APIRouter:
             "state": OpenEnvState.model_json_schema(),
         }
 
-    @router.post("/reset", response_model=OpenEnvResult, dependencies=authenticated)
-    async def reset(body: OpenEnvReset | None = None, env: str = EnvPath) -> dict[str, Any]:
+    @router.post("/reset", response_model=OpenEnvResult)
+    async def reset(
+        client: Client, body: OpenEnvReset | None = None, env: str = EnvPath
+    ) -> dict[str, Any]:
         """Stateless: the first observation of `seed`. Play through the WebSocket."""
         name = ops.info(env).name
+        ops.resets.check(client)
         body = body or OpenEnvReset()
         scenario_env = registry.make(name)
         try:
@@ -141,18 +145,18 @@ def openenv_router(ops: Operations, credentials: Credentials) -> APIRouter:
             return
         await websocket.accept()
         try:
-            session = ops.create(client, name, None, None)
-        except ServiceError as exc:
+            with sockets.hold(client):
+                session = ops.create(client, name, None, None)
+                try:
+                    await SocketSession(ops, client, session, websocket).run()
+                finally:
+                    with contextlib.suppress(ServiceError):
+                        ops.store.remove(session.id, client)
+        except ServiceError as exc:  # over a limit: say which, then close
             await websocket.send_json(_error(exc.code, exc.message))
-            await websocket.close(code=1013)
-            return
-        try:
-            await SocketSession(ops, client, session, websocket).run()
+            await websocket.close(code=1013, reason=exc.code)
         except WebSocketDisconnect:
             pass
-        finally:
-            with contextlib.suppress(ServiceError):
-                ops.store.remove(session.id, client)
 
     return router
 
@@ -167,17 +171,28 @@ class SocketSession:
     async def run(self) -> None:
         while True:
             try:
-                raw = await asyncio.wait_for(self.socket.receive_text(), self._time_left())
+                frame = await asyncio.wait_for(self.socket.receive(), self._time_left())
             except TimeoutError:
                 await self._expire()
                 return
+            if frame["type"] == "websocket.disconnect":
+                raise WebSocketDisconnect(frame.get("code", 1000))
+            if frame.get("text") is None:  # a binary frame
+                await self.socket.close(code=1003, reason="only JSON text frames are accepted")
+                return
             try:
-                message = json.loads(raw)
+                message = json.loads(frame["text"])
                 if not isinstance(message, dict):
                     raise ValueError("not an object")
+            except RecursionError:
+                message = None
             except ValueError:
                 await self.socket.send_json(_error("INVALID_JSON", "the message is not JSON"))
                 continue
+            if message is None or not depth_at_most(message, MAX_MESSAGE_DEPTH):
+                reason = f"messages are nested at most {MAX_MESSAGE_DEPTH} deep"
+                await self.socket.close(code=1009, reason=reason)
+                return
             if message.get("type") == "close":
                 await self.socket.close()
                 return

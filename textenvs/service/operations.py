@@ -11,7 +11,9 @@ from pydantic import ValidationError
 
 from textenvs.core import registry
 from textenvs.core.parsing import excerpt
+from textenvs.service.memory import SessionFreezer
 from textenvs.service.models import ScenarioInfo
+from textenvs.service.reading import CommandReader, step_parsed
 from textenvs.service.sessions import ServiceError, Session, SessionStore
 from textenvs.service.tenancy import ClientLimits, limiters
 
@@ -55,9 +57,13 @@ def scenario_info(scenario: registry.Scenario) -> ScenarioInfo:
 
 
 class Operations:
-    def __init__(self, store: SessionStore, limits: ClientLimits) -> None:
+    def __init__(
+        self, store: SessionStore, limits: ClientLimits, reader: CommandReader | None = None
+    ) -> None:
         self.store = store
-        self.creates, self.steps = limiters(limits)
+        self.creates, self.resets, self.steps = limiters(limits)
+        self.reader = reader or CommandReader()
+        self.freezer: SessionFreezer | None = None  # see memory.py
         self._catalogue: dict[str, ScenarioInfo] = {}
 
     def info(self, name: str) -> ScenarioInfo:
@@ -69,18 +75,34 @@ class Operations:
             self._catalogue[scenario.name] = scenario_info(scenario)
         return self._catalogue[scenario.name]
 
-    def create(
-        self, client: str, env: str, seed: int | None, options: dict[str, Any] | None
-    ) -> Session:
-        name = self.info(env).name
+    def admit(self, client: str) -> None:
+        """A 429 or 503 unless `client` may create a session now (takes a creation)."""
         self.store.reserve(client)
         self.creates.check(client)
+
+    def create(
+        self,
+        client: str,
+        env: str,
+        seed: int | None,
+        options: dict[str, Any] | None,
+        *,
+        admitted: bool = False,
+    ) -> Session:
+        """A new session; `admitted`: `admit` already took this creation."""
+        name = self.info(env).name
+        if admitted:
+            self.store.reserve(client)
+        else:
+            self.admit(client)
         scenario_env = registry.make(name)
         seed, observation, info = reset_env(scenario_env, name, seed, options)
         session = Session(
             self.store.new_id(), name, scenario_env, seed, observation, info, owner=client
         )
         self.store.add(session)
+        if self.freezer is not None:
+            self.freezer.created()
         return session
 
     async def step(
@@ -94,7 +116,9 @@ class Operations:
             if env.done:
                 raise ServiceError(409, "episode_over", "the episode has ended: reset first")
             text = command if action is None else command_for(env, action)
-            observation, reward, terminated, truncated, info = env.step(text)
+            outcome = await self.reader.read(client, env, text)
+            self.store.get(session_id, client)
+            observation, reward, terminated, truncated, info = step_parsed(env, text, outcome)
             session.observation, session.info = observation, info
             session.touch()
         return {
@@ -109,6 +133,7 @@ class Operations:
         self, client: str, session_id: str, seed: int | None, options: dict[str, Any] | None
     ) -> Session:
         session = self.store.get(session_id, client)
+        self.resets.check(client)
         async with session.lock:
             self.store.get(session_id, client)
             seed, observation, info = reset_env(session.env, session.env_name, seed, options)

@@ -122,6 +122,7 @@ class ClientLimits:
 
     max_sessions: int = 0
     creates_per_minute: float = 1200.0
+    resets_per_minute: float = 6000.0
     steps_per_second: float = 5000.0
 
 
@@ -173,10 +174,12 @@ class RateLimiter:
             )
 
 
-def limiters(limits: ClientLimits) -> tuple[RateLimiter, RateLimiter]:
-    """(creates, steps): creates refill over a minute, steps over a second."""
+def limiters(limits: ClientLimits) -> tuple[RateLimiter, RateLimiter, RateLimiter]:
+    """(creates, resets, steps): creates and resets refill over a minute, steps over a
+    second."""
     creates = RateLimiter(
         limits.creates_per_minute / 60.0, limits.creates_per_minute, "session creations"
     )
+    resets = RateLimiter(limits.resets_per_minute / 60.0, limits.resets_per_minute, "resets")
     steps = RateLimiter(limits.steps_per_second, limits.steps_per_second, "steps")
-    return creates, steps
+    return creates, resets, steps

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
-from textenvs.service.models import EnvName, Request, Seed, SessionCreated
+from textenvs.service.models import ERRORS, EnvName, Request, Seed, SessionCreated
 from textenvs.service.operations import Operations
 from textenvs.service.sessions import ServiceError, Session
 from textenvs.service.tenancy import Client
@@ -90,7 +90,7 @@ def _created(session: Session, recording: Recording | None) -> PlaySession:
 
 
 def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
-    router = APIRouter(tags=["play"])
+    router = APIRouter(tags=["play"], responses=ERRORS)
 
     @router.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:
@@ -131,10 +131,15 @@ def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
                 raise ServiceError(404, "unknown_set", "this server has no baseline sets")
             return _created(ops.create(client, env, body.seed, None), None)
         player = recorder.player(client, body.player, body.set)
+        ops.admit(client)  # the client's limits, before anything touches the disk
         await recorder.open_run(player)
-        seed = body.seed if player.baseline is None else await recorder.next_seed(player, env)
-        session = ops.create(client, env, seed, None)  # no await since next_seed: no race
-        recorder.attach(session, player)
+        try:
+            seed = body.seed if player.baseline is None else await recorder.next_seed(player, env)
+            session = ops.create(client, env, seed, None, admitted=True)  # no await: no race
+        except BaseException:
+            recorder.release_run(player)
+            raise
+        recorder.attach(session, player)  # the session now holds the run
         baseline = player.baseline.name if player.baseline else None
         return _created(session, Recording(run=player.run, player=player.name, set=baseline))
 

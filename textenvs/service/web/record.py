@@ -2,7 +2,12 @@
 
 Each player's episodes go to a run folder in exactly the `textenvs eval` format (agent
 `human`): `DIR/<set>-<player>` for a baseline set, `DIR/free-<player>` for seeds the
-player chose. `textenvs report` then reads a human run like any model's and pairs it with
+player chose, under `DIR/<client>/` on a server with tokens: a client (credential) reads
+and writes only its own players' runs. A folder is made only for a session the client's
+limits admitted, and its lock (a file descriptor) is held while the run has a live
+session or a pending write, so no flood of requests can fill the disk with folders or use
+up file descriptors.
+`textenvs report` then reads a human run like any model's and pairs it with
 model runs on the (env, seed, episode) keys both played.
 
 A session's env is wrapped in `RecordedEnv`, which remembers each command and how long the
@@ -20,16 +25,18 @@ the first is recorded.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from textenvs.agents.base import Agent, Decision
 from textenvs.core import registry
+from textenvs.core.parsing import ParseError
 from textenvs.evals import store
 from textenvs.evals.episode import EpisodeResult, run_episode
 from textenvs.evals.metrics import Key
@@ -41,7 +48,9 @@ from textenvs.evals.runner import (
     parse_seeds,
     write_summary,
 )
+from textenvs.service.reading import Outcome, read
 from textenvs.service.sessions import ServiceError, Session
+from textenvs.service.tenancy import ANONYMOUS
 
 log = logging.getLogger("textenvs.service")
 
@@ -87,7 +96,16 @@ class Player:
 
     @property
     def run(self) -> str:
-        return f"{self.baseline.name if self.baseline else FREE}-{self.name}"
+        """The run folder, relative to the recording root."""
+        run = f"{self.baseline.name if self.baseline else FREE}-{self.name}"
+        return run if self.client == ANONYMOUS else f"{client_folder(self.client)}/{run}"
+
+
+def client_folder(client: str) -> str:
+    """A client's folder name: its name when that is a safe folder name, else a digest."""
+    if re.fullmatch(NAME_PATTERN, client) and client not in (FREE, ANONYMOUS):
+        return client
+    return "client-" + hashlib.sha256(client.encode("utf-8")).hexdigest()[:16]
 
 
 class ReplayAgent(Agent):
@@ -113,8 +131,23 @@ class Episode:
     env_name: str
     seed: int
     moves: list[tuple[str, float]] = field(default_factory=list)
+    readings: list[Outcome] = field(default_factory=list)  # what the parser read, per move
     started: float = field(default_factory=time.monotonic)
     last_shown: float = field(default_factory=time.monotonic)
+
+
+def replayed(readings: list[Outcome]) -> Callable[[str], Any]:
+    """A parser that gives back what was read, in order: the replay parses nothing on the
+    event loop (the service read each command off it, within its time limit)."""
+    outcomes = iter(readings)
+
+    def parse(_: str) -> Any:
+        ok, value = next(outcomes)
+        if ok:
+            return value
+        raise ParseError(*value)
+
+    return parse
 
 
 class RecordedEnv:
@@ -124,13 +157,16 @@ class RecordedEnv:
         self.env = env
         self._recorder = recorder
         self._episode: Episode | None = episode
+        self._player: Player | None = episode.player  # holds the run until `close`
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.env, name)
 
     def step(self, command: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        stepped = self.env.step(command)
         episode = self._episode
+        if episode is not None:  # the service has read it already: this costs nothing
+            episode.readings.append(read(self.env.unwrapped.parse, command))
+        stepped = self.env.step(command)
         if episode is not None:
             now = time.monotonic()
             episode.moves.append((command, now - episode.last_shown))
@@ -144,6 +180,13 @@ class RecordedEnv:
         self._episode = None  # an episode the player restarts by hand is not a baseline one
         return self.env.reset(*args, **kwargs)
 
+    def close(self) -> None:
+        """The session ended: its hold on the run folder ends too."""
+        if self._player is not None:
+            self._recorder.release_run(self._player)
+            self._player = None
+        self.env.close()
+
 
 class HumanRecorder:
     """Writes finished human episodes under `root`, one run folder per player and set."""
@@ -152,7 +195,8 @@ class HumanRecorder:
         self.root = Path(root)
         self.sets = {s.name: s for s in sets}
         self._lock = asyncio.Lock()  # one writer at a time (all run folders)
-        self._locks: dict[str, store.RunLock] = {}  # the run folders this server writes
+        self._opened: set[str] = set()  # the run folders checked (and made) so far
+        self._held: dict[str, tuple[store.RunLock, int]] = {}  # run -> (lock, live users)
         self._handed_out: set[tuple[str, str, int]] = set()  # (run, env, seed)
         self._pending: set[asyncio.Task[None]] = set()
 
@@ -187,10 +231,12 @@ class HumanRecorder:
         )
 
     async def open_run(self, player: Player) -> None:
-        """Create (or check and resume) the player's run folder, and hold its lock until
-        `close`, as an eval does while it runs."""
+        """Create (or check and resume) the player's run folder and hold its lock, as an
+        eval does while it runs, until every `open_run` has had its `release_run`."""
         async with self._lock:
-            if player.run in self._locks:
+            if player.run in self._held:
+                lock, users = self._held[player.run]
+                self._held[player.run] = (lock, users + 1)
                 return
             try:
                 lock = await asyncio.to_thread(self._open, player)
@@ -200,17 +246,28 @@ class HumanRecorder:
                     409,
                     "run_mismatch",
                     f"the run folder '{player.run}' cannot take this player's episodes: it "
-                    "holds another configuration (other scenario versions, or another "
-                    "client's player of this name) or another process is writing it; "
-                    "choose another player name",
+                    "holds another configuration (other scenario versions) or another "
+                    "process is writing it; choose another player name",
                 ) from None
-            self._locks[player.run] = lock
+            self._opened.add(player.run)
+            self._held[player.run] = (lock, 1)
+
+    def release_run(self, player: Player) -> None:
+        """One user of the run is done (its session ended, or its write is written)."""
+        lock, users = self._held.pop(player.run, (None, 0))
+        if lock is None:
+            return
+        if users > 1:
+            self._held[player.run] = (lock, users - 1)
+        else:
+            lock.release()
 
     def _open(self, player: Player) -> store.RunLock:
         lock = store.RunLock(self.run_dir(player))
         lock.acquire()
         try:
-            store.prepare(self.run_dir(player), self.config(player), resume=True)
+            if player.run not in self._opened:
+                store.prepare(self.run_dir(player), self.config(player), resume=True)
         except BaseException:
             lock.release()
             raise
@@ -218,9 +275,9 @@ class HumanRecorder:
 
     def close(self) -> None:
         """Release every run folder (the server is stopping)."""
-        for lock in self._locks.values():
+        for lock, _ in self._held.values():
             lock.release()
-        self._locks.clear()
+        self._held.clear()
 
     async def recorded(self, player: Player) -> dict[str, list[int]]:
         """The seeds recorded so far in the player's run, by scenario (after pending writes)."""
@@ -251,6 +308,9 @@ class HumanRecorder:
         session.env = RecordedEnv(session.env, self, episode)  # type: ignore[assignment]
 
     def finish(self, episode: Episode, final_observation: str) -> None:
+        player = episode.player
+        lock, users = self._held[player.run]  # the session still holds it
+        self._held[player.run] = (lock, users + 1)  # and now the pending write too
         task = asyncio.get_running_loop().create_task(self._record(episode, final_observation))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -266,6 +326,7 @@ class HumanRecorder:
         try:
             agent = ReplayAgent(player, episode.moves)
             env = registry.make(episode.env_name)
+            env.parse = replayed(episode.readings)  # type: ignore[method-assign]
             result = await run_episode(env, agent, episode.seed)
             if result.final_observation != final_observation:
                 log.error("replay of %s seed %d differs", episode.env_name, episode.seed)
@@ -275,6 +336,8 @@ class HumanRecorder:
                 await asyncio.to_thread(self._write, player, result)
         except Exception:  # a failed write must not take the service down
             log.exception("could not record a human episode of %s", episode.env_name)
+        finally:
+            self.release_run(player)
 
     def _write(self, player: Player, result: EpisodeResult) -> None:
         run_dir = self.run_dir(player)

@@ -1,0 +1,136 @@
+"""Tenant isolation: one client floods, how much slower does another client get?
+
+Starts `textenvs serve` with two clients (a token file). The victim steps its session at a
+fixed rate over one keep-alive connection (open loop: latency counts from each request's
+scheduled time); meanwhile the flooder, over several connections of its own, sends as fast
+as the server answers one of:
+
+- `long-commands`: steps of 1,000 U+FDFA (NFKC makes each 18 characters; the question
+  pattern of today's parsers was quadratic in that), read in a worker process;
+- `letter-runs`: steps of 20,000 `n`;
+- `resets`: resets, past its rate limit (429s);
+- `creates`: session creations, past its rate and session limits.
+
+Prints the victim's p50/p99 per flood and the ratio to the quiet run (targets: p99 within
+50 ms under adversarial commands; at most 2x the quiet p99 under a reset flood).
+
+    python -m benchmarks.service_isolation                  # 10 s per flood, 100 steps/s
+    python -m benchmarks.service_isolation --duration 2 --floods resets   # smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._common import table
+from benchmarks.service_load import _exchange, serving
+
+TOKENS = {"victim": "victim-token-0123456789", "flooder": "flooder-token-0123456789"}
+FLOODS = ("long-commands", "letter-runs", "resets", "creates")
+ENV = "treasure-hunt"
+
+
+def _request(path: str, body: bytes, token: str) -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+async def _session(port: int, token: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, str]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    body = json.dumps({"env": ENV, "seed": 1}).encode()
+    status, data = await _exchange(reader, writer, _request("/v1/sessions", body, token))
+    if status != 201:
+        raise RuntimeError(f"create failed: {status} {data[:200]!r}")
+    return reader, writer, json.loads(data)["session_id"]
+
+
+async def _victim(port: int, rate: float, duration: float) -> list[float]:
+    reader, writer, sid = await _session(port, TOKENS["victim"])
+    step = _request(f"/v1/sessions/{sid}/step", b'{"command":"wait"}', TOKENS["victim"])
+    reset = _request(f"/v1/sessions/{sid}/reset", b"{}", TOKENS["victim"])
+    latencies: list[float] = []
+    start = time.perf_counter() + 0.5
+    for i in range(int(rate * duration)):
+        scheduled = start + i / rate
+        await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
+        status, _ = await _exchange(reader, writer, step)
+        if status == 409:  # the episode ended: a new one (not timed)
+            status, _ = await _exchange(reader, writer, reset)
+        elif status != 200:
+            raise RuntimeError(f"the victim's step failed: {status}")
+        latencies.append(time.perf_counter() - scheduled)
+    writer.close()
+    return latencies
+
+
+async def _flooder(port: int, flood: str, stop: asyncio.Event) -> int:
+    token = TOKENS["flooder"]
+    reader, writer, sid = await _session(port, token)
+    if flood == "long-commands":
+        request = _request(f"/v1/sessions/{sid}/step",
+                           json.dumps({"command": "\ufdfa" * 1000}).encode(), token)  # fmt: skip
+    elif flood == "letter-runs":
+        request = _request(f"/v1/sessions/{sid}/step",
+                           json.dumps({"command": "n" * 20_000}).encode(), token)  # fmt: skip
+    elif flood == "resets":
+        request = _request(f"/v1/sessions/{sid}/reset", b"{}", token)
+    else:
+        request = _request("/v1/sessions", json.dumps({"env": ENV}).encode(), token)
+    sent = 0
+    while not stop.is_set():
+        status, _ = await _exchange(reader, writer, request)
+        sent += 1
+        if status == 409:  # its episode ended
+            await _exchange(reader, writer, _request(f"/v1/sessions/{sid}/reset", b"{}", token))
+    writer.close()
+    return sent
+
+
+async def _run(port: int, flood: str, args: argparse.Namespace) -> dict[str, float]:
+    stop = asyncio.Event()
+    floods = (
+        [] if flood == "none" else [_flooder(port, flood, stop) for _ in range(args.connections)]
+    )
+    flooding = asyncio.gather(*floods)
+    latencies = sorted(await _victim(port, args.rate, args.duration))
+    stop.set()
+    sent = sum(await flooding)
+    pick = lambda q: 1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
+    return {"p50_ms": pick(0.5), "p99_ms": pick(0.99), "flood_requests": sent}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--floods", default=",".join(FLOODS), help="comma list of " + ", ".join(FLOODS))
+    p.add_argument("--rate", type=float, default=100.0, help="victim steps/s (100)")
+    p.add_argument("--duration", type=float, default=10.0, help="seconds per flood (10)")
+    p.add_argument("--connections", type=int, default=4, help="flooder connections (4)")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = Path(tmp) / "tokens"
+        tokens.write_text("".join(f"{name} {token}\n" for name, token in TOKENS.items()))
+        options = ["--token-file", str(tokens), "--creates-per-minute", "60"]
+        options += ["--resets-per-minute", "60", "--max-sessions", "100"]
+        with serving(*options) as (url, _):
+            port = int(url.rsplit(":", 1)[1])
+            rows = {"none": asyncio.run(_run(port, "none", args))}
+            for flood in args.floods.split(","):
+                rows[flood] = asyncio.run(_run(port, flood, args))
+    quiet = rows["none"]["p99_ms"]
+    cells = [[flood, f"{r['p50_ms']:.1f}", f"{r['p99_ms']:.1f}", f"{r['p99_ms'] / quiet:.1f}x",
+              f"{r['flood_requests']:.0f}"] for flood, r in rows.items()]  # fmt: skip
+    print(
+        table(["flood", "victim p50 ms", "victim p99 ms", "p99 / quiet", "flood requests"], cells)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
