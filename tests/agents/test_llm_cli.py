@@ -102,4 +102,6 @@ def test_local_model_plays_over_loopback(monkeypatch: pytest.MonkeyPatch) -> Non
     env.max_steps = 3
     result = asyncio.run(run_episode(env, agent, 0))
     assert result.outcome != "agent_error", result.error
-    assert result.steps == 3 and result.usage["completion_tokens"] > 0
+    # json mode (the embedded model's default): every reply reads as a command
+    assert 1 <= result.steps <= 3 and result.usage["completion_tokens"] > 0
+    assert result.invalid_actions == 0 and result.reasks == 0
