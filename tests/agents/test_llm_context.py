@@ -69,7 +69,7 @@ def test_an_explicit_window_is_not_replaced() -> None:
                     "n_prompt_tokens": 5000,
                     "n_ctx": 4096,
                 }
-            },  # fmt: skip
+            },
             (4096, 5000),
         ),
         ("prompt is too long", None, (None, None)),
@@ -114,8 +114,8 @@ def test_preflight_says_in_one_line_when_the_rules_cannot_fit(
         first_prompt_fits(config, "megacity", None)
     with OpenAIServer(model_meta={"max_model_len": 2048}) as server:
         argv = ["eval", "--env", "megacity", "--agent", "llm", "--model", "test-model",
-                "--max-tokens", "128",
-                "--base-url", server.base_url, "--seeds", "0", "--out", str(tmp_path / "r")]  # fmt: skip
+                "--max-tokens", "128", "--base-url", server.base_url, "--seeds", "0",
+                "--out", str(tmp_path / "r")]  # fmt: skip
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert server.requests == []  # no episode started
