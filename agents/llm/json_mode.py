@@ -87,12 +87,12 @@ def example(action_schema: type[BaseModel]) -> str:
 
 
 def reply_tokens(schema: dict[str, Any]) -> int:
-    """A reply limit sized to the schema: the longest object it allows, at one token per
-    two characters, plus the `reasoning` field's limit (constrained decoding ends at the
-    closing brace, so this is only a cap for a model that fills every field)."""
+    """A reply limit sized to the schema: the longest object it allows (the `reasoning`
+    field at its limit) at one token per two characters, and some slack for spacing
+    (constrained decoding ends at the closing brace: this caps only a model that fills
+    every field)."""
     text = json.dumps(_longest(schema, schema.get("$defs", {})))
-    thought = schema.get("properties", {}).get(REASONING, {}).get("maxLength", 0)
-    return 16 + math.ceil(len(text) / 2) + math.ceil(thought / 2)
+    return 16 + math.ceil(len(text) / 2)
 
 
 def _longest(spec: dict[str, Any], defs: dict[str, Any]) -> Any:

@@ -135,6 +135,10 @@ class LocalServer:
             str(self.threads),
             "--n_threads_batch",
             str(self.threads),
+            # logits of the last position only: with every position's (the server's
+            # default) each request copies prompt x vocabulary floats, seconds a turn
+            "--logits_all",
+            "false",
         ]
         self._process = subprocess.Popen(
             command,

@@ -22,6 +22,7 @@ _FIELDS = {
     "history_policy": "history_policy",
     "prompt_budget": "prompt_budget",
     "reasks": "reasks",
+    "json_reasoning": "json_reasoning_chars",
     "reasoning_effort": "reasoning_effort",
     "extra_body": "extra_body",
     "context_window": "context_window",
@@ -75,6 +76,9 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--response-format", choices=["auto", "json_schema", "json_object"],
                    help="json mode: the response_format form the server takes (auto: "
                    "learned at preflight or from the first refusal)")  # fmt: skip
+    g.add_argument("--json-reasoning", type=int, metavar="CHARS",
+                   help="json mode: most characters of the reasoning written before the "
+                   "action (0: none; 240, 80 for --model local)")  # fmt: skip
     g.add_argument("--context-window", type=int, metavar="TOKENS",
                    help="the server's context length, when preflight cannot learn it; the "
                    "prompt budget is kept under it with room for the reply")  # fmt: skip
