@@ -97,7 +97,7 @@ def test_local_model_plays_over_loopback(monkeypatch: pytest.MonkeyPatch) -> Non
     except local.LocalModelError as exc:
         pytest.skip(str(exc))
     monkeypatch.delenv("OPENAI_API_KEY")
-    agent = LLMAgent(model="local", max_tokens=48, temperature=0.0, seed=0)
+    agent = LLMAgent(model="local", max_tokens=48, temperature=0.0, seed=0, local_threads=1)
     env = textenvs.make("treasure-hunt")
     env.max_steps = 3
     result = asyncio.run(run_episode(env, agent, 0))
