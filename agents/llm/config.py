@@ -163,7 +163,7 @@ class LLMConfig(BaseModel):
     @property
     def resolved_prompt_budget(self) -> int:
         """The prompt budget as set, else the default, under the context window when one
-        is known (with room for a reply of `reply_budget` tokens)."""
+        is known (with room for a reply of `reply_room` tokens)."""
         from textenvs.agents.llm.context import budget_under
 
         budget = self.prompt_budget

@@ -81,9 +81,9 @@ def preflight(
     try:
         confirmed, learned = check_learning(config)
         config = LLMConfig.model_validate({**config.model_dump(), **learned})
+        options = env_options_from_args(args) if getattr(args, "env_options", None) else None
         for name in envs or []:
-            first_prompt_fits(config, name, getattr(args, "env_options", None) and
-                              env_options_from_args(args))  # fmt: skip
+            first_prompt_fits(config, name, options)
     except PreflightError as exc:
         raise fail(args, scrub.text(f"preflight: {exc}")) from None
     if config.base_urls:  # which of the endpoints answered
