@@ -21,6 +21,7 @@ other's prompt cache every turn. So each agent leases a server of its own from `
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import ctypes
 import ctypes.util
@@ -240,6 +241,10 @@ class ServerPool:
         self.planned = 1  # servers expected at once: the CPU threads are shared among them
         self._idle: list[LocalServer] = []
         self._lock = threading.Lock()
+        # Servers are started from one thread that lives as long as the process: Linux
+        # sends PR_SET_PDEATHSIG when the *thread* that started a child ends, so a server
+        # started from a short-lived worker (asyncio.to_thread) would die with it.
+        self._launcher = concurrent.futures.ThreadPoolExecutor(1, "textenvs-llama")
 
     def plan(self, servers: int) -> None:
         """Expect `servers` servers at once (`textenvs eval`: one per episode in flight)."""
@@ -261,7 +266,7 @@ class ServerPool:
                     return server
         server = LocalServer(gguf_path(), n_ctx=n_ctx, threads=self.threads_each(threads))
         atexit.register(server.stop)
-        server.start()
+        self._launcher.submit(server.start).result()
         return server
 
     def release(self, server: LocalServer) -> None:
