@@ -117,7 +117,9 @@ def read(content: str, context: Any) -> tuple[str | None, str | None, str]:
     """(command, problem, reasoning) of a JSON reply: the command when the object holds an
     action the schema and the scenario's parser accept, else why not."""
     try:
-        data = json.loads(content)
+        # strict=False: a raw line break inside a string (llama-cpp-python's grammar lets
+        # one into `reasoning`) is still the same object; the values meet the schema below
+        data = json.loads(content, strict=False)
     except json.JSONDecodeError as exc:
         return None, f"Your reply is not one JSON object: {exc}", ""
     if not isinstance(data, dict):

@@ -69,6 +69,13 @@ def test_a_value_the_schema_cannot_hold_is_a_rejection(
     assert "Valid commands" in server.requests[1].messages[-1]["content"]
 
 
+def test_a_line_break_inside_the_reasoning_is_read(server: OpenAIServer) -> None:
+    """llama-cpp-python's grammar lets a raw line break into a string."""
+    server.script(text('{ "reasoning": "the field\nrose","action": "west"}'))
+    result = play(agent_for(server, action_mode="json", reasks=0), env=short_hunt(1))
+    assert result.turns[0].command == "west" and result.invalid_actions == 0
+
+
 def test_json_mode_switches_form_for_llama_cpp_python(server: OpenAIServer) -> None:
     """A 500 naming response_format: the same request goes again as json_object, and
     later agents of the process use that form from the start."""
