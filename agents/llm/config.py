@@ -27,6 +27,12 @@ NODE_IP_ENV = "TEXTENVS_NODE_IP"
 DEFAULT_PROMPT_BUDGET = 24_000
 #: the embedded model's budget; its server's context is sized from it (local.py)
 LOCAL_PROMPT_BUDGET = 12_000
+#: the embedded model's reply limit when none is given (llama.cpp's server otherwise lets
+#: a chat reply run to the end of the context)
+LOCAL_MAX_TOKENS = 96
+#: json mode: the `reasoning` field's limit (characters) when none is given
+DEFAULT_REASONING_CHARS = 240
+LOCAL_REASONING_CHARS = 80
 
 
 class LLMConfig(BaseModel):
@@ -55,7 +61,16 @@ class LLMConfig(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
     # ----- conversation ----------------------------------------------------------------
-    action_mode: Literal["text", "tools"] = "text"
+    #: "text": free-text commands read by the scenario's parser; "tools": function
+    #: calling; "json": a JSON object constrained by the server to the action schema
+    #: (json_mode.py). None: "text", but "json" for the embedded model
+    action_mode: Literal["text", "tools", "json"] | None = None
+    #: json mode: the `response_format` form ("auto": json_schema, or what preflight or
+    #: the first refusal naming response_format showed the server takes)
+    response_format: Literal["auto", "json_schema", "json_object"] = "auto"
+    #: json mode: most characters of the `reasoning` field before the action (0: none;
+    #: None: 240, 80 for the embedded model)
+    json_reasoning_chars: int | None = Field(default=None, ge=0)
     #: tool_choice sent in tools mode ("auto" is the most widely supported)
     tool_choice: Literal["auto", "required"] = "auto"
     #: "append": each request extends the previous one until the prompt budget, then one
@@ -64,6 +79,9 @@ class LLMConfig(BaseModel):
     #: most tokens a prompt may have (None: DEFAULT_PROMPT_BUDGET, LOCAL_PROMPT_BUDGET for
     #: the embedded model)
     prompt_budget: int | None = Field(default=None, gt=0)
+    #: the server's context in tokens (None: learned at preflight where the server says
+    #: it); the prompt budget is kept under it with room for the reply (context.py)
+    context_window: int | None = Field(default=None, gt=0)
     #: share of the budget the newest turns may fill after a cut (append policy)
     history_keep: float = Field(default=0.5, ge=0, lt=1)
     #: past turns kept by the window policy (0: only the current observation); giving it
@@ -71,6 +89,8 @@ class LLMConfig(BaseModel):
     history: int = Field(default=8, ge=0)
     #: re-asks per turn after an unparseable reply, before stepping anyway
     reasks: int = Field(default=1, ge=0)
+    #: the embedded model: CPU threads in all (None: every core), shared by its servers
+    local_threads: int | None = Field(default=None, gt=0)
 
     # ----- faults ------------------------------------------------------------------
     #: HTTP attempts per request, the first included (transient faults only are retried)
@@ -135,10 +155,39 @@ class LLMConfig(BaseModel):
         return self.model == LOCAL_MODEL and self.resolved_base_url() is None
 
     @property
+    def mode(self) -> Literal["text", "tools", "json"]:
+        """The action mode in use."""
+        if self.action_mode is not None:
+            return self.action_mode
+        return "json" if self.is_local else "text"
+
+    @property
+    def reasoning_chars(self) -> int:
+        """json mode: the `reasoning` field's limit in characters."""
+        if self.json_reasoning_chars is not None:
+            return self.json_reasoning_chars
+        return LOCAL_REASONING_CHARS if self.is_local else DEFAULT_REASONING_CHARS
+
+    @property
     def resolved_prompt_budget(self) -> int:
-        if self.prompt_budget is not None:
-            return self.prompt_budget
-        return LOCAL_PROMPT_BUDGET if self.is_local else DEFAULT_PROMPT_BUDGET
+        """The prompt budget as set, else the default, under the context window when one
+        is known (with room for a reply of `reply_room` tokens)."""
+        from textenvs.agents.llm.context import budget_under
+
+        budget = self.prompt_budget
+        if budget is None:
+            budget = LOCAL_PROMPT_BUDGET if self.is_local else DEFAULT_PROMPT_BUDGET
+        if self.context_window is not None:
+            budget = min(budget, budget_under(self.context_window, self.reply_room))
+        return budget
+
+    @property
+    def reply_room(self) -> int:
+        """Tokens kept free for the reply when sizing the budget under a context window:
+        the reply limit when one is set or implied, else a default."""
+        from textenvs.agents.llm.context import DEFAULT_REPLY_ROOM
+
+        return self.max_tokens or (LOCAL_MAX_TOKENS if self.is_local else DEFAULT_REPLY_ROOM)
 
     def resolved_base_url(self) -> str | None:
         """The endpoint to call (the first of `base_urls`), `{node_ip}` filled in."""
@@ -167,6 +216,7 @@ class LLMConfig(BaseModel):
         """JSON-able settings for results files: no key, no credentials in URLs or in
         key-like `extra_body` fields."""
         data = self.model_dump(mode="json")
+        data["action_mode"] = self.mode  # named, so runs in different modes never mix
         data["base_url"] = strip_credentials(self.configured_base_url())
         data["base_urls"] = [strip_credentials(url) for url in self.base_urls]
         if not self.base_urls:  # runs recorded before the field existed still resume

@@ -21,7 +21,8 @@ import openai
 
 TRANSIENT_STATUS = frozenset({408, 429})
 _CONTEXT_WORDS = re.compile(
-    r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long"
+    r"context[_ ](?:length|size)|context window|maximum context|too many tokens|prompt is too long"
+    r"|exceeds? (?:the )?(?:available )?context|longer than the (?:model'?s? )?context"
     r"|exceeds? the (?:model'?s? )?(?:maximum )?context|input is too long|reduce the length",
     re.IGNORECASE,
 )
@@ -36,6 +37,8 @@ class Fault:
     message: str
     status: int | None = None
     retry_after_s: float | None = None
+    #: the error's JSON body (context overflows: the numbers it may name)
+    body: Any = None
 
 
 class AgentFault(Exception):
@@ -46,6 +49,14 @@ class AgentFault(Exception):
         super().__init__(message)
         self.outcome = outcome
         self.message = message
+
+
+class ContextOverflow(AgentFault):
+    """A request's prompt exceeded the server's context (the agent may cut and retry)."""
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__("context_overflow", fault.message)
+        self.fault = fault
 
 
 def classify(exc: BaseException) -> Fault:
@@ -62,7 +73,7 @@ def classify(exc: BaseException) -> Fault:
         status = exc.status_code
         message = f"HTTP {status}: {_error_text(exc)}"
         if status == 400 and is_context_overflow(exc):
-            return Fault("context_overflow", message, status)
+            return Fault("context_overflow", message, status, body=exc.body)
         if status in TRANSIENT_STATUS or status >= 500:
             return Fault("transient", message, status, retry_after(exc.response.headers))
         return Fault("fatal", message, status)
@@ -73,7 +84,10 @@ def is_context_overflow(exc: openai.APIStatusError) -> bool:
     body = exc.body if isinstance(exc.body, dict) else {}
     error = body.get("error", body)
     code = error.get("code") if isinstance(error, dict) else None
-    return code == "context_length_exceeded" or bool(_CONTEXT_WORDS.search(_error_text(exc)))
+    kind = error.get("type") if isinstance(error, dict) else None
+    if code == "context_length_exceeded" or kind == "exceed_context_size_error":
+        return True
+    return bool(_CONTEXT_WORDS.search(_error_text(exc)))
 
 
 def _error_text(exc: openai.APIStatusError) -> str:

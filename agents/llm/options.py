@@ -24,8 +24,12 @@ _FIELDS = {
     "history_policy": "history_policy",
     "prompt_budget": "prompt_budget",
     "reasks": "reasks",
+    "json_reasoning": "json_reasoning_chars",
     "reasoning_effort": "reasoning_effort",
     "extra_body": "extra_body",
+    "context_window": "context_window",
+    "local_threads": "local_threads",
+    "response_format": "response_format",
 }
 
 
@@ -68,8 +72,20 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-tokens", type=int, metavar="N", help="reply token limit")
     g.add_argument("--llm-seed", "--seed-llm", dest="llm_seed", type=int, metavar="N",
                    help="sampling seed sent to the server")  # fmt: skip
-    g.add_argument("--action-mode", choices=["text", "tools"],
-                   help="free-text commands (default) or function calling")  # fmt: skip
+    g.add_argument("--action-mode", choices=["text", "tools", "json"],
+                   help="text: free-text commands (the default; measures format-following "
+                   "too); tools: function calling; json: the server constrains each reply "
+                   "to the action schema (response_format), measuring decisions only "
+                   "(the default for --model local)")  # fmt: skip
+    g.add_argument("--response-format", choices=["auto", "json_schema", "json_object"],
+                   help="json mode: the response_format form the server takes (auto: "
+                   "learned at preflight or from the first refusal)")  # fmt: skip
+    g.add_argument("--json-reasoning", type=int, metavar="CHARS",
+                   help="json mode: most characters of the reasoning written before the "
+                   "action (0: none; 240, 80 for --model local)")  # fmt: skip
+    g.add_argument("--context-window", type=int, metavar="TOKENS",
+                   help="the server's context length, when preflight cannot learn it; the "
+                   "prompt budget is kept under it with room for the reply")  # fmt: skip
     g.add_argument("--history-policy", choices=["append", "window"],
                    help="append (default): each prompt extends the previous one until "
                    "--prompt-budget, then one large cut, so servers can reuse their cache; "
@@ -83,6 +99,9 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--reasoning-effort", metavar="LEVEL", help="e.g. low, medium, high")
     g.add_argument("--extra-body", type=_json_object, metavar="JSON",
                    help="extra request fields as a JSON object")  # fmt: skip
+    g.add_argument("--local-threads", type=int, metavar="N",
+                   help="--model local: CPU threads in all, shared by its servers (every "
+                   "core)")  # fmt: skip
     g.add_argument("--agent-config", metavar="FILE",
                    help="TOML file of LLM settings (flags override it)")  # fmt: skip
 

@@ -7,6 +7,11 @@ a subset) it sends one chat completion capped at one token. A failure raises
 `PreflightError` with one line that says what failed and which flag or variable fixes it.
 Only rate limits and server errors are retried (briefly); a refused connection, a
 rejected key or an unknown model fail at once.
+
+`check_learning(config)` also returns what the run should know of the server: its
+context length where the server says it (`context.py`: vLLM's `max_model_len`,
+llama.cpp's `/props`), and in json mode the `response_format` form it takes (one
+1-token request with a small schema, then the other form if the first is refused).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 
 import openai
 
-from textenvs.agents.llm import faults
+from textenvs.agents.llm import context, faults, json_mode
 from textenvs.agents.llm.base_url import client_options
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.core.redact import redact_url
@@ -33,22 +38,37 @@ class PreflightError(Exception):
     """The endpoint, key or model cannot be used (a one-line message)."""
 
 
+PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
 def check(config: LLMConfig) -> str:
     """Blocking `preflight`: what was confirmed, or `PreflightError`."""
     return asyncio.run(preflight(config))
 
 
+def check_learning(config: LLMConfig) -> tuple[str, dict[str, Any]]:
+    """Blocking: what was confirmed, and the settings the server showed that the config
+    leaves open (`context_window`, `response_format`), or `PreflightError`."""
+    return asyncio.run(_preflight(config))
+
+
 async def preflight(config: LLMConfig) -> str:
     """What was confirmed (one line), or `PreflightError`. With several endpoints
     (`base_urls`) each is checked and one that answers is enough: the pool fails over."""
+    return (await _preflight(config))[0]
+
+
+async def _preflight(config: LLMConfig) -> tuple[str, dict[str, Any]]:
     if config.base_urls:
-        return await _preflight_pool(config)
+        return await _preflight_pool(config), {}
     base_url = config.resolved_base_url()
     if config.is_local:
         from textenvs.agents.llm import local
 
         try:
-            base_url = await asyncio.to_thread(local.ensure_server)
+            n_ctx = local.context_size(config.resolved_prompt_budget, config.reply_room)
+            threads = config.local_threads
+            base_url = await asyncio.to_thread(local.ensure_server, n_ctx, threads)
         except local.LocalModelError as exc:
             raise PreflightError(f"the embedded model cannot start: {exc}") from None
     try:
@@ -67,13 +87,64 @@ async def preflight(config: LLMConfig) -> str:
     )
     where = redact_url(str(client.base_url).rstrip("/"))
     try:
-        listed = await _listed_models(client, config, where)
+        entries = await _listed_models(client, config, where)
+        listed = [str(getattr(m, "id", "")) for m in entries]
         if config.model in listed:
-            return f"{where} lists model {config.model!r}"
-        await _one_token(client, config, where, listed)
-        return f"{where} answered model {config.model!r}"
+            line = f"{where} lists model {config.model!r}"
+        else:
+            await _one_token(client, config, where, listed)
+            line = f"{where} answered model {config.model!r}"
+        return line, await _learn(client, config, entries, where)
     finally:
         await client.close()
+
+
+async def _learn(
+    client: openai.AsyncOpenAI, config: LLMConfig, models: list[Any], where: str
+) -> dict[str, Any]:
+    """The settings the server shows that `config` leaves open."""
+    learned: dict[str, Any] = {}
+    if config.context_window is None and not config.is_local:  # local: sized by the agent
+        window = context.window_from_models(models, config.model)
+        for url in [] if window else context.props_urls(str(client.base_url)):
+            try:
+                props = await client.get(url, cast_to=object)
+            except (openai.APIError, ValueError, TypeError):
+                continue
+            window = context.window_from_props(props)
+            if window:
+                break
+        if window:
+            learned["context_window"] = window
+    if config.mode == "json" and config.response_format == "auto" and not config.is_local:
+        learned["response_format"] = await _json_form(client, config, where)
+    return learned
+
+
+async def _json_form(client: openai.AsyncOpenAI, config: LLMConfig, where: str) -> str:
+    """The `response_format` form the endpoint takes (json_schema first)."""
+    failures = []
+    for form in json_mode.FORMS:
+        body: dict[str, Any] = {"model": config.model, "messages": PING, **config.extra_body}
+        body[config.max_tokens_field] = 1
+        body["response_format"] = json_mode.response_format(PROBE_SCHEMA, form)
+        try:
+            # once: a refusal of the form is not a passing fault
+            await asyncio.wait_for(
+                client.post("/chat/completions", body=body, cast_to=object),
+                config.total_timeout_s,
+            )
+            json_mode.forms.set(str(client.base_url).rstrip("/"), form)
+            return form
+        except openai.APIStatusError as exc:
+            text = faults.classify(exc).message
+            if not json_mode.names_response_format(text):
+                raise PreflightError(f"{where} refused a json-mode request ({text})") from None
+            failures.append(text)
+    raise PreflightError(
+        f"{where} takes no response_format with a schema ({failures[-1]}): use --action-mode "
+        "text or tools"
+    )
 
 
 async def _preflight_pool(config: LLMConfig) -> str:
@@ -90,11 +161,12 @@ async def _preflight_pool(config: LLMConfig) -> str:
     return line + (f"; not answering: {'; '.join(failed)}" if failed else "")
 
 
-async def _listed_models(client: openai.AsyncOpenAI, config: LLMConfig, where: str) -> list[str]:
-    """The endpoint's model ids; [] when it has no usable list (the completion decides)."""
+async def _listed_models(client: openai.AsyncOpenAI, config: LLMConfig, where: str) -> list[Any]:
+    """The endpoint's models (ids and any metadata); [] when it has no usable list (the
+    completion decides)."""
     try:
         page = await _retrying(lambda: client.models.list(), config)
-        return [str(m.id) for m in page.data]
+        return list(page.data)
     except openai.APIStatusError as exc:
         if exc.status_code in (401, 403):
             raise PreflightError(_key_message(exc, config, where)) from None
@@ -169,3 +241,28 @@ def _connection_message(exc: Exception, config: LLMConfig, where: str) -> str:
     cause = f" ({type(exc.__cause__).__name__})" if exc.__cause__ is not None else ""
     source = "--base-url" if config.base_url else "--base-url or $OPENAI_BASE_URL"
     return f"the endpoint {where} {what}{cause}: check {source}"
+
+
+def first_prompt_fits(config: LLMConfig, env_name: str, options: dict[str, Any] | None) -> None:
+    """`PreflightError` (one line) when the rules and the first observation of `env_name`
+    alone exceed the prompt budget: no history cut could then make a request fit."""
+    import textenvs
+    from textenvs.agents.llm.agent import LLMAgent
+    from textenvs.agents.llm.history import prompt_chars
+    from textenvs.evals.episode import context_for
+
+    env = textenvs.make(env_name)
+    observation, _ = env.reset(seed=0, options=options)
+    agent = LLMAgent(config)
+    agent.reset(context_for(env, 0, options))
+    chars = prompt_chars(agent.first_prompt(observation))
+    budget = config.resolved_prompt_budget
+    if context.fits(chars, budget):
+        return
+    window = f" under a context of {config.context_window:,}" if config.context_window else ""
+    need = round(chars * context.FIT_TOKENS_PER_CHAR)
+    raise PreflightError(
+        f"the rules and one observation of {env_name} need about {need:,} tokens, more than "
+        f"the prompt budget of {budget:,}{window}: serve the model with a larger context "
+        "(or set --context-window / --prompt-budget)"
+    )

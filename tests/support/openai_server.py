@@ -24,6 +24,18 @@ also be a callable `(RecordedRequest) -> behaviour` for replies that depend on t
 
 Usage figures are word counts (prompt: all message text; completion: visible text and
 tool arguments; reasoning: reasoning text), so they are deterministic.
+
+Server traits, as real servers have them (constructor options):
+
+- `response_formats`: the `response_format` types it takes (None: any). A request with
+  another type is answered as llama-cpp-python answers `json_schema`: a 500 whose message
+  names `response_format`.
+- `context_window`: a request whose prompt words plus its `max_tokens` exceed it gets the
+  400 that vLLM and llama-cpp-python send ("This model's maximum context length is N
+  tokens. However, you requested M tokens (P in the messages, R in the completion)...").
+- `model_meta`: fields merged into the model's `/v1/models` entry (vLLM's
+  `{"max_model_len": 4096}`, llama.cpp's `{"meta": {...}}`); `props`: the JSON that
+  `GET /props` answers (llama.cpp's), 404 when None.
 """
 
 from __future__ import annotations
@@ -181,9 +193,22 @@ def _words(value: Any) -> int:
 class OpenAIServer:
     """Start with `with OpenAIServer() as server:` (or `start()` / `stop()`)."""
 
-    def __init__(self, *, default: Scripted | None = None, model: str = "test-model") -> None:
+    def __init__(
+        self,
+        *,
+        default: Scripted | None = None,
+        model: str = "test-model",
+        response_formats: tuple[str, ...] | None = None,
+        context_window: int | None = None,
+        model_meta: dict[str, Any] | None = None,
+        props: dict[str, Any] | None = None,
+    ) -> None:
         self.default = default
         self.model = model
+        self.response_formats = response_formats
+        self.context_window = context_window
+        self.model_meta = model_meta or {}
+        self.props = props
         self._queue: deque[Scripted] = deque()
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -250,10 +275,37 @@ class OpenAIServer:
 
     # ----- used by the handler ----------------------------------------------------------
 
+    def _refusal(self, request: RecordedRequest) -> HTTPError | None:
+        """What a server with these traits answers before generating anything."""
+        kind = (request.body.get("response_format") or {}).get("type")
+        if kind and self.response_formats is not None and kind not in self.response_formats:
+            return HTTPError(
+                500,
+                "1 validation error: {'type': 'literal_error', 'loc': ('body', "
+                f"'response_format', 'type'), 'msg': \"Input should be "
+                f"{' or '.join(map(repr, self.response_formats))}\", 'input': '{kind}'}}",
+            )
+        if self.context_window is not None:
+            prompt = sum(_words(m.get("content")) for m in request.messages)
+            reply = int(request.body.get("max_tokens") or 0)
+            if prompt + reply > self.context_window:
+                return HTTPError(
+                    400,
+                    f"This model's maximum context length is {self.context_window} tokens. "
+                    f"However, you requested {prompt + reply} tokens ({prompt} in the "
+                    f"messages, {reply} in the completion). Please reduce the length of the "
+                    "messages or completion.",
+                    "context_length_exceeded",
+                )
+        return None
+
     def _take(self, request: RecordedRequest) -> Behaviour:
         with self._lock:
             self._requests.append(request)
             self._counter += 1
+            refused = self._refusal(request)
+            if refused is not None:
+                return refused
             scripted = self._queue.popleft() if self._queue else self.default
         if scripted is None:
             return HTTPError(400, "script exhausted: no behaviour queued", "script_exhausted")
@@ -312,9 +364,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        if urlsplit(self.path).path.rstrip("/").endswith("/models"):
-            data = {"object": "list", "data": [{"id": self.owner.model, "object": "model"}]}
-            self._send(200, data)
+        path = urlsplit(self.path).path.rstrip("/")
+        if path.endswith("/models"):
+            entry = {"id": self.owner.model, "object": "model", **self.owner.model_meta}
+            self._send(200, {"object": "list", "data": [entry]})
+        elif path == "/props" and self.owner.props is not None:
+            self._send(200, self.owner.props)
         else:
             self._send(404, {"error": {"message": f"no route {self.path}", "code": None}})
 

@@ -42,16 +42,22 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def agent_factory(args: argparse.Namespace) -> Callable[[], Agent]:
-    """Builds fresh agents as the options say. Picklable (Ray actors build agents with it)
-    and settled here: an --agent-config file is read once, where the command runs."""
+def agent_factory(
+    args: argparse.Namespace, learned: dict[str, Any] | None = None
+) -> Callable[[], Agent]:
+    """Builds fresh agents as the options say (and, for an LLM agent, with the settings
+    preflight `learned`). Picklable (Ray actors build agents with it) and settled here: an
+    --agent-config file is read once, where the command runs."""
     if args.agent == "llm":
-        return functools.partial(make_agent, "llm", config=llm_config_from_args(args))
+        config = llm_config_from_args(args)
+        if learned:
+            config = LLMConfig.model_validate({**config.model_dump(), **learned})
+        return functools.partial(make_agent, "llm", config=config)
     return functools.partial(make_agent, args.agent)
 
 
-def agent_from_args(args: argparse.Namespace) -> Agent:
-    return agent_factory(args)()
+def agent_from_args(args: argparse.Namespace, learned: dict[str, Any] | None = None) -> Agent:
+    return agent_factory(args, learned)()
 
 
 def fail(args: argparse.Namespace, message: str, code: int = EXIT_USAGE) -> SystemExit:
@@ -60,20 +66,29 @@ def fail(args: argparse.Namespace, message: str, code: int = EXIT_USAGE) -> Syst
     return SystemExit(code)
 
 
-def preflight(args: argparse.Namespace, agent: Agent, scrub: Scrubber) -> None:
-    """For an LLM agent, check the endpoint, key and model once (unless --no-preflight);
-    a failure exits at once with one line."""
+def preflight(
+    args: argparse.Namespace, agent: Agent, scrub: Scrubber, envs: list[str] | None = None
+) -> dict[str, Any]:
+    """For an LLM agent, check the endpoint, key and model once (unless --no-preflight),
+    and that the rules and one observation of each of `envs` fit the prompt budget under
+    the server's context; a failure exits at once with one line. Returns the settings the
+    server showed (its context window, its json-mode form) for `agent_factory`."""
     config = getattr(agent, "cfg", None)
     if args.no_preflight or not isinstance(config, LLMConfig):
-        return
-    from textenvs.agents.llm.preflight import PreflightError, check
+        return {}
+    from textenvs.agents.llm.preflight import PreflightError, check_learning, first_prompt_fits
 
     try:
-        confirmed = check(config)
+        confirmed, learned = check_learning(config)
+        config = LLMConfig.model_validate({**config.model_dump(), **learned})
+        options = env_options_from_args(args) if getattr(args, "env_options", None) else None
+        for name in envs or []:
+            first_prompt_fits(config, name, options)
     except PreflightError as exc:
         raise fail(args, scrub.text(f"preflight: {exc}")) from None
     if config.base_urls:  # which of the endpoints answered
         print(scrub.text(f"note: preflight: {confirmed}"), file=sys.stderr, flush=True)
+    return learned
 
 
 def scrubber_for(args: argparse.Namespace, agent: Agent) -> Scrubber:

@@ -107,9 +107,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--concurrency",
         type=_positive,
-        default=8,
+        default=None,
         metavar="C",
-        help="episodes (with --trials, trial groups) in flight (8)",
+        help="episodes (with --trials, trial groups) in flight (8; with --model local, 1: "
+        "one embedded-model server per episode in flight, sharing --local-threads)",
     )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run in DIR")
@@ -211,6 +212,7 @@ def agent_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _eval(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
+    local_model = _plan_local_servers(args)
     try:
         plan = runner.EvalPlan(
             envs=runner.resolve_envs(args.env),
@@ -274,7 +276,16 @@ def _eval(args: argparse.Namespace) -> int:
         if backend is None:
             return EXIT_USAGE
     else:
-        preflight(args, probe, scrub)
+        learned = preflight(args, probe, scrub, plan.envs)
+        if learned:  # the server's context window, its json-mode form
+            factory = agent_factory(args, learned)
+            config["agent"] = factory().config()
+    if local_model:
+        from textenvs.agents.llm import local
+
+        threads = local.pool.threads_each(probe.cfg.local_threads)
+        _say(console, f"note: the embedded model: {plan.concurrency} server(s) (one per "
+             f"episode in flight), {threads} thread(s) each")  # fmt: skip
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -340,6 +351,23 @@ def _eval(args: argparse.Namespace) -> int:
             backend.stop()
     stdout_console().print(results_table(summary, str(args.out)))
     return _verdict(args, summary, console)
+
+
+def _plan_local_servers(args: argparse.Namespace) -> bool:
+    """Settle --concurrency (8; 1 for the embedded model) and, for the embedded model,
+    plan one server per episode in flight. True when the agent is the embedded model."""
+    local_model = False
+    if args.agent == "llm" and args.backend == "local":
+        from textenvs.agents.llm.options import llm_config_from_args
+
+        local_model = llm_config_from_args(args).is_local
+    if args.concurrency is None:
+        args.concurrency = 1 if local_model else 8
+    if local_model:
+        from textenvs.agents.llm import local
+
+        local.pool.plan(args.concurrency)
+    return local_model
 
 
 def _ray_backend(

@@ -87,7 +87,9 @@ def _play(args: argparse.Namespace) -> int:
     agent = agent_from_args(args)
     scrub = scrubber_for(args, agent)
     scrub_logs(scrub)  # retry warnings and other log lines too
-    preflight(args, agent, scrub)
+    learned = preflight(args, agent, scrub, [scenario.name])
+    if learned:  # the server's context window, its json-mode form
+        agent = agent_from_args(args, learned)
     seeds = list(range(seed, seed + args.trials))
     trials = f", trials 1-{args.trials} (seeds {seeds[0]}-{seeds[-1]})" * (args.trials > 1)
     print(f"{scenario.title} ({scenario.name}), seed {seed}{trials}, agent {agent.name}")

@@ -1,0 +1,168 @@
+"""Reading one reply of the `llm` agent: a command, or why there is none.
+
+Text mode reads the visible reply with the scenario's parser; tools mode reads the `act`
+call's arguments through the action schema; json mode reads the JSON object through the
+action schema (`json_mode.py`). A reply that carries nothing to read is classified as a
+fault (`faults.reply_fault`). Also here: the token figures a server reports for a reply.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from textenvs.agents.base import EpisodeContext
+from textenvs.agents.llm import faults, json_mode
+from textenvs.core.parsing import ParseError
+
+TOOL_NAME = "act"
+_MARKED = re.compile(r"^\W*(?:final\s+)?(?:action|command)\s*[:=]\s*(.+?)\s*$", re.I | re.M)
+
+Message = dict[str, Any]
+
+
+@dataclass
+class Reading:
+    """One reply, read: a command, or why there is none."""
+
+    command: str | None
+    raw: str
+    assistant: Message
+    problem: str | None = None  # parse error or reply-fault text, sent back on a re-ask
+    fault: str | None = None  # faults.reply_fault() class
+    tool_ids: list[str] = field(default_factory=list)
+    #: the reply as the trajectory records it
+    entry: dict[str, Any] = field(default_factory=dict)
+
+
+def read_reply(completion: Any, mode: str, context: EpisodeContext) -> Reading:
+    """Read one completion in the agent's action mode."""
+    choice = completion.choices[0] if getattr(completion, "choices", None) else None
+    message = choice.message if choice is not None else None
+    content = (message.content if message is not None else None) or ""
+    visible, thoughts = faults.split_think(content)
+    extra = (message.model_extra or {}) if message is not None else {}
+    for key in ("reasoning_content", "reasoning"):
+        if isinstance(extra.get(key), str) and extra[key].strip():
+            thoughts.insert(0, extra[key].strip())
+    calls = list((message.tool_calls if message is not None else None) or [])
+    calls = [c for c in calls if getattr(c, "function", None) is not None]
+    finish = choice.finish_reason if choice is not None else None
+    fault = faults.reply_fault(
+        visible=visible,
+        has_tool_call=bool(calls),
+        refusal=getattr(message, "refusal", None),
+        finish_reason=finish,
+        reasoning=bool(thoughts) or reasoning_tokens(completion) > 0,
+    )
+    assistant: Message = {"role": "assistant", "content": visible}
+    if calls:
+        assistant["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.function.name, "arguments": c.function.arguments},
+            }
+            for c in calls
+        ]
+    raw = content or (calls[0].function.arguments if calls else "")
+    reading = Reading(None, raw, assistant, fault=fault, tool_ids=[c.id for c in calls])
+    if fault is not None:
+        reading.problem = faults.REASK_FOR_FAULT[fault]
+    elif calls:
+        reading.command, reading.problem = read_tools(calls, context)
+    elif mode == "json":
+        reading.command, reading.problem, thought = json_mode.read(visible, context)
+        thoughts += [thought] if thought.strip() else []
+    else:
+        reading.command, reading.problem = read_text(visible, context)
+    reading.entry = {
+        "content": content,
+        "reasoning": "\n\n".join(thoughts) or None,
+        "tool_calls": assistant.get("tool_calls"),
+        "finish_reason": finish,
+        "fault": fault,
+        "error": reading.problem,
+    }
+    return reading
+
+
+def read_text(visible: str, context: EpisodeContext) -> tuple[str | None, str | None]:
+    try:
+        action = context.parse(visible)
+    except ParseError as exc:
+        return None, f"Your command could not be read: {exc.message}"
+    return short_command(visible, action, context.parse), None
+
+
+def read_tools(calls: list[Any], context: EpisodeContext) -> tuple[str | None, str | None]:
+    commands = []
+    for call in calls:
+        if call.function.name != TOOL_NAME:
+            return None, f"Unknown function {call.function.name!r}: call {TOOL_NAME!r}."
+        try:
+            arguments = json.loads(call.function.arguments or "{}")
+            command = context.command_for(arguments)
+            context.parse(command)
+        except (json.JSONDecodeError, TypeError) as exc:
+            return None, f"The function arguments are not a JSON object: {exc}"
+        except ValidationError as exc:
+            return None, f"The function arguments do not match the schema: {json_mode.brief(exc)}"
+        except ParseError as exc:
+            return None, f"Your command could not be read: {exc.message}"
+        commands.append(command)
+    if len(set(commands)) > 1:
+        return None, f"Call {TOOL_NAME!r} once per reply, not with {len(commands)} commands."
+    return commands[0], None
+
+
+def short_command(text: str, action: Any, parse: Any) -> str:
+    """The shortest part of a reply that reads as the same action (for transcripts): the
+    `Action:` line or the last line, else the whole reply."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    candidates = [m.group(1) for m in _MARKED.finditer(text)][::-1] + lines[-1:]
+    for candidate in candidates:
+        try:
+            if parse(candidate) == action:
+                return candidate
+        except ParseError:
+            continue
+    return text.strip()
+
+
+def visible(raw: str) -> str:
+    return faults.split_think(raw)[0]
+
+
+# ----- what the server says a reply cost ------------------------------------------------
+
+
+def add_usage(usage: dict[str, int], completion: Any) -> None:
+    data = getattr(completion, "usage", None)
+    if data is None:
+        return
+    for key in ("prompt_tokens", "completion_tokens"):
+        usage[key] = usage.get(key, 0) + int(getattr(data, key, 0) or 0)
+    usage["reasoning_tokens"] = usage.get("reasoning_tokens", 0) + reasoning_tokens(completion)
+
+
+def prompt_usage(completion: Any) -> dict[str, int]:
+    """The server's prompt count and the part it served from its cache (0 when a server
+    does not say): OpenAI's `prompt_tokens_details.cached_tokens` (vLLM, SGLang), else
+    llama.cpp's `timings.cache_n`."""
+    data = getattr(completion, "usage", None)
+    details = getattr(data, "prompt_tokens_details", None)
+    cached = int(getattr(details, "cached_tokens", 0) or 0)
+    timings = (getattr(completion, "model_extra", None) or {}).get("timings")
+    if not cached and isinstance(timings, dict):
+        cached = int(timings.get("cache_n") or 0)
+    return {"prompt_tokens": int(getattr(data, "prompt_tokens", 0) or 0), "cached_tokens": cached}
+
+
+def reasoning_tokens(completion: Any) -> int:
+    details = getattr(getattr(completion, "usage", None), "completion_tokens_details", None)
+    return int(getattr(details, "reasoning_tokens", 0) or 0)

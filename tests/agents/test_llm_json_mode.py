@@ -1,0 +1,140 @@
+"""The constrained action mode (`--action-mode json`) against the loopback server, with
+the traits of both kinds of real servers: those that take `json_schema` (OpenAI, vLLM,
+llama-server) and llama-cpp-python's, which answers it with a 500 and takes
+`json_object`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import textenvs
+from tests.agents.test_llm_agent import agent_for, play
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
+from textenvs.agents.llm import json_mode
+from textenvs.agents.llm.config import LLMConfig
+from textenvs.agents.llm.preflight import check_learning
+
+
+def short_hunt(steps: int = 3) -> Any:
+    env = textenvs.make("treasure-hunt")
+    env.max_steps = steps
+    return env
+
+
+def reply(action: dict[str, Any], thought: str = "look around") -> Reply:
+    return text(json.dumps({"reasoning": thought, **action}))
+
+
+def test_json_mode_sends_the_schema_and_reads_the_object(server: OpenAIServer) -> None:
+    server.script(reply({"action": "east"}, "east is open"), reply({"action": "reveal"}))
+    result = play(agent_for(server, action_mode="json"), seed=1, env=short_hunt(2))
+    assert [t.command for t in result.turns] == ["east", "reveal"]
+    assert result.reasks == 0 and result.invalid_actions == 0
+    body = server.requests[0].body
+    form = body["response_format"]
+    assert form["type"] == "json_schema"
+    schema = form["json_schema"]["schema"]
+    # reasoning first (required, bounded), then the action's own fields
+    assert list(schema["properties"]) == ["reasoning", "action"]
+    assert schema["required"][0] == "reasoning" and "action" in schema["required"]
+    assert schema["properties"]["reasoning"]["maxLength"] == 240
+    assert schema["properties"]["action"]["enum"][:4] == ["north", "south", "east", "west"]
+    assert body["max_tokens"] == json_mode.reply_tokens(schema)  # sized to the schema
+    assert "JSON object" in body["messages"][0]["content"]
+    assert result.turns[0].record["replies"][0]["reasoning"] == "east is open"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('{"reasoning": "", "action": "fly"}', "does not match the action schema"),
+        ('{"reasoning": "", "action": "east", "speed": 3}', "does not match the action schema"),
+        ("Action: east", "not one JSON object"),
+        ("[1, 2]", "not one JSON object"),
+    ],
+)
+def test_a_value_the_schema_cannot_hold_is_a_rejection(
+    server: OpenAIServer, content: str, problem: str
+) -> None:
+    """Never dropped or repaired: re-asked with why, then stepped as unreadable."""
+    server.script(text(content), text(content))
+    result = play(agent_for(server, action_mode="json", reasks=1), env=short_hunt(1))
+    record = result.turns[0].record
+    assert result.reasks == 1 and result.invalid_actions == 1
+    assert all(problem in error for error in record["parse_errors"])
+    assert len(record["parse_errors"]) == 2
+    assert "Valid commands" in server.requests[1].messages[-1]["content"]
+
+
+def test_a_line_break_inside_the_reasoning_is_read(server: OpenAIServer) -> None:
+    """llama-cpp-python's grammar lets a raw line break into a string."""
+    server.script(text('{ "reasoning": "the field\nrose","action": "west"}'))
+    result = play(agent_for(server, action_mode="json", reasks=0), env=short_hunt(1))
+    assert result.turns[0].command == "west" and result.invalid_actions == 0
+
+
+def test_json_mode_switches_form_for_llama_cpp_python(server: OpenAIServer) -> None:
+    """A 500 naming response_format: the same request goes again as json_object, and
+    later agents of the process use that form from the start."""
+    with OpenAIServer(response_formats=("text", "json_object")) as picky:
+        picky.script(reply({"action": "north"}), reply({"action": "south"}))
+        first = play(agent_for(picky, action_mode="json"), env=short_hunt(1))
+        second = play(agent_for(picky, action_mode="json"), env=short_hunt(1))
+        kinds = [r.body["response_format"]["type"] for r in picky.requests]
+    assert kinds == ["json_schema", "json_object", "json_object"]
+    assert first.outcome != "agent_error" and second.outcome != "agent_error"
+    assert [first.turns[0].command, second.turns[0].command] == ["north", "south"]
+    errors = first.turns[0].record["request_errors"]
+    assert len(errors) == 1 and "response_format" in errors[0]["error"]
+    assert errors[0]["wait_s"] == 0
+    assert picky.requests[1].body["response_format"]["schema"]["properties"]["action"]
+
+
+def test_a_server_that_takes_no_schema_form_is_an_agent_error() -> None:
+    with OpenAIServer(response_formats=("text",)) as plain:
+        result = play(agent_for(plain, action_mode="json"), env=short_hunt(1))
+        assert len(plain.requests) == 2  # one of each form, no backoff retries
+    assert result.outcome == "agent_error" and "response_format" in (result.error or "")
+
+
+def test_preflight_learns_the_json_form() -> None:
+    with OpenAIServer(response_formats=("json_object",), default=text("{}")) as picky:
+        config = LLMConfig(model="test-model", base_url=picky.base_url, action_mode="json")
+        line, learned = check_learning(config)
+    assert "lists model" in line and learned == {"response_format": "json_object"}
+    with OpenAIServer(default=text("{}")) as open_server:
+        config = LLMConfig(model="test-model", base_url=open_server.base_url, action_mode="json")
+        assert check_learning(config)[1] == {"response_format": "json_schema"}
+        sent = open_server.requests[0].body
+        assert sent["max_tokens"] == 1 and sent["response_format"]["type"] == "json_schema"
+
+
+def test_squad_orders_and_megacity_cells_are_read_through_the_schema(
+    server: OpenAIServer,
+) -> None:
+    def answer(request: RecordedRequest) -> Reply:
+        schema = request.body["response_format"]["json_schema"]["schema"]
+        if "cells" in schema["properties"]:
+            return reply({"action": "scan", "cells": ["zz"]})  # no such cell: a rejection
+        return reply({"a": "north", "b": "hold"})
+
+    server.default = answer
+    squad = play(agent_for(server, action_mode="json", reasks=0), env=_steps("squad-recon"))
+    mega = play(agent_for(server, action_mode="json", reasks=0), env=_steps("megacity"))
+    assert squad.invalid_actions == 0 and "a north" in squad.turns[0].command.lower()
+    assert mega.invalid_actions == 1 and mega.turns[0].record["parse_errors"]
+
+
+def _steps(name: str, steps: int = 1) -> Any:
+    env = textenvs.make(name)
+    env.max_steps = steps
+    return env
+
+
+def test_config_and_reports_name_the_mode() -> None:
+    assert LLMConfig(model="m").public()["action_mode"] == "text"
+    assert LLMConfig(model="m", action_mode="json").public()["action_mode"] == "json"
+    assert LLMConfig(model="local").public()["action_mode"] == "json"  # the embedded default
