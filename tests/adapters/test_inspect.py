@@ -19,6 +19,8 @@ import textenvs
 from tests.adapters.conftest import textenvs_eval
 from tests.support.openai_server import OpenAIServer, http_error
 from textenvs.adapters.inspect import scenario_task
+from textenvs.adapters.inspect.solver import fenced
+from textenvs.evals.metrics import summarize_by_env
 
 MODEL = "openai-api/loopback/test-model"  # Inspect's provider for OpenAI-compatible servers
 
@@ -28,7 +30,7 @@ def loopback_env(server: OpenAIServer) -> dict[str, str]:
 
 
 def test_inspect_cli_matches_textenvs_eval(model_server: OpenAIServer, tmp_path: Path) -> None:
-    seeds = "0-5"
+    seeds = "3-8"
     logs = tmp_path / "logs"
     inspect_cli = Path(sys.executable).parent / "inspect"
     run = subprocess.run(
@@ -45,8 +47,8 @@ def test_inspect_cli_matches_textenvs_eval(model_server: OpenAIServer, tmp_path:
     assert log.status == "success"
     assert (log.eval.task, log.eval.task_registry_name) == ("em-anomaly", "textenvs/em-anomaly")
 
-    # the same conversation shape as the adapter: the last 8 turns
-    expected = textenvs_eval(model_server, tmp_path / "run", "em-anomaly", seeds, "--history", "8")
+    # the same conversation as `textenvs eval`, with the same defaults
+    expected = textenvs_eval(model_server, tmp_path / "run", "em-anomaly", seeds)
     assert len(model_server.requests) == 2 * inspect_requests  # the same replies, asked again
     assert log.samples is not None and len(log.samples) == len(expected) == 6
     outcomes = set()
@@ -61,14 +63,23 @@ def test_inspect_cli_matches_textenvs_eval(model_server: OpenAIServer, tmp_path:
             "invalid_actions": float(record["invalid_actions"]),
         }
         assert sample.messages[0].role == "system"
-        assert sample.messages[1].text == sample.input  # the first observation
+        assert sample.messages[1].text == fenced(sample.input)  # the first observation
         outcomes.add(record["outcome"])
     # the replies exercised re-asks, wasted turns and more than one way to end
     assert sum(r["reasks"] for r in expected.values()) > 0
     assert sum(r["invalid_actions"] for r in expected.values()) > 0
     assert len(outcomes) >= 2
-    mean_success = log.results.scores[0].metrics["mean"].value
-    assert mean_success == pytest.approx(sum(r["success"] for r in expected.values()) / 6)
+    metrics = {score.name: score.metrics for score in log.results.scores}
+    mean, all_mean = "textenvs/scenario_mean_em-anomaly", "textenvs/scenario_mean_all"
+    success, steps = metrics["success"], metrics["steps"]
+    assert success[mean].value == pytest.approx(sum(r["success"] for r in expected.values()) / 6)
+    assert all_mean in success and all_mean not in steps  # steps are never pooled
+    assert steps[mean].value == pytest.approx(sum(r["steps"] for r in expected.values()) / 6)
+    assert steps["textenvs/scenario_stderr_em-anomaly"].value > 0
+    summary = summarize_by_env(expected.values())["em-anomaly"]
+    scenario = {m.name: m.value for m in metrics["episode_outcome"].values()}
+    assert scenario["em-anomaly_normalised"] == pytest.approx(summary["normalised"])
+    assert scenario["em-anomaly_marks_far"] == summary["skills"]["marks_far"]
 
 
 def test_all_task_has_every_scenario_and_model_errors_fail_samples(

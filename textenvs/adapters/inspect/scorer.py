@@ -55,17 +55,24 @@ def scenario_scores() -> Metric:
     return compute
 
 
+@metric
+def scenario_mean(pooled: bool = False) -> Metric:
+    """The mean per scenario (`<scenario>`), and over every sample (`all`) if `pooled`."""
+    return grouped(mean(), "env", all="samples" if pooled else False)
+
+
+@metric
+def scenario_stderr() -> Metric:
+    """The standard error of the mean per scenario."""
+    return grouped(stderr(), "env", all=False, name_template="{group_name}")
+
+
 def episode_metrics() -> list[Metric | dict[str, list[Metric]]]:
-    """Each score key by scenario (with its standard error), then `scenario_scores`."""
-
-    def by_scenario(pooled: bool) -> list[Metric]:
-        return [
-            grouped(mean(), "env", all="samples" if pooled else False),
-            grouped(stderr(), "env", all=False, name_template="{group_name}_stderr"),
-        ]
-
-    keys = {"success": True, "return": False, "steps": False, "invalid_actions": True}
-    return [{key: by_scenario(pooled) for key, pooled in keys.items()}, scenario_scores()]
+    """Each score key by scenario (with its standard error), then `scenario_scores`.
+    Only success and invalid commands, which share a scale, are pooled over scenarios."""
+    pooled = {"success": True, "return": False, "steps": False, "invalid_actions": True}
+    by_key = {key: [scenario_mean(pool), scenario_stderr()] for key, pool in pooled.items()}
+    return [by_key, scenario_scores()]
 
 
 @scorer(metrics=episode_metrics())
