@@ -39,7 +39,11 @@ ENV_KEY = "textenvs_env"  # the live env in a rollout's state (removed at cleanu
 CONVERSATION_KEY = "textenvs_conversation"  # its Conversation (removed at cleanup)
 RESULT_KEY = "textenvs_result"  # the episode's EpisodeResult (no turns kept)
 Reward = Literal["return", "success"]
-MESSAGE_TYPES = {"system": vf.SystemMessage, "user": vf.UserMessage, "assistant": vf.AssistantMessage}
+MESSAGE_TYPES = {
+    "system": vf.SystemMessage,
+    "user": vf.UserMessage,
+    "assistant": vf.AssistantMessage,
+}
 
 
 def rows(specs: list[EpisodeSpec]) -> list[dict[str, Any]]:
