@@ -92,10 +92,10 @@ def test_environment_module_installs_and_loads(tmp_path: Path) -> None:
     assert (target / "textenvs_env.py").is_file()
     check = (
         "import verifiers as vf, textenvs_env\n"
-        "assert textenvs_env.__file__.startswith(%r)\n"
+        f"assert textenvs_env.__file__.startswith({str(target)!r})\n"
         "env = vf.load_environment('textenvs-env', env='em-anomaly', seeds='0-2')\n"
         "print(type(env).__name__, len(env.get_dataset()), len(env.get_eval_dataset()))"
-    ) % str(target)
+    )
     run = subprocess.run(
         [sys.executable, "-c", check], capture_output=True, text=True, timeout=240,
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)},
