@@ -29,8 +29,10 @@ def run_harness(name: str, base_url: str, seeds: str, out: Path) -> None:
         from textenvs.cli import main
 
         extra = ["--history-policy", "window", "--history", "8"] if "window" in name else []
+        run_dir = str(out / name.replace(" ", "_"))
+        # the model the server lists: no preflight request in the count
         code = main(["eval", "--env", "all", "--seeds", seeds, "--agent", "llm", "--model",
-                     "test-model", "--base-url", base_url, "--out", str(out / name.replace(" ", "_")),
+                     "test-model", "--base-url", base_url, "--out", run_dir,
                      "--concurrency", "2", *extra])  # fmt: skip
         assert code == 0
     elif name == "inspect":
