@@ -55,6 +55,18 @@ def to_inspect(message: dict[str, Any], *, display: bool = False) -> ChatMessage
     return ChatMessageUser(content=fenced(content) if display else content)
 
 
+def prompt_tokens(output: ModelOutput) -> int:
+    """The prompt's tokens as the server counted them, cached ones included (what the
+    `llm` agent reads from `usage.prompt_tokens`); 0 when unknown."""
+    if output.input_context_tokens is not None:
+        return output.input_context_tokens
+    usage = output.usage
+    if usage is None:
+        return 0
+    cached = (usage.input_tokens_cache_read or 0) + (usage.input_tokens_cache_write or 0)
+    return usage.input_tokens + cached
+
+
 class InspectModelAgent(Agent):
     """A textenvs agent whose replies come from an Inspect model; every message it
     exchanges is also appended to `transcript` (the sample's messages in the log)."""
@@ -87,8 +99,7 @@ class InspectModelAgent(Agent):
                 messages = conversation.request()
                 output = await self.model.generate([to_inspect(m) for m in messages])
                 self.last_output = output
-                usage = output.usage.input_tokens if output.usage else 0
-                conversation.sent(usage)
+                conversation.sent(prompt_tokens(output))
                 finish = FINISH_REASONS.get(output.stop_reason, output.stop_reason)
                 command = conversation.read(output.completion, finish_reason=finish)
                 self.transcript.append(output.message)
