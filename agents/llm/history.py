@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from textenvs.core.parsing import ParseError
 
 Message = dict[str, Any]
 Policy = Literal["append", "window"]
@@ -204,6 +207,23 @@ class History:
             lines.append(f"({len(older) - RECAP_OUTCOME_LINES} earlier episodes not listed)")
         lines += [_clip(line, RECAP_LINE_CHARS) for line in older[-RECAP_OUTCOME_LINES:]]
         return "\n".join(lines + full)
+
+
+_MARKED = re.compile(r"^\W*(?:final\s+)?(?:action|command)\s*[:=]\s*(.+?)\s*$", re.I | re.M)
+
+
+def recap_command(text: str, action: Any, parse: Callable[[str], Any]) -> str:
+    """The command a turn's recap line shows: the shortest part of a read reply that
+    reads as the same action (its `Action:` line or last line), else the whole reply."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    candidates = [m.group(1) for m in _MARKED.finditer(text)][::-1] + lines[-1:]
+    for candidate in candidates:
+        try:
+            if parse(candidate) == action:
+                return candidate
+        except ParseError:
+            continue
+    return text.strip()
 
 
 def describe_result(info: dict[str, Any]) -> str:

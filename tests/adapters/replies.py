@@ -1,8 +1,8 @@
 """Scripted model replies that depend only on the user messages of the prompt.
 
-The Inspect solver and `textenvs eval` send the same user messages (observations and
-re-asks, the last 8 turns) for the same seed and replies, so a reply chosen from them
-makes both play the same episodes, in any order and under concurrency.
+`textenvs eval`, the Inspect solver and the verifiers environment send the same messages
+(observations and re-asks) for the same seed and replies, so a reply chosen from them
+makes all three play the same episodes, in any order and under concurrency.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ the loopback OpenAI-protocol server, rewards as `textenvs eval` scores the same 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -29,14 +30,13 @@ def evaluate(env: vf.Environment, server: OpenAIServer, monkeypatch: pytest.Monk
 def test_rewards_match_textenvs_eval_and_groups_share_the_episode(
     model_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = vf.load_environment("textenvs", env="em-anomaly", seeds="0-4", reasks=1)
+    env = vf.load_environment("textenvs", env="em-anomaly", seeds="0-4")
     assert type(env).__name__ == "TextenvsEnv" and isinstance(env, vf.MultiTurnEnv)
     outputs = evaluate(env, model_server, monkeypatch, rollouts=2)
     assert len(outputs) == 10
 
-    # verifiers keeps the whole conversation in the prompt; the llm agent keeps 8 turns.
-    # With a window that holds every turn, both send the same messages.
-    expected = textenvs_eval(model_server, tmp_path / "run", "em-anomaly", "0-4", "--history", "40")
+    # the same conversation settings as the llm agent, with the same defaults
+    expected = textenvs_eval(model_server, tmp_path / "run", "em-anomaly", "0-4")
     by_seed: dict[int, list[dict]] = {}
     for output in outputs:
         by_seed.setdefault(output["info"]["seed"], []).append(output)
@@ -64,3 +64,41 @@ def test_success_reward_options_and_errors() -> None:
         vf.load_environment("textenvs", env="treasure-hunt", seeds="0", reward="points")
     with pytest.raises(Exception, match="unknown environment"):
         vf.load_environment("textenvs", env="nowhere", seeds="0")
+
+
+def test_eval_split_is_set_and_separate(caplog: pytest.LogCaptureFixture) -> None:
+    env = vf.load_environment("textenvs", env="treasure-hunt", seeds="0-3", eval_seeds="100-101")
+    assert [row["info"]["seed"] for row in env.get_eval_dataset()] == [100, 101]
+    assert [row["info"]["seed"] for row in env.get_dataset()] == [0, 1, 2, 3]
+    same = vf.load_environment("textenvs", env="treasure-hunt", seeds="0-1")
+    assert len(same.get_eval_dataset()) == 2  # defaults to the training seeds
+    assert "eval_dataset is not set" not in caplog.text
+
+
+def test_environment_module_installs_and_loads(tmp_path: Path) -> None:
+    """The standalone module installs from the repository (offline: no build isolation,
+    no dependencies fetched) and `vf.load_environment` finds it by its name."""
+    import subprocess
+    import sys
+
+    source = Path(__file__).parents[2] / "environments" / "textenvs_env"
+    target = tmp_path / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+         "--no-index", "--quiet", "--target", str(target), str(source)],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert install.returncode == 0, install.stderr[-2000:]
+    assert (target / "textenvs_env.py").is_file()
+    check = (
+        "import verifiers as vf, textenvs_env\n"
+        f"assert textenvs_env.__file__.startswith({str(target)!r})\n"
+        "env = vf.load_environment('textenvs-env', env='em-anomaly', seeds='0-2')\n"
+        "print(type(env).__name__, len(env.get_dataset()), len(env.get_eval_dataset()))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=240,
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["TextenvsEnv", "3", "20"]

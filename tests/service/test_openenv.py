@@ -131,3 +131,91 @@ def test_idle_openenv_session_expires_and_frees_its_slot() -> None:
             assert httpx.get(f"{base}/v1/health").json()["sessions"] == 0
             with pytest.raises(Exception, match=r"expired|closed|1000"):
                 env.step({"command": "north"})
+
+
+@pytest.mark.parametrize("env_name", ENV_NAMES)
+def test_openenv_validate_passes_for_every_scenario(url: str, env_name: str) -> None:
+    from openenv.cli._validation import validate_running_environment
+
+    report = validate_running_environment(f"{url}/openenv/{env_name}")
+    failed = [c for c in report["criteria"] if not c["passed"]]
+    assert report["passed"] and not failed, failed
+    assert report["mode"] == "simulation" and report["standard_profile"] == "openenv-http/1.x"
+    assert len(report["criteria"]) == 6
+
+
+def test_openenv_validate_cli_and_the_mcp_endpoint(url: str) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cli = Path(sys.executable).parent / "openenv"
+    base = f"{url}/openenv/{ENV_NAMES[0]}"
+    run = subprocess.run([str(cli), "validate", "--url", base], capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads(run.stdout)["passed"] is True
+    bad = subprocess.run([str(cli), "validate", "--url", f"{url}/openenv/nowhere"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert bad.returncode != 0
+    paths = httpx.get(f"{base}/openapi.json").json()["paths"]
+    assert {"/reset", "/step", "/state", "/health", "/metadata", "/schema"} <= set(paths)
+    assert all(p.get("name") != "env" for op in paths["/reset"].values()
+               for p in op.get("parameters", []))  # fmt: skip
+    rpc = httpx.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+    assert rpc.json() == {"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}
+    init = httpx.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize"})
+    assert init.json()["result"]["serverInfo"]["name"] == f"textenvs-{ENV_NAMES[0]}"
+    unknown = httpx.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "nope"})
+    assert unknown.status_code == 200 and unknown.json()["error"]["code"] == -32601
+    garbage = httpx.post(f"{base}/mcp", content=b"{not json")
+    assert garbage.json()["error"]["code"] == -32700
+
+
+def test_typed_client_plays_with_models(url: str) -> None:
+    from textenvs.service.openenv_client import (
+        TextenvsAction,
+        TextenvsEnv,
+        TextenvsObservation,
+        TextenvsState,
+    )
+
+    env_name = "em-anomaly"
+    expected = local_episode(env_name, 4)
+    with TextenvsEnv.for_scenario(url, env_name).sync() as env:
+        result = env.reset(seed=4)
+        assert isinstance(result.observation, TextenvsObservation)
+        assert result.observation.text == expected[0][1]
+        for command, text, reward, done in expected[1:]:
+            result = env.step(TextenvsAction(command=command))
+            assert result.observation.text == text and result.done is done
+            assert result.observation.reward == pytest.approx(reward)
+        state = env.state()
+        assert isinstance(state, TextenvsState)
+        assert (state.env, state.seed, state.done) == (env_name, 4, True)
+        assert state.step_count == len(expected) - 1
+        # a structured action, as the scenario's action schema has it
+        env.reset(seed=5)
+        local = textenvs.make(env_name)
+        local.reset(seed=5)
+        action = local.action_schema(action="rotate left").model_dump(mode="json")
+        text, *_ = local.step(local.command_for(action))
+        assert env.step(TextenvsAction(action=action)).observation.text == text
+    with pytest.raises(ValueError, match="exactly one"):
+        TextenvsAction()
+    with pytest.raises(ValueError, match="exactly one"):
+        TextenvsAction(command="n", action={})
+
+
+def test_manifest_names_the_app_factory() -> None:
+    import importlib
+    from pathlib import Path
+
+    import yaml
+
+    manifest = yaml.safe_load((Path(__file__).parents[2] / "openenv.yaml").read_text())
+    assert manifest["spec_version"] == 1 and manifest["runtime"] == "fastapi"
+    module, _, factory = manifest["app"].partition(":")
+    app = getattr(importlib.import_module(module), factory)()
+    paths = set(app.openapi()["paths"])
+    assert {"/openenv/{env}/reset", "/openenv/{env}/step", "/openenv/{env}/state"} <= paths

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import textenvs
-from textenvs.core.parsing import ParseError
 from textenvs.evals.episode import EpisodeResult
 from textenvs.evals.runner import parse_seeds, resolve_envs
 
@@ -66,12 +65,3 @@ def episode_scores(result: EpisodeResult) -> dict[str, float]:
         "steps": float(result.steps),
         "invalid_actions": float(result.invalid_actions),
     }
-
-
-def reask_text(error: ParseError, valid_commands: Sequence[str]) -> str:
-    """What the `llm` agent of `textenvs eval` says after an unreadable reply."""
-    forms = "; ".join(str(c) for c in valid_commands)
-    return (
-        f"Your command could not be read: {error.message}\n"
-        f"Valid commands: {forms}\nReply again with one command."
-    )

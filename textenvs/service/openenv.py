@@ -16,8 +16,12 @@ against its client's limits like any `/v1` session. Messages (JSON text frames):
 The seed is honoured (same seed, same episode as local play); a reset without one draws a
 random seed, which `state` reports. HTTP forms: `GET health`, `GET metadata`, `GET schema`,
 and a stateless `POST reset` (the first observation of a seed); stepping needs a session,
-so `POST step` and `GET state` answer 409 and point to the WebSocket. Tokens: OpenEnv's
-client sends no headers, but a URL `ws://name:token@host/...` becomes a Basic
+so `POST step` and `GET state` answer 409 and point to the WebSocket. `GET openapi.json`
+describes these endpoints relative to the prefix (the OpenEnv HTTP API, simulation mode:
+reset, step and state), and `POST mcp` answers MCP's JSON-RPC 2.0 (`initialize`,
+`tools/list`: no tools, since every action needs a session), so `openenv validate --url
+http://host:8000/openenv/<scenario>` passes. The typed client is `openenv_client.py`.
+Tokens: OpenEnv's client sends no headers, but a URL `ws://name:token@host/...` becomes a Basic
 Authorization header, which the server accepts as well as `Bearer`.
 """
 
@@ -30,6 +34,7 @@ import time
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, WebSocket, WebSocketDisconnect
+from fastapi import Request as FastAPIRequest
 from pydantic import BaseModel, Field, ValidationError
 
 from textenvs.core import registry
@@ -40,6 +45,10 @@ from textenvs.service.sockets import MAX_MESSAGE_DEPTH, SocketCount, depth_at_mo
 from textenvs.service.tenancy import Client, Credentials, current_client
 
 EnvPath = Path(max_length=100, description="scenario name, e.g. 'treasure-hunt'")
+#: the OpenEnv HTTP API these endpoints implement (`info.version` of their OpenAPI)
+OPENENV_API_VERSION = "1.0.0"
+PREFIX = "/openenv/{env}"
+MCP_PROTOCOL_VERSION = "2025-06-18"
 
 
 class OpenEnvReset(Request):
@@ -80,7 +89,7 @@ def _error(code: str, message: str) -> dict[str, Any]:
 
 
 def openenv_router(ops: Operations, credentials: Credentials, sockets: SocketCount) -> APIRouter:
-    router = APIRouter(prefix="/openenv/{env}", tags=["openenv"], responses=ERRORS)
+    router = APIRouter(prefix=PREFIX, tags=["openenv"], responses=ERRORS)
     authenticated = [Depends(current_client)]
 
     @router.get("/health")
@@ -135,6 +144,22 @@ def openenv_router(ops: Operations, credentials: Credentials, sockets: SocketCou
             "client does) or the /v1/sessions endpoints",
         )
 
+    @router.get("/openapi.json", include_in_schema=False)
+    async def openapi(request: FastAPIRequest, env: str = EnvPath) -> dict[str, Any]:
+        """This scenario's OpenEnv endpoints, with paths relative to the prefix."""
+        info = ops.info(env)
+        return openenv_openapi(request.app.openapi(), f"textenvs {info.name} (OpenEnv)")
+
+    @router.post("/mcp", include_in_schema=False, dependencies=authenticated)
+    async def mcp(request: FastAPIRequest, env: str = EnvPath) -> dict[str, Any]:
+        """MCP over JSON-RPC 2.0; errors are JSON-RPC errors with status 200."""
+        info = ops.info(env)
+        try:
+            message = json.loads(await request.body())
+        except ValueError:
+            return _rpc_error(None, -32700, "parse error: the body is not JSON")
+        return mcp_answer(message, info.name, info.version)
+
     @router.websocket("/ws")
     async def session_socket(websocket: WebSocket, env: str) -> None:
         try:
@@ -159,6 +184,55 @@ def openenv_router(ops: Operations, credentials: Credentials, sockets: SocketCou
             pass
 
     return router
+
+
+def openenv_openapi(document: dict[str, Any], title: str) -> dict[str, Any]:
+    """The service's OpenAPI document cut down to the OpenEnv endpoints, their paths
+    relative to `/openenv/{env}` (the scenario is part of the base URL)."""
+    paths = {}
+    for path, operations in document.get("paths", {}).items():
+        if not path.startswith(PREFIX + "/"):
+            continue
+        paths[path.removeprefix(PREFIX)] = {
+            method: {
+                **operation,
+                "parameters": [
+                    p for p in operation.get("parameters", []) if p.get("name") != "env"
+                ],
+            }
+            for method, operation in operations.items()
+        }
+    return {
+        "openapi": document.get("openapi", "3.1.0"),
+        "info": {"title": title, "version": OPENENV_API_VERSION},
+        "paths": paths,
+        "components": document.get("components", {}),
+    }
+
+
+def mcp_answer(message: Any, name: str, version: Any) -> dict[str, Any]:
+    """The JSON-RPC 2.0 answer to one MCP request. The scenario offers no MCP tools:
+    every action belongs to a session, which the WebSocket holds."""
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return _rpc_error(None, -32600, "invalid request: a JSON-RPC 2.0 object with a method")
+    request_id, method = message.get("id"), message["method"]
+    if method == "initialize":
+        result: dict[str, Any] = {
+            "protocolVersion": MCP_PROTOCOL_VERSION,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": f"textenvs-{name}", "version": str(version)},
+        }
+    elif method == "tools/list":
+        result = {"tools": []}
+    elif method == "ping":
+        result = {}
+    else:
+        return _rpc_error(request_id, -32601, safe(f"method not found: {method}", 120))
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _rpc_error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
 class SocketSession:

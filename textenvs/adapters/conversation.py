@@ -1,0 +1,156 @@
+"""The `llm` agent's conversation, for harnesses that call the model themselves.
+
+Inspect's solver and the verifiers environment send the model exactly what `textenvs
+eval --agent llm` sends for the same replies: the same system prompt, history
+(`agents/llm/history.py`, the append policy by default, or a window), re-ask messages
+and reply reading. Their options are the `llm` agent's own settings (`LLMConfig`):
+`history_policy`, `prompt_budget`, `history`, `history_keep` and `reasks`, with the
+same defaults and validation, so a model's prompts do not depend on where it runs.
+
+One `Conversation` is one episode (text action mode; no trial groups):
+
+    conversation = Conversation.for_episode("treasure-hunt", options, settings)
+    conversation.observe(observation, info)      # each turn
+    while True:
+        reply, prompt_tokens = ask_model(conversation.request())
+        conversation.sent(prompt_tokens)
+        if (command := conversation.read(reply)) is not None:
+            break                                # else a re-ask: ask again
+    ...
+    conversation.finish(final_info)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from textenvs.agents.llm import faults
+from textenvs.agents.llm.config import LLMConfig
+from textenvs.agents.llm.history import (
+    History,
+    Message,
+    PastTurn,
+    TokenGauge,
+    prompt_text,
+    recap_command,
+    shared_prefix_chars,
+)
+from textenvs.core.parsing import ParseError
+from textenvs.prompts import prompt_name, system_prompt
+
+#: the `llm` agent settings a harness may set (the rest concern the API call)
+CONVERSATION_SETTINGS = ("history_policy", "prompt_budget", "history", "history_keep", "reasks")
+
+
+def conversation_settings(**settings: Any) -> LLMConfig:
+    """The `llm` agent's settings with `settings` (None values: the default), validated
+    as `textenvs eval` validates them (`history=K` alone selects the window policy)."""
+    unknown = set(settings) - set(CONVERSATION_SETTINGS)
+    if unknown:
+        raise ValueError(f"unknown conversation settings: {', '.join(sorted(unknown))}")
+    given = {key: value for key, value in settings.items() if value is not None}
+    return LLMConfig(model="harness", **given)
+
+
+class Conversation:
+    """One episode's messages, built and read as the `llm` agent builds and reads them."""
+
+    def __init__(self, system: str, parse: Callable[[str], Any], settings: LLMConfig) -> None:
+        self.system: Message = {"role": "system", "content": system}
+        self.parse = parse
+        self.reasks = settings.reasks
+        self.history = History(
+            budget=settings.resolved_prompt_budget,
+            policy=settings.history_policy,
+            keep_fraction=settings.history_keep,
+            window=settings.history,
+            gauge=TokenGauge(),
+        )
+        self.turn_number = 0
+        self.asked = 0  # re-asks so far in this turn
+        self.pending: list[Message] = []
+        #: every message of the episode, none cut: the conversation as a reader sees it
+        self.transcript: list[Message] = [self.system]
+        self._valid_commands: list[str] = []
+        self._last_prompt = ""
+        self._requested: list[Message] = []
+
+    @classmethod
+    def for_episode(
+        cls,
+        env: str,
+        options: Mapping[str, Any] | None,
+        parse: Callable[[str], Any],
+        settings: LLMConfig,
+    ) -> Conversation:
+        """The conversation of `env` with reset `options` (the rules prompt follows the
+        options, e.g. a magnetic-field level, as in `textenvs eval`)."""
+        return cls(system_prompt(prompt_name(env, dict(options or {}))), parse, settings)
+
+    def observe(self, observation: str, info: dict[str, Any]) -> None:
+        """Start a turn on `observation` (and note what the last command did)."""
+        self.history.note_result(info)
+        self.turn_number += 1
+        self.asked = 0
+        self.pending = [{"role": "user", "content": observation}]
+        self.transcript.append(self.pending[0])
+        self._valid_commands = [str(c) for c in info.get("valid_commands", [])]
+
+    def request(self) -> list[Message]:
+        """The messages to send now (history cut to the prompt budget if needed)."""
+        messages, _ = self.history.request(self.system, self.pending)
+        self._requested = messages
+        return messages
+
+    def sent(self, prompt_tokens: int) -> None:
+        """Learn tokens per character from the count the server reported for the last
+        `request()` (0 when it reported none), as the `llm` agent does."""
+        text = prompt_text(self._requested)
+        prefix = shared_prefix_chars(self._last_prompt, text)
+        extended = bool(self._last_prompt) and prefix == len(self._last_prompt) - 1
+        self._last_prompt = text
+        self.history.gauge.calibrate(len(text), prompt_tokens, extended=extended)
+
+    def read(
+        self, content: str, *, finish_reason: str | None = None, refusal: str | None = None
+    ) -> str | None:
+        """Take the model's reply: the command to step, or None when the reply could not
+        be read and a re-ask was added (send `request()` again). After `reasks` re-asks
+        an unreadable reply is stepped anyway (the env wastes the turn)."""
+        visible, thoughts = faults.split_think(content)
+        self.pending.append({"role": "assistant", "content": visible})
+        self.transcript.append(self.pending[-1])
+        fault = faults.reply_fault(
+            visible=visible,
+            has_tool_call=False,
+            refusal=refusal,
+            finish_reason=finish_reason,
+            reasoning=bool(thoughts),
+        )
+        if fault is not None:
+            problem = faults.REASK_FOR_FAULT[fault]
+        else:
+            try:
+                action = self.parse(visible)
+            except ParseError as exc:
+                problem = f"Your command could not be read: {exc.message}"
+            else:
+                return self._close(recap_command(visible, action, self.parse))
+        if self.asked < self.reasks:
+            self.asked += 1
+            forms = "; ".join(self._valid_commands)
+            text = f"{problem}\nValid commands: {forms}\nReply again with one command."
+            self.pending.append({"role": "user", "content": text})
+            self.transcript.append(self.pending[-1])
+            return None
+        return self._close(visible)
+
+    def finish(self, info: dict[str, Any]) -> None:
+        """The episode ended: note what the last command did."""
+        self.history.note_result(info)
+
+    def _close(self, command: str) -> str:
+        self.history.add(PastTurn(self.turn_number, self.pending, command))
+        self.pending = []
+        return command
