@@ -9,7 +9,6 @@ fault (`faults.reply_fault`). Also here: the token figures a server reports for 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,10 +16,10 @@ from pydantic import ValidationError
 
 from textenvs.agents.base import EpisodeContext
 from textenvs.agents.llm import faults, json_mode
+from textenvs.agents.llm.history import recap_command
 from textenvs.core.parsing import ParseError
 
 TOOL_NAME = "act"
-_MARKED = re.compile(r"^\W*(?:final\s+)?(?:action|command)\s*[:=]\s*(.+?)\s*$", re.I | re.M)
 
 Message = dict[str, Any]
 
@@ -96,7 +95,7 @@ def read_text(visible: str, context: EpisodeContext) -> tuple[str | None, str | 
         action = context.parse(visible)
     except ParseError as exc:
         return None, f"Your command could not be read: {exc.message}"
-    return short_command(visible, action, context.parse), None
+    return recap_command(visible, action, context.parse), None
 
 
 def read_tools(calls: list[Any], context: EpisodeContext) -> tuple[str | None, str | None]:
@@ -118,20 +117,6 @@ def read_tools(calls: list[Any], context: EpisodeContext) -> tuple[str | None, s
     if len(set(commands)) > 1:
         return None, f"Call {TOOL_NAME!r} once per reply, not with {len(commands)} commands."
     return commands[0], None
-
-
-def short_command(text: str, action: Any, parse: Any) -> str:
-    """The shortest part of a reply that reads as the same action (for transcripts): the
-    `Action:` line or the last line, else the whole reply."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    candidates = [m.group(1) for m in _MARKED.finditer(text)][::-1] + lines[-1:]
-    for candidate in candidates:
-        try:
-            if parse(candidate) == action:
-                return candidate
-        except ParseError:
-            continue
-    return text.strip()
 
 
 def visible(raw: str) -> str:
