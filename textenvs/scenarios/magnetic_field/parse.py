@@ -78,7 +78,8 @@ PHRASES: dict[Action, tuple[str, ...]] = {
     ),
     Action.SUBMIT: (
         "submit", "finalize", "finalise", "finalize answer", "finalise answer",
-        "submit answer", "finalize the answer", "submit the answer",
+        "submit answer", "finalize the answer", "submit the answer", "submit code",
+        "submit the code", "submit the message",
     ),
 }  # fmt: skip
 # Accepted only as the whole reply or a whole `Action:` line (too common in prose).
