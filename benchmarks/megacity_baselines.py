@@ -1,8 +1,11 @@
 """Megacity baselines: victories and returns of reference policies over many seeds.
 
-Policies: the scripted planner (`planner`), a naive surface builder (`naive`), one fixed
-command sequence for every seed (`fixed`), uniformly random commands (`random`), and two
-reward farmers (`farm-swap`, `farm-dig`); see `textenvs.agents.scripted.megacity_baselines`.
+Policies: the scripted planner (`planner`), the fixed recipe that won v1 (`recipe`) and
+the same without conduits on its sites (`recipe-no-damping`), a naive surface builder
+(`naive`), one fixed command sequence for every seed (`fixed`), `wait` forty times,
+uniformly random commands (`random`), and two reward farmers (`farm-swap`, `farm-dig`);
+see `textenvs.agents.scripted.megacity_baselines`. What the planner's victories need is
+measured by `benchmarks.megacity_needs`.
 `--inject` also plays the planner with one unreadable reply at a turn drawn per seed, and
 reports how many of the seeds it wins cleanly it still wins. `--ablate NAME` switches one
 hidden mechanism off (in the world and in the planner's model alike) to show it matters.
@@ -144,7 +147,7 @@ def main() -> None:
             ]
         )
     label = f" (ablated: {args.ablate})" if args.ablate else ""
-    print(f"Megacity v1 baselines, seeds {args.seeds}{label}")
+    print(f"Megacity v2 baselines, seeds {args.seeds}{label}")
     print(table(["policy", "victories", "rate", "mean return", "max return", "time"], rows))
     if plan_uses:
         uses = ", ".join(f"{k} {v}" for k, v in sorted(plan_uses.items()))

@@ -13,6 +13,7 @@ effect switched off in the world and in the planner's model alike (`seam flow`,
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -32,25 +33,26 @@ VARIANTS: dict[str, tuple[frozenset[str], str]] = {
 }
 
 
-def _run(task: tuple[str, int]) -> tuple[str, int, bool]:
+def _run(task: tuple[str, int]) -> tuple[str, int, bool, float]:
     variant, seed = task
     without, off = VARIANTS[variant]
     if off:
         ablate(off)  # a worker runs one variant's seeds at a time; constants reset below
     try:
-        won, _return = play("planner", seed, without=without)
+        won, total = play("planner", seed, without=without)
     finally:
         if off:
             ablate(off, undo=True)
-    return variant, seed, won
+    return variant, seed, won, total
 
 
-def measure(seeds: list[int], workers: int) -> dict[str, dict[int, bool]]:
-    results: dict[str, dict[int, bool]] = {v: {} for v in VARIANTS}
+def measure(seeds: list[int], workers: int) -> dict[str, dict[int, tuple[bool, float]]]:
+    """{variant: {seed: (victory, return)}}."""
+    results: dict[str, dict[int, tuple[bool, float]]] = {v: {} for v in VARIANTS}
     tasks = [(v, s) for v in VARIANTS for s in seeds]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        for done, (variant, seed, won) in enumerate(pool.map(_run, tasks, chunksize=8), 1):
-            results[variant][seed] = won
+        for done, (variant, seed, won, total) in enumerate(pool.map(_run, tasks, chunksize=8), 1):
+            results[variant][seed] = (won, total)
             if done % 100 == 0:
                 print(f"  {done} / {len(tasks)} episodes", file=sys.stderr, flush=True)
     return results
@@ -67,15 +69,23 @@ def main() -> None:
         sys.exit(f"megacity_needs: bad --seeds {args.seeds!r} (a range like 0-499)")
     started = time.perf_counter()
     results = measure(seeds, max(1, args.workers))
-    wins = [s for s in seeds if results["full"][s]]
+    wins = [s for s in seeds if results["full"][s][0]]
     rows: list[list[Any]] = [["(none)", f"{len(wins)} / {len(seeds)}", "", ""]]
     for variant in list(VARIANTS)[1:]:
-        kept = sum(results[variant][s] for s in seeds)
-        needed = sum(1 for s in wins if not results[variant][s])
+        kept = sum(results[variant][s][0] for s in seeds)
+        needed = sum(1 for s in wins if not results[variant][s][0])
         share = f"{100 * needed / max(1, len(wins)):.1f}%"
         rows.append([variant, f"{kept} / {len(seeds)}", f"{needed}", share])
     print(f"Megacity: what the planner's victories need, seeds {args.seeds}")
     print(table(["taken away", "planner wins", "victories lost", "share of victories"], rows))
+    returns = sorted(results["full"][s][1] for s in wins)
+    if returns:
+        quartiles = statistics.quantiles(returns, n=4) if len(returns) > 1 else returns * 3
+        print(
+            f"planner victories' returns: min {returns[0]:.1f}, quartiles "
+            + " / ".join(f"{q:.1f}" for q in quartiles)
+            + f", max {returns[-1]:.1f}"
+        )
     print(f"({time.perf_counter() - started:.0f}s on {args.workers} processes)")
 
 
