@@ -60,9 +60,10 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     beside a mineral seam are pulled sideways (surface materials fail there), stress
     creeps along seams, excavating a seam cell unloads distant cells, the airflow
     reverses every 8 steps, conduits tap seams for power but double the pull where they
-    lie, and laying a conduit off the seams eases its cell once. Research reveals the equations rule by rule and unlocks the materials that hold
-    sideways pull. The equations are identical in every episode; only the maps (seams,
-    faults, stress, airflow) vary.
+    lie, and laying a conduit off the seams eases its cell once. Research reveals the
+    equations rule by rule and unlocks the materials that hold sideways pull. The
+    equations are identical in every episode; only the maps (seams, faults, stress,
+    airflow) vary.
 
     ## Actions and command grammar
     | command | example | effect |
