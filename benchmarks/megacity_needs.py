@@ -8,6 +8,7 @@ effect switched off in the world and in the planner's model alike (`seam flow`,
 `load transfer`). Runs on at most `--workers` processes (default 2).
 
     nice python -m benchmarks.megacity_needs --seeds 0-499 [--workers 2]
+        [--variants shaft,relief dig,load transfer,seam flow,tap]
 """
 
 from __future__ import annotations
@@ -46,10 +47,13 @@ def _run(task: tuple[str, int]) -> tuple[str, int, bool, float]:
     return variant, seed, won, total
 
 
-def measure(seeds: list[int], workers: int) -> dict[str, dict[int, tuple[bool, float]]]:
-    """{variant: {seed: (victory, return)}}."""
-    results: dict[str, dict[int, tuple[bool, float]]] = {v: {} for v in VARIANTS}
-    tasks = [(v, s) for v in VARIANTS for s in seeds]
+def measure(
+    seeds: list[int], workers: int, variants: list[str]
+) -> dict[str, dict[int, tuple[bool, float]]]:
+    """{variant: {seed: (victory, return)}}, always with the "full" planner."""
+    variants = ["full", *(v for v in variants if v != "full")]
+    results: dict[str, dict[int, tuple[bool, float]]] = {v: {} for v in variants}
+    tasks = [(v, s) for v in variants for s in seeds]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for done, (variant, seed, won, total) in enumerate(pool.map(_run, tasks, chunksize=8), 1):
             results[variant][seed] = (won, total)
@@ -62,16 +66,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0-499", help="a range like 0-499 (default)")
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    parser.add_argument("--variants", default=",".join(list(VARIANTS)[1:]), help="comma-separated")
     args = parser.parse_args()
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in VARIANTS]
     try:
         seeds = seeds_of(args.seeds)
     except ValueError:
         sys.exit(f"megacity_needs: bad --seeds {args.seeds!r} (a range like 0-499)")
+    if unknown:
+        sys.exit(f"megacity_needs: unknown variant {unknown[0]!r} (known: {', '.join(VARIANTS)})")
     started = time.perf_counter()
-    results = measure(seeds, max(1, args.workers))
+    results = measure(seeds, max(1, args.workers), variants)
     wins = [s for s in seeds if results["full"][s][0]]
     rows: list[list[Any]] = [["(none)", f"{len(wins)} / {len(seeds)}", "", ""]]
-    for variant in list(VARIANTS)[1:]:
+    for variant in list(results)[1:]:
         kept = sum(results[variant][s][0] for s in seeds)
         needed = sum(1 for s in wins if not results[variant][s][0])
         share = f"{100 * needed / max(1, len(wins)):.1f}%"

@@ -24,19 +24,45 @@ from typing import Any
 
 from textenvs.agents.scripted import ScriptedPolicy
 from textenvs.agents.scripted.megacity import north_first, parse_cell, parse_flow, parse_seams
-from textenvs.scenarios.megacity.state import COLS, SIZE, Cell, cell_name, neighbours
+from textenvs.scenarios.megacity.state import COLS, SIZE, STEP_BUDGET, Cell, cell_name, neighbours
 
 NAIVE_OPEN_FROM = 32
 NAIVE_FLOW = 4  # a site weaker than this gets a shaft along the current
 
 
-class NaiveBuilder(ScriptedPolicy):
+class ListBuilder(ScriptedPolicy):
+    """Scan, work through the command list `plan` writes from the scanned map, then open
+    a district on each site from step OPEN_FROM."""
+
+    OPEN_FROM = STEP_BUDGET
+
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self.sites: list[Cell] = []
         self.todo: list[str] = []
 
-    def _plan(self, obs: dict[str, Any]) -> None:
+    def plan(self, obs: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def choose(self, observation: dict[str, Any]) -> str:
+        obs = observation
+        if obs["seams"] is None:
+            return "scan"
+        if not self.sites:
+            self.plan(obs)
+        if self.todo:
+            return self.todo.pop(0)
+        if obs["step"] >= self.OPEN_FROM:
+            for cell in self.sites:
+                if cell_name(cell) not in obs["district_cells"]:
+                    return f"district {cell_name(cell)}"
+        return "wait"
+
+
+class NaiveBuilder(ListBuilder):
+    OPEN_FROM = NAIVE_OPEN_FROM
+
+    def plan(self, obs: dict[str, Any]) -> None:
         stress = north_first(obs["stress"])
         seams = parse_seams(obs["seams"])
         seam_cells = {c for seam in seams for c in seam.cells}
@@ -69,20 +95,6 @@ class NaiveBuilder(ScriptedPolicy):
         self.todo += [f"vent {cell_name(s)} {d}" for s, d in sorted(lines)]
         for cell in self.sites:
             self.todo += [f"support {cell_name(cell)} basalt", f"excavate {cell_name(cell)}"]
-
-    def choose(self, observation: dict[str, Any]) -> str:
-        obs = observation
-        if obs["seams"] is None:
-            return "scan"
-        if not self.sites:
-            self._plan(obs)
-        if self.todo:
-            return self.todo.pop(0)
-        if obs["step"] >= NAIVE_OPEN_FROM:
-            for cell in self.sites:
-                if cell_name(cell) not in obs["district_cells"]:
-                    return f"district {cell_name(cell)}"
-        return "wait"
 
 
 def _prevailing(flow: dict[Cell, tuple[int, int]]) -> str:
@@ -146,15 +158,11 @@ class DigSupportFarmer(ScriptedPolicy):
 RECIPE_OPEN_FROM = 34  # the six districts open in the last six steps
 
 
-class Recipe(ScriptedPolicy):
+class Recipe(ListBuilder):
+    OPEN_FROM = RECIPE_OPEN_FROM
     DAMPING = True
 
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self.sites: list[Cell] = []
-        self.todo: list[str] = []
-
-    def _plan(self, obs: dict[str, Any]) -> None:
+    def plan(self, obs: dict[str, Any]) -> None:
         stress = north_first(obs["stress"])
         seams = parse_seams(obs["seams"])
         seam_cells = {c for seam in seams for c in seam.cells}
@@ -177,20 +185,6 @@ class Recipe(ScriptedPolicy):
             pulled = any(n in seam_cells for n in neighbours(cell))
             material = "mycelium" if pulled else "basalt"
             self.todo += [f"support {cell_name(cell)} {material}", f"excavate {cell_name(cell)}"]
-
-    def choose(self, observation: dict[str, Any]) -> str:
-        obs = observation
-        if obs["seams"] is None:
-            return "scan"
-        if not self.sites:
-            self._plan(obs)
-        if self.todo:
-            return self.todo.pop(0)
-        if obs["step"] >= RECIPE_OPEN_FROM:
-            for cell in self.sites:
-                if cell_name(cell) not in obs["district_cells"]:
-                    return f"district {cell_name(cell)}"
-        return "wait"
 
 
 class RecipeWithoutDamping(Recipe):
