@@ -1,8 +1,11 @@
 """Megacity baselines: victories and returns of reference policies over many seeds.
 
-Policies: the scripted planner (`planner`), a naive surface builder (`naive`), one fixed
-command sequence for every seed (`fixed`), uniformly random commands (`random`), and two
-reward farmers (`farm-swap`, `farm-dig`); see `textenvs.agents.scripted.megacity_baselines`.
+Policies: the scripted planner (`planner`), the fixed recipe that won v1 (`recipe`) and
+the same without conduits on its sites (`recipe-no-damping`), a naive surface builder
+(`naive`), one fixed command sequence for every seed (`fixed`), `wait` forty times,
+uniformly random commands (`random`), and two reward farmers (`farm-swap`, `farm-dig`);
+see `textenvs.agents.scripted.megacity_baselines`. What the planner's victories need is
+measured by `benchmarks.megacity_needs`.
 `--inject` also plays the planner with one unreadable reply at a turn drawn per seed, and
 reports how many of the seeds it wins cleanly it still wins. `--ablate NAME` switches one
 hidden mechanism off (in the world and in the planner's model alike) to show it matters.
@@ -44,14 +47,14 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 
 
 def chooser(
-    name: str, env: Any, seed: int
+    name: str, env: Any, seed: int, without: frozenset[str] = frozenset()
 ) -> tuple[Callable[[str, dict[str, Any]], str], ScriptedPolicy | None]:
     """A function (observation text, info) -> command for one episode, and the policy."""
     if name == "random":
         rng = np.random.default_rng(seed)
         return lambda _text, info: env.random_command(info, rng), None
-    cls: type[ScriptedPolicy] = MegacityPolicy if name == "planner" else BASELINES[name]
-    policy = cls(context_for(env, seed))
+    context = context_for(env, seed)
+    policy = MegacityPolicy(context, without) if name == "planner" else BASELINES[name](context)
     return lambda _text, info: policy.choose(info["observation"]), policy
 
 
@@ -64,12 +67,15 @@ PLAN_USES = {
 plan_uses: Counter[str] = Counter()
 
 
-def play(name: str, seed: int, inject_at: int | None = None) -> tuple[bool, float]:
+def play(
+    name: str, seed: int, inject_at: int | None = None, without: frozenset[str] = frozenset()
+) -> tuple[bool, float]:
     """One episode: (victory, return). `inject_at` replaces that turn's reply with prose
-    the parser cannot read. The planner's winning plans are tallied in `plan_uses`."""
+    the parser cannot read; `without` is what the planner must do without. The planner's
+    winning plans are tallied in `plan_uses`."""
     env = textenvs.make("megacity")
     text, info = env.reset(seed=seed)
-    choose, policy = chooser(name, env, seed)
+    choose, policy = chooser(name, env, seed, without)
     total = 0.0
     for turn in range(env.max_steps):
         command = choose(text, info)
@@ -90,13 +96,16 @@ def seeds_of(text: str) -> list[int]:
     return list(range(int(first), int(last or first) + 1))
 
 
-def ablate(names: str) -> None:
-    """Switch off each mechanism in a comma-separated list."""
+ORIGINAL = {k: getattr(physics, k) for changes in ABLATIONS.values() for k in changes}
+
+
+def ablate(names: str, undo: bool = False) -> None:
+    """Switch off each mechanism in a comma-separated list (`undo`: back on)."""
     for name in names.split(","):
         if name not in ABLATIONS:
             raise ValueError(f"unknown mechanism {name!r} (known: {', '.join(ABLATIONS)})")
         for constant, value in ABLATIONS[name].items():
-            setattr(physics, constant, value)
+            setattr(physics, constant, ORIGINAL[constant] if undo else value)
     for cached in (physics.pull_of, physics.relief_from, physics._field, physics._power_flows):
         cached.cache_clear()
 
@@ -138,7 +147,7 @@ def main() -> None:
             ]
         )
     label = f" (ablated: {args.ablate})" if args.ablate else ""
-    print(f"Megacity v1 baselines, seeds {args.seeds}{label}")
+    print(f"Megacity v2 baselines, seeds {args.seeds}{label}")
     print(table(["policy", "victories", "rate", "mean return", "max return", "time"], rows))
     if plan_uses:
         uses = ", ".join(f"{k} {v}" for k, v in sorted(plan_uses.items()))

@@ -16,30 +16,25 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from textenvs.agents.scripted import ScriptedPolicy
+from textenvs.agents.scripted.megacity_plans import Plan, proposals, rank, relief_proposals
 from textenvs.scenarios.megacity import physics as p
 from textenvs.scenarios.megacity import rules
 from textenvs.scenarios.megacity.state import (
     COLS,
     SIZE,
     STEP_BUDGET,
-    TARGET_DISTRICTS,
     Action,
     Cell,
     MegacityState,
     Seam,
-    evolve,
-    neighbours,
 )
 
 WAIT = Action("wait")
-SAFE_FLOW = 4  # strength a site should keep in both airflow phases
-OPEN_FROM = (22, 28, 14, 32)  # steps from which districts may open, tried in this order
-MAX_REHEARSALS = 24
+MAX_REHEARSALS = 36
+MAX_RELIEF_REHEARSALS = 72  # plans with a relief dig: up to six dig cells, 12 plans each
 
 
 def parse_cell(text: str) -> Cell:
@@ -100,9 +95,9 @@ def rebuild(obs: dict[str, Any]) -> MegacityState:
         supports=tuple(
             sorted(((parse_cell(k), m) for k, m in obs["supports"].items()), key=_order)
         ),
-        districts=tuple(sorted((parse_cell(d) for d in obs["district_cells"]), key=_rank)),
+        districts=tuple(sorted((parse_cell(d) for d in obs["district_cells"]), key=rank)),
         vents=vents,
-        conduits=tuple(sorted((parse_cell(c) for c in obs["conduits"]), key=_rank)),
+        conduits=tuple(sorted((parse_cell(c) for c in obs["conduits"]), key=rank)),
         integrity=obs["integrity"],
         air=obs["air"],
         power=obs["power"],
@@ -114,12 +109,8 @@ def rebuild(obs: dict[str, Any]) -> MegacityState:
     )
 
 
-def _rank(cell: Cell) -> tuple[int, int]:
-    return cell[1], cell[0]
-
-
 def _order(item: tuple[Cell, str]) -> tuple[int, int]:
-    return _rank(item[0])
+    return rank(item[0])
 
 
 def dynamics(state: MegacityState) -> tuple[Any, ...]:
@@ -137,18 +128,6 @@ def dynamics(state: MegacityState) -> tuple[Any, ...]:
         state.steps,
         state.research,
     )
-
-
-@dataclass
-class Plan:
-    sites: list[tuple[Cell, str]]  # build order, material
-    research: int  # research points wanted before building
-    taps: list[tuple[Cell, ...]]
-    vents: list[tuple[Cell, str]]
-    open_from: int  # first step at which a district may open
-    #: seam cells dug (and propped) only for the relief they bring to other sites
-    digs: list[tuple[Cell, str]] = field(default_factory=list)
-    extra: bool = True  # research further with spare power at the end
 
 
 def next_action(state: MegacityState, plan: Plan) -> Action:
@@ -214,181 +193,13 @@ def rehearse(state: MegacityState, plan: Plan) -> tuple[bool, float]:
     return False, len(state.districts) - len(state.offline) + state.integrity / 100
 
 
-# ----- proposing plans -----------------------------------------------------------------
-
-
-MATERIAL_CHOICES = ("basalt", "mycelium", "lodestone")  # cheapest first
-CANDIDATES = 16  # cells considered for the six sites
-
-
-def _materials_for(state: MegacityState, cell: Cell) -> list[str]:
-    """The columns that hold the sideways pull at `cell` (None of them: no site)."""
-    pull = p.pull_of(state.seams, cell)
-    return [m for m in MATERIAL_CHOICES if pull <= p.MATERIAL_SPECS[m][1]]
-
-
-def _settled(state: MegacityState, steps: int = 16) -> dict[Cell, int]:
-    """Each cell's lowest stress over some steps of seam flow (seam sites wait for it)."""
-    stress = state.stress
-    lowest = {(c, r): stress[r][c] for r in range(SIZE) for c in range(SIZE)}
-    for _ in range(steps):
-        stress = p.seam_flow(stress, state)
-        for (c, r), value in lowest.items():
-            lowest[(c, r)] = min(value, stress[r][c])
-    return lowest
-
-
-def _site_sets(state: MegacityState, limit: int = 8) -> list[list[tuple[Cell, str]]]:
-    """The most promising six-site sets with their columns, best first. A site's load is
-    judged with the neighbour loads and the seam relief that digging the others brings."""
-    settled = _settled(state)
-    on_seam = p.seam_cells(state)
-    options = {}
-    for r in range(SIZE):
-        for c in range(SIZE):
-            cell = (c, r)
-            materials = _materials_for(state, cell)
-            if materials and (cell not in state.faults or cell in state.chambers):
-                options[cell] = materials
-    ranked = sorted(
-        options, key=lambda c: settled[c] - max(p.MATERIAL_SPECS[m][0] for m in options[c])
-    )
-    fixed = [c for c in state.districts if c in options]
-    free = [c for c in ranked if c not in fixed][:CANDIDATES]
-    beside = {c: [n for n in neighbours(c) if n in options] for c in options}
-    relief = {c: dict(p.relief_from(state.seams, c)) for c in options if c in on_seam}
-    scored = []
-    for extra in itertools.combinations(free, TARGET_DISTRICTS - len(fixed)):
-        chosen = (*fixed, *extra)
-        sources = [relief[c] for c in chosen if c in relief]
-        total = 0.0
-        picked = []
-        for cell in chosen:
-            crowd = sum(n in chosen for n in beside[cell])
-            load = settled[cell] + p.EXCAVATE_NEIGHBOUR_LOAD * crowd
-            load -= sum(source.get(cell, 0) for source in sources)
-            material = next((m for m in options[cell] if load <= p.MATERIAL_SPECS[m][0] - 2), None)
-            if material is None:
-                break
-            picked.append((cell, material))
-            room = p.MATERIAL_SPECS[material][0] - load
-            total += min(room, 15) / 5 - 2 * crowd - 2 * (material == "lodestone")
-            total -= 3 * (cell in on_seam)
-        else:
-            scored.append((total, sorted(picked, key=_order)))
-    scored.sort(key=lambda item: -item[0])
-    return [sites for _s, sites in scored[:limit]]
-
-
-def _vents(state: MegacityState, sites: list[Cell]) -> list[tuple[Cell, str]] | None:
-    """Shafts across the prevailing current, the fewest per line (at most two) that keep
-    every site on it at SAFE_FLOW in both phases; None when that is impossible."""
-    vertical = sum(abs(dy) for row in state.base_flow for _dx, dy in row) >= sum(
-        abs(dx) for row in state.base_flow for dx, _dy in row
-    )
-    lines: dict[int, list[Cell]] = {}
-    for cell in sites:
-        lines.setdefault(cell[1] if vertical else cell[0], []).append(cell)
-    out: list[tuple[Cell, str]] = []
-    for line, cells in sorted(lines.items()):
-        options = []
-        for direction in ("east", "west") if vertical else ("north", "south"):
-            for count in range(3):
-                for starts in itertools.combinations(range(SIZE), count):
-                    shafts = [((s, line) if vertical else (line, s), direction) for s in starts]
-                    if all(_worst_flow(state, cell, shafts) >= SAFE_FLOW for cell in cells):
-                        fresh = [v for v in shafts if v not in state.vents]
-                        options.append((len(fresh), count, fresh))
-        if not options:
-            return None
-        out.extend(min(options, key=lambda o: o[:2])[2])
-    return out
-
-
-def _worst_flow(state: MegacityState, cell: Cell, shafts: list[tuple[Cell, str]]) -> int:
-    """The weaker strength at `cell` over the two airflow phases with these shafts."""
-    vents = tuple(dict.fromkeys((*state.vents, *shafts)))
-    return min(
-        p.strength(p.flow_field(state.base_flow, vents, steps)[cell[1]][cell[0]])
-        for steps in (0, p.REVERSAL_PERIOD)
-    )
-
-
-def _taps(state: MegacityState, sites: list[Cell], count: int) -> list[tuple[Cell, ...]]:
-    """`count` three-cell seam segments off the sites, nearest the sites first."""
-    near = {n for s in sites for n in (*neighbours(s), s)}
-    taken = set(state.conduits)
-    options = []
-    for seam in state.seams:
-        for i in range(SIZE - 2):
-            path = seam.cells[i : i + 3]
-            if set(path) & set(sites):
-                continue
-            options.append((sum(c in near for c in path), -i, path))
-    options.sort(reverse=True)
-    out: list[tuple[Cell, ...]] = []
-    for _n, _i, path in options:
-        if len(out) == count:
-            break
-        if not set(path) & taken:
-            out.append(path)
-            taken.update(path)
-    return out
-
-
-MAX_DIG_EXCESS = 10  # integrity a relief dig may cost for good
-
-
-def proposals(state: MegacityState, digs: list[tuple[Cell, str]] | None = None) -> Iterator[Plan]:
-    """Plans worth rehearsing, most promising first; `digs` are relief digs already
-    assumed done in `state`."""
-    for sites in _site_sets(state):
-        cells = [c for c, _m in sites]
-        vents = _vents(state, cells)
-        if vents is None:
-            continue
-        materials = {m for _c, m in (*sites, *(digs or []))}
-        research = 4 if "lodestone" in materials else 2 if "mycelium" in materials else 0
-        research = max(research, min(state.research, 4))
-        # Clear-of-pull sites first, seam sites last (they wait for the seam to drain).
-        order = sorted(sites, key=lambda s: (p.pull_of(state.seams, s[0]) > 0, _rank(s[0])))
-        for taps in (0,) if state.conduits else (2, 1):
-            tapped = _taps(state, cells, taps)
-            for open_from in OPEN_FROM:
-                yield Plan(order, research, tapped, vents, open_from, list(digs or []))
-
-
-def relief_proposals(state: MegacityState) -> Iterator[Plan]:
-    """Plans that first dig one seam cell for the relief it brings to distant sites
-    (load transfer), the column chosen to keep its own excess small."""
-    settled = _settled(state)
-    options = []
-    for cell in sorted(p.seam_cells(state), key=_rank):
-        if cell in state.chambers:
-            continue
-        best = None
-        for material in MATERIAL_CHOICES:
-            still, side, brittle = p.MATERIAL_SPECS[material]
-            pull = p.pull_of(state.seams, cell)
-            excess = max(0, settled[cell] - still) + max(0, pull - side) * brittle
-            if best is None or excess < best[0]:
-                best = (excess, material)
-        if best is not None and best[0] <= MAX_DIG_EXCESS:
-            relieved = sum(amount for _c, amount in p.relief_from(state.seams, cell))
-            options.append((best[0] - relieved / 20, cell, best[1]))
-    for _score, cell, material in sorted(options):
-        dug = evolve(
-            state,
-            stress=p.excavation_transfer(state, cell),
-            chambers=(*state.chambers, cell),
-            supports=(*state.supports, (cell, material)),
-        )
-        yield from itertools.islice(proposals(dug, [(cell, material)]), 8)
-
-
 class MegacityPolicy(ScriptedPolicy):
-    def __init__(self, context: Any) -> None:
+    """The planner; `without` names capabilities it must do without ("vent", "relief",
+    "tap"), which is how the baselines measure what each mechanism decides."""
+
+    def __init__(self, context: Any, without: frozenset[str] = frozenset()) -> None:
         super().__init__(context)
+        self.without = without
         self.plan: Plan | None = None
         self.expected: tuple[Any, ...] | None = None
 
@@ -407,8 +218,8 @@ class MegacityPolicy(ScriptedPolicy):
         proposal."""
         best: tuple[float, Plan] | None = None
         tried = [self.plan] if self.plan is not None else []
-        plain = itertools.islice(proposals(state), MAX_REHEARSALS)
-        relieved = itertools.islice(relief_proposals(state), MAX_REHEARSALS)
+        plain = itertools.islice(proposals(state, self.without), MAX_REHEARSALS)
+        relieved = itertools.islice(relief_proposals(state, self.without), MAX_RELIEF_REHEARSALS)
         for plan in itertools.chain(tried, plain, relieved):
             won, score = rehearse(state, plan)
             if won:

@@ -10,6 +10,12 @@ baselines (`python -m benchmarks.megacity_baselines`). Each reads only the obser
   (it farmed the old +2 per point of integrity recovered).
 - `DigSupportFarmer`: excavate a cell, then support it, cell after cell, never replacing
   a column and never opening a district.
+- `Recipe`: the fixed recipe that won most v1 seeds without rehearsing any physics: six
+  low-stress cells off the seams and faults, a conduit on each (conduit damping), one
+  seam tap, research to mycelium (basalt on cells clear of pull, mycelium beside a
+  seam), a shaft across the current on every site's line, districts in the last six
+  steps. `RecipeWithoutDamping` is the same without the conduits on the sites.
+- `Waiter`: `wait` forty times.
 """
 
 from __future__ import annotations
@@ -18,19 +24,45 @@ from typing import Any
 
 from textenvs.agents.scripted import ScriptedPolicy
 from textenvs.agents.scripted.megacity import north_first, parse_cell, parse_flow, parse_seams
-from textenvs.scenarios.megacity.state import SIZE, Cell, cell_name, neighbours
+from textenvs.scenarios.megacity.state import COLS, SIZE, STEP_BUDGET, Cell, cell_name, neighbours
 
 NAIVE_OPEN_FROM = 32
 NAIVE_FLOW = 4  # a site weaker than this gets a shaft along the current
 
 
-class NaiveBuilder(ScriptedPolicy):
+class ListBuilder(ScriptedPolicy):
+    """Scan, work through the command list `plan` writes from the scanned map, then open
+    a district on each site from step OPEN_FROM."""
+
+    OPEN_FROM = STEP_BUDGET
+
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self.sites: list[Cell] = []
         self.todo: list[str] = []
 
-    def _plan(self, obs: dict[str, Any]) -> None:
+    def plan(self, obs: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def choose(self, observation: dict[str, Any]) -> str:
+        obs = observation
+        if obs["seams"] is None:
+            return "scan"
+        if not self.sites:
+            self.plan(obs)
+        if self.todo:
+            return self.todo.pop(0)
+        if obs["step"] >= self.OPEN_FROM:
+            for cell in self.sites:
+                if cell_name(cell) not in obs["district_cells"]:
+                    return f"district {cell_name(cell)}"
+        return "wait"
+
+
+class NaiveBuilder(ListBuilder):
+    OPEN_FROM = NAIVE_OPEN_FROM
+
+    def plan(self, obs: dict[str, Any]) -> None:
         stress = north_first(obs["stress"])
         seams = parse_seams(obs["seams"])
         seam_cells = {c for seam in seams for c in seam.cells}
@@ -63,20 +95,6 @@ class NaiveBuilder(ScriptedPolicy):
         self.todo += [f"vent {cell_name(s)} {d}" for s, d in sorted(lines)]
         for cell in self.sites:
             self.todo += [f"support {cell_name(cell)} basalt", f"excavate {cell_name(cell)}"]
-
-    def choose(self, observation: dict[str, Any]) -> str:
-        obs = observation
-        if obs["seams"] is None:
-            return "scan"
-        if not self.sites:
-            self._plan(obs)
-        if self.todo:
-            return self.todo.pop(0)
-        if obs["step"] >= NAIVE_OPEN_FROM:
-            for cell in self.sites:
-                if cell_name(cell) not in obs["district_cells"]:
-                    return f"district {cell_name(cell)}"
-        return "wait"
 
 
 def _prevailing(flow: dict[Cell, tuple[int, int]]) -> str:
@@ -137,9 +155,53 @@ class DigSupportFarmer(ScriptedPolicy):
         return "wait"
 
 
+RECIPE_OPEN_FROM = 34  # the six districts open in the last six steps
+
+
+class Recipe(ListBuilder):
+    OPEN_FROM = RECIPE_OPEN_FROM
+    DAMPING = True
+
+    def plan(self, obs: dict[str, Any]) -> None:
+        stress = north_first(obs["stress"])
+        seams = parse_seams(obs["seams"])
+        seam_cells = {c for seam in seams for c in seam.cells}
+        faults = {parse_cell(f) for f in obs["faults"]}
+        off = [c for c in stress if c not in seam_cells and c not in faults]
+        self.sites = sorted(off, key=lambda c: (stress[c], c[1], c[0]))[:6]
+        near = {n for s in self.sites for n in (*neighbours(s), s)}
+        taps = [seam.cells[i : i + 3] for seam in seams for i in range(SIZE - 2)]
+        tap = max(taps, key=lambda path: sum(c in near for c in path))
+        self.todo = ["research", "research", "conduit " + " ".join(cell_name(c) for c in tap)]
+        if self.DAMPING:
+            self.todo += [f"conduit {cell_name(c)}" for c in self.sites]
+        flow = {c: parse_flow(v) for c, v in north_first(obs["airflow"]).items()}
+        vertical = _prevailing(flow) in ("north", "south")
+        # Across the current: a shaft east along each site's row (or north up its column).
+        lines = sorted({c[1] if vertical else c[0] for c in self.sites})
+        for line in lines:
+            self.todo.append(f"vent A{line + 1} east" if vertical else f"vent {COLS[line]}1 north")
+        for cell in self.sites:
+            pulled = any(n in seam_cells for n in neighbours(cell))
+            material = "mycelium" if pulled else "basalt"
+            self.todo += [f"support {cell_name(cell)} {material}", f"excavate {cell_name(cell)}"]
+
+
+class RecipeWithoutDamping(Recipe):
+    DAMPING = False
+
+
+class Waiter(ScriptedPolicy):
+    def choose(self, observation: dict[str, Any]) -> str:
+        return "wait"
+
+
 BASELINES: dict[str, type[ScriptedPolicy]] = {
+    "recipe": Recipe,
+    "recipe-no-damping": RecipeWithoutDamping,
     "naive": NaiveBuilder,
     "fixed": FixedSequence,
+    "wait": Waiter,
     "farm-swap": SupportSwapFarmer,
     "farm-dig": DigSupportFarmer,
 }

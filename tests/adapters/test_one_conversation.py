@@ -66,7 +66,7 @@ def via_verifiers(server: OpenAIServer, envs: str, seeds: str, settings: dict[st
 # (scenarios, seeds, episodes, harness settings, `textenvs eval` flags)
 SETTINGS = {
     "defaults": ("em-anomaly,treasure-hunt", "0-2", 6, {}, []),
-    "cut": ("em-anomaly", "0-1", 2, {"prompt_budget": 700}, ["--prompt-budget", "700"]),
+    "cut": ("em-anomaly", "0-1", 2, {"prompt_budget": 1600}, ["--prompt-budget", "1600"]),
     "window": ("treasure-hunt", "3-4", 2, {"history": 3}, ["--history", "3"]),
 }
 

@@ -60,9 +60,10 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     beside a mineral seam are pulled sideways (surface materials fail there), stress
     creeps along seams, excavating a seam cell unloads distant cells, the airflow
     reverses every 8 steps, conduits tap seams for power but double the pull where they
-    lie. Research reveals the equations rule by rule and unlocks the materials that hold
-    sideways pull. The equations are identical in every episode; only the maps (seams,
-    faults, stress, airflow) vary.
+    lie, and laying a conduit off the seams eases its cell once. Research reveals the
+    equations rule by rule and unlocks the materials that hold sideways pull. The
+    equations are identical in every episode; only the maps (seams, faults, stress,
+    airflow) vary.
 
     ## Actions and command grammar
     | command | example | effect |
@@ -100,10 +101,12 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
 
     ## Rewards (every term per step, summed; listed by name in the `reward` event)
     +2 per point integrity rose over the previous step and -2 per point it fell; +1 per
-    point air rose and -1 per point it fell; +5 per district activated; +3 the first time
-    power > 80; +4 per rule fully decoded; +0.5 if integrity > 80 and air > 60; -2 per
-    point integrity < 80; -1 per point air < 60; -40 on collapse (integrity 0) or
-    suffocation (air 0); +40 victory at step 40.
+    point air rose and -1 per point it fell; +5 per district activated, for the first six
+    (the goal); +3 the first time power > 80; +4 per rule fully decoded; +0.5 if
+    integrity > 80 and air > 60; -2 per point integrity < 80; -1 per point air < 60; -40
+    on collapse (integrity 0) or suffocation (air 0); +40 victory at step 40, and with it
+    `plan_quality`: +0.5 per point of integrity above 80 and of air above 60 at the end,
+    +0.1 per unit of power left, +0.5 per step that ended with six districts running.
 
     ## Episode end
     Terminated on collapse or suffocation (failure), or at step 40 with victory (success).
@@ -114,8 +117,8 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     ## Rules as implemented
     - One step = the action's immediate effect (power is paid now; an action that cannot
       be done or afforded is refused with the reason, costs nothing, and time still
-      passes), then the tick: seam flow, conduit damping, power generation and demand,
-      air toward its target, integrity recomputed, which districts run, threshold check.
+      passes), then the tick: seam flow, power generation and demand, air toward its
+      target, integrity recomputed, which districts run, threshold check.
       Reward terms compare with the state before the step.
     - Unreadable reply (`on_wasted_turn`): the step of a `wait`, reported as "Your reply
       was unreadable: nothing was built."; `info["invalid_action"]` is true.
@@ -134,6 +137,14 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       recovery pays; over an episode these two terms sum to 2 x (final - 100) and
       (final - 85). The spec's below-threshold penalties apply on top.
     - A catastrophe step also carries the other terms of that step, then -40.
+    - Conduit damping is a one-off: a conduit cell laid off the seams loses its stress
+      once, when laid (a recurring drain made any cell buildable).
+    - The air index moves toward its target by up to 8 a step, so it reaches the target
+      within the last six steps: opening late does not dodge the air rule, which tests
+      that the districts' ventilation holds at the end (in the final airflow phase) and
+      at every step since the first district.
+    - Beyond the specification, `plan_quality` at victory ranks winning plans (margins,
+      power left, how long six districts have run); the +5 per district stops at six.
     - Power storage is clamped to 0-100; demand it cannot cover is a brownout (all
       districts offline, and a breach once a district exists).
     - Research: 5 rules x 2 points (clue, then equation); mycelium unlocks at 2 points,
@@ -157,6 +168,15 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       sideways pull beside seams, basic materials fail under it, mycelium needs research;
       relief reaches the seam's flanks; districts draw more power (one tap cannot feed
       six); integrity and air changes are paid both ways (no farming).
+    - v2: conduit damping is a one-off (laying a conduit off the seams relieves its cell
+      by 6, no longer 2 every step); the air index moves up to 8 a step (was 3), so late
+      openings face the air rule; rock stress 54-91 (was 40-85) and stronger excavation
+      relief (18 along the seam and beside it, was 12 / 10), so relief digs and seam-flow
+      timing decide seeds; district pay stops at six; `plan_quality` at victory.
+      Reading is strict: every word of the command part must belong to the command, a
+      filler word or a clause that is not read; an unknown or scheduling word rejects
+      the reply (`excavate B3..B5` was read as `excavate B3`); the action schema written
+      as JSON text is read; each step's info records the command executed (`read_as`).
     """
 
     name = "megacity"

@@ -25,14 +25,14 @@ from textenvs.scenarios.megacity.state import (
 STRESS_MAX = 100
 SEAM_FLOW_PCT = 12  # % of a seam cell's stress pulled one cell downstream per step
 CONDUIT_SEAM_GAIN = 2  # a conduit on a cell doubles its seam flow and its sideways load
-CONDUIT_DAMP = 2  # stress a conduit drains per step from an off-seam cell (dampens)
+CONDUIT_DAMP = 6  # stress a conduit removes once from an off-seam cell, when installed
 PULL_ON_SEAM = 20  # sideways load on a chamber per seam running through its cell
 PULL_BESIDE_SEAM = 10  # ... per seam running alongside it (an orthogonal neighbour)
 # --- excavation load transfer ----------------------------------------------------------
 EXCAVATE_NEIGHBOUR_LOAD = 6  # stress added to each orthogonal neighbour
 FAULT_NEIGHBOUR_LOAD = 14  # ... when the excavated cell is a fault
-SEAM_RELIEF = 12  # stress removed from seam cells 2+ cells away on the same seam...
-FLANK_RELIEF = 10  # ... and from the off-seam cells beside those
+SEAM_RELIEF = 18  # stress removed from seam cells 2+ cells away on the same seam...
+FLANK_RELIEF = 18  # ... and from the off-seam cells beside those
 # --- supports: (still-load capacity, sideways capacity, sideways brittleness) ----------
 MATERIAL_SPECS: dict[str, tuple[int, int, int]] = {
     "bare": (30, 0, 1),
@@ -49,7 +49,7 @@ AIR_BASE_TARGET = 85
 FLOW_CAP = 6  # flow above this does not help a district
 O2_DEMAND = 5  # flow a district needs to breathe without drawing the air index down
 AIR_PER_FLOW = 3  # air-target points per unit of flow surplus/deficit at a district
-AIR_RATE = 3  # the air index moves toward its target by at most this per step
+AIR_RATE = 8  # the air index moves toward its target by at most this per step
 DISTRICT_MIN_FLOW = 3  # a district core needs at least this flow to run
 # --- power ----------------------------------------------------------------------------
 POWER_CAP = 100
@@ -136,21 +136,15 @@ def seam_flow(stress: Grid, state: MegacityState) -> Grid:
     return tuple(map(tuple, grid))
 
 
-def conduit_damping(stress: Grid, state: MegacityState) -> Grid:
-    """A conduit off every seam drains CONDUIT_DAMP stress per step from its cell."""
-    drained = _off_seam(state.seams, state.conduits)
-    if not drained:
-        return stress  # nothing to drain: the same grid
-    grid = [list(row) for row in stress]
-    for c, r in drained:
-        grid[r][c] = max(0, grid[r][c] - CONDUIT_DAMP)
+def conduit_damping(state: MegacityState, fresh: list[Cell]) -> Grid:
+    """Newly laid conduit cells off every seam dampen their cell's gravity once: each
+    loses CONDUIT_DAMP stress (a one-off, so a conduit cannot make any cell buildable)."""
+    on_seam = _seam_set(state.seams)
+    grid = [list(row) for row in state.stress]
+    for c, r in fresh:
+        if (c, r) not in on_seam:
+            grid[r][c] = max(0, grid[r][c] - CONDUIT_DAMP)
     return tuple(map(tuple, grid))
-
-
-@lru_cache(maxsize=1024)
-def _off_seam(seams: tuple[Seam, ...], conduits: tuple[Cell, ...]) -> tuple[Cell, ...]:
-    on_seam = _seam_set(seams)
-    return tuple(cell for cell in conduits if cell not in on_seam)
 
 
 def excavation_transfer(state: MegacityState, cell: Cell) -> Grid:

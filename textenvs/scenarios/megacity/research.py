@@ -73,9 +73,9 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "Conduit cells on a seam generate power; one short tap cannot feed six districts.",
         f"Generation = {p.POWER_BASE_GEN} + {p.SEAM_TAP} per conduit cell on a seam. A "
         f"district draws {p.DISTRICT_DRAW} per step ({p.DISTRICT_DRAW_CONNECTED} on or next "
-        f"to a conduit). A conduit off the seams removes {p.CONDUIT_DAMP} stress from its "
-        f"cell per step. Storage holds {p.POWER_CAP}; demand it cannot cover is a brownout "
-        "and every district goes offline.",
+        f"to a conduit). Laying a conduit on a cell off the seams removes {p.CONDUIT_DAMP} "
+        f"stress from it once. Storage holds {p.POWER_CAP}; demand it cannot cover is a "
+        "brownout and every district goes offline.",
     ),
 )
 TOTAL_POINTS = len(RULES) * p.POINTS_PER_RULE

@@ -26,7 +26,7 @@ from textenvs.scenarios.megacity.state import (
 )
 
 # --- initial maps (the only thing a seed changes) --------------------------------------
-STRESS_NOISE = (40, 86)  # uniform base stress, [low, high)
+STRESS_NOISE = (54, 92)  # uniform base stress, [low, high)
 SEAM_STRESS = 10
 FAULT_STRESS = 25
 FAULTS = 3
@@ -46,6 +46,10 @@ R_VICTORY = 40.0
 R_INTEGRITY_LOW = -2.0  # per point below 80
 R_AIR_LOW = -1.0  # per point below 60
 R_CATASTROPHE = -40.0
+# --- plan quality (beyond the specification: separates good plans from lucky ones) -----
+R_MARGIN = 0.5  # at victory, per point of integrity above 80 and of air above 60
+R_POWER_LEFT = 0.1  # at victory, per unit of power in storage
+R_SIX_RUNNING = 0.5  # at victory, per step that ended with six districts running
 
 
 def initial_state(rng: np.random.Generator) -> MegacityState:
@@ -155,7 +159,12 @@ def apply_action(state: MegacityState, action: Action) -> tuple[MegacityState, s
             return state, refused, 0
         conduits = tuple(sorted((*state.conduits, *fresh), key=_order))
         path = " ".join(cell_name(c) for c in action.cells)
-        return evolve(new, conduits=conduits), f"Installed a power conduit on {path}.", 0
+        stress = p.conduit_damping(state, fresh)
+        return (
+            evolve(new, conduits=conduits, stress=stress),
+            f"Installed a power conduit on {path}.",
+            0,
+        )
     return _district(state, cell)
 
 
@@ -183,10 +192,10 @@ def _order(cell: Cell) -> tuple[int, int]:
 
 
 def tick(state: MegacityState) -> dict[str, Any]:
-    """Time passes one step: sideways gravity, conduit damping, power, air, integrity,
-    which districts run, and whether a threshold broke. Returns the changed fields (the
-    caller applies them with one `evolve`)."""
-    stress = p.conduit_damping(p.seam_flow(state.stress, state), state)
+    """Time passes one step: sideways gravity, power, air, integrity, which districts
+    run, and whether a threshold broke. Returns the changed fields (the caller applies
+    them with one `evolve`)."""
+    stress = p.seam_flow(state.stress, state)
     steps = state.steps + 1
     generation, demand = p.power_flows(state)
     storage = state.power + generation - demand
@@ -199,6 +208,7 @@ def tick(state: MegacityState) -> dict[str, Any]:
         for cell in state.districts
         if brownout or (why := p.district_fault(state, cell, field, stress))
     )
+    running = len(state.districts) - len(offline)
     breach = state.breach
     if state.districts and not breach:
         if integrity <= INTEGRITY_THRESHOLD:
@@ -216,6 +226,7 @@ def tick(state: MegacityState) -> dict[str, Any]:
         "integrity": integrity,
         "offline": offline,
         "breach": breach,
+        "six_running": state.six_running + (running >= TARGET_DISTRICTS and not breach),
     }
 
 
@@ -236,8 +247,8 @@ def step(
         terms[name] = R_INTEGRITY_GAIN * (integrity - state.integrity)
     if air != state.air:
         terms["air_gain" if air > state.air else "air_loss"] = R_AIR_GAIN * (air - state.air)
-    if activated:
-        terms["district"] = R_DISTRICT * activated
+    if activated and len(state.districts) < TARGET_DISTRICTS:
+        terms["district"] = R_DISTRICT * activated  # the goal is six: no pay beyond
     if power > POWER_BONUS_LEVEL and not state.power_bonus_paid:
         terms["power_first_above_80"] = R_POWER_FIRST
         new["power_bonus_paid"] = True
@@ -262,6 +273,7 @@ def step(
         len(acted.districts) - len(new["offline"]), integrity, air, new["breach"]
     ):
         terms["victory"] = R_VICTORY
+        terms["plan_quality"] = plan_quality(integrity, air, power, new["six_running"])
         new["outcome"] = "victory"
         terminated = success = True
         lines.append("VICTORY: six running districts, every threshold held to step 40.")
@@ -286,6 +298,13 @@ def step(
 
 
 CATASTROPHES = {"collapse": "the city collapsed.", "suffocation": "the air is gone."}
+
+
+def plan_quality(integrity: int, air: int, power: int, six_running: int) -> float:
+    """The victory's quality: margins above the thresholds at the end, power left, and
+    how long six districts have already run (slack a later mishap would have had)."""
+    margins = (integrity - INTEGRITY_THRESHOLD) + (air - AIR_THRESHOLD)
+    return R_MARGIN * margins + R_POWER_LEFT * power + R_SIX_RUNNING * six_running
 
 
 def is_victory(running: int, integrity: int, air: int, breach: str) -> bool:

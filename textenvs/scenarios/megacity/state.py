@@ -104,6 +104,8 @@ class MegacityState:
     #: why victory is forfeited ("integrity 78 at step 23"); empty while thresholds hold
     breach: str = ""
     steps: int = 0  # completed steps
+    #: steps that ended with six running districts and no breach (plan quality)
+    six_running: int = 0
     research: int = 0  # research points
     scanned: bool = False
     power_bonus_paid: bool = False
