@@ -235,6 +235,9 @@ async def play_turns(
                       f"{evaluated:5,}, cached {usage.get('cached_tokens', 0):6,}, reply "
                       f"{usage.get('completion_tokens', 0):3d} tok, {decision.command!r:.40}",
                       flush=True)  # fmt: skip
+                unread = [r["error"] for r in decision.record["replies"] if r["error"]]
+                if unread:  # why, so a reader can tell the model's fault from the reader's
+                    print(f"      unread: {unread[0]:.160}", flush=True)
             seed += 1
     finally:
         await agent.aclose()

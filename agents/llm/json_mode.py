@@ -48,20 +48,27 @@ JSON_NOTE = (
 
 
 def response_schema(action_schema: type[BaseModel], reasoning_chars: int) -> dict[str, Any]:
-    """The action schema as one JSON object, with a bounded `reasoning` string first
-    (none when `reasoning_chars` is 0, or when the action has a field of that name)."""
-    schema = action_schema.model_json_schema()
+    """The action schema a decoder writes to (`decoding_schema`: one object, or one variant
+    per kind of action), with a bounded `reasoning` string first in each object (none when
+    `reasoning_chars` is 0, or when the action has a field of that name)."""
+    decoding = getattr(action_schema, "decoding_schema", action_schema.model_json_schema)
+    schema = decoding()
     schema.pop("title", None)
-    properties = dict(schema.get("properties", {}))
-    if reasoning_chars <= 0 or REASONING in properties:
+    declared = action_schema.model_json_schema().get("properties", {})
+    if reasoning_chars <= 0 or REASONING in declared:
         return schema
+    for variant in schema.get("anyOf", [schema]):
+        _think_first(variant, reasoning_chars)
+    return schema
+
+
+def _think_first(schema: dict[str, Any], reasoning_chars: int) -> None:
     # required and first: grammar converters emit required properties first, so the
     # thought comes before the action (an empty string is allowed: thinking is optional)
     thought = {"type": "string", "maxLength": reasoning_chars}
-    schema["properties"] = {REASONING: thought, **properties}
+    schema["properties"] = {REASONING: thought, **schema.get("properties", {})}
     schema["required"] = [REASONING, *schema.get("required", [])]
     schema["additionalProperties"] = False
-    return schema
 
 
 def response_format(schema: dict[str, Any], form: Form) -> dict[str, Any]:

@@ -5,6 +5,7 @@ llama-server) and llama-cpp-python's, which answers it with a 500 and takes
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -117,7 +118,7 @@ def test_squad_orders_and_megacity_cells_are_read_through_the_schema(
 ) -> None:
     def answer(request: RecordedRequest) -> Reply:
         schema = request.body["response_format"]["json_schema"]["schema"]
-        if "cells" in schema["properties"]:
+        if "anyOf" in schema:  # Megacity: one variant per kind of action
             return reply({"action": "scan", "cells": ["zz"]})  # no such cell: a rejection
         return reply({"a": "north", "b": "hold"})
 
@@ -138,3 +139,35 @@ def test_config_and_reports_name_the_mode() -> None:
     assert LLMConfig(model="m").public()["action_mode"] == "text"
     assert LLMConfig(model="m", action_mode="json").public()["action_mode"] == "json"
     assert LLMConfig(model="local").public()["action_mode"] == "json"  # the embedded default
+
+
+def test_every_object_megacitys_decoding_schema_admits_is_an_action() -> None:
+    """A constrained decoder writes only what the schema admits: Megacity's schema is one
+    variant per kind of action, so no admitted object fails the validator (the flat schema
+    let SmolLM2 write `vent` without a direction on every turn)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    env = textenvs.make("megacity")
+    env.reset(seed=0)
+    schema = json_mode.response_schema(env.action_schema, 80)
+    admitted = 0
+    for variant in schema["anyOf"]:
+        properties = variant["properties"]
+        for kind in properties["action"]["enum"]:
+            names = [name for name in ("material", "direction") if name in properties]
+            for extra in itertools.product(*(properties[name]["enum"] for name in names)):
+                obj = {"action": kind, **dict(zip(names, extra, strict=True))}
+                if "cells" in properties:
+                    obj["cells"] = ["B3", "B4", "B5"][: properties["cells"]["maxItems"]]
+                jsonschema.validate({"reasoning": "", **obj}, schema)
+                env.parse(env.action_schema(**obj).to_command())
+                admitted += 1
+    assert admitted == 2 + 4 + 4 + 1 + 3
+    for refused in (
+        {"action": "vent", "cells": ["B3"]},
+        {"action": "support", "cells": ["B3"], "direction": "east"},
+        {"action": "wait", "cells": ["B3"]},
+        {"action": "excavate", "cells": ["B3", "B4"]},
+        {"action": "conduit", "cells": []},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"reasoning": "", **refused}, schema)

@@ -52,6 +52,13 @@ class ActionSchema(BaseModel):
     def to_command(self) -> str:
         raise NotImplementedError
 
+    @classmethod
+    def decoding_schema(cls) -> dict[str, Any]:
+        """The JSON schema a constrained decoder writes to (`--action-mode json`): the
+        model's own schema, unless a scenario narrows it so that every object a decoder can
+        write is an action its validator accepts."""
+        return cls.model_json_schema()
+
 
 def canonical_command(action: Any) -> str:
     """The canonical command text of a parsed action (what `info["read_as"]` records)."""

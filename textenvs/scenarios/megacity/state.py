@@ -221,6 +221,34 @@ class MegacityAction(ActionSchema):
             raise ValueError("a direction is required for vent and taken by nothing else")
         return self
 
+    @classmethod
+    def decoding_schema(cls) -> dict[str, Any]:
+        """One variant per kind of action, each with exactly the fields it takes: a
+        constrained decoder can then only write an action the validator accepts, on a
+        cell of the grid (the flat schema let a small model write `vent` without a
+        direction, every turn)."""
+        # a cell on the grid only: a decoder free to write "A21" wastes the turn
+        cell = {"type": "string", "pattern": f"^[{COLS[0]}-{COLS[-1]}][1-{SIZE}]$"}
+        declared = cls.model_json_schema()["properties"]
+
+        def variant(kinds: list[str], cells: int, *extra: str) -> dict[str, Any]:
+            properties: dict[str, Any] = {"action": {"type": "string", "enum": kinds}}
+            if cells:
+                properties["cells"] = {"type": "array", "items": cell, "minItems": 1,
+                                       "maxItems": cells}  # fmt: skip
+            for name in extra:
+                properties[name] = {"type": "string", "enum": _choices(declared[name])}
+            return {"type": "object", "properties": properties,
+                    "required": list(properties), "additionalProperties": False}  # fmt: skip
+
+        return {"anyOf": [
+            variant(["excavate", "district"], 1),
+            variant(["support"], 1, "material"),
+            variant(["vent"], 1, "direction"),
+            variant(["conduit"], 3),
+            variant(["research", "scan", "wait"], 0),
+        ]}  # fmt: skip
+
     def to_command(self) -> str:
         parts = [self.action, *self.cells]
         if self.material:
@@ -228,3 +256,8 @@ class MegacityAction(ActionSchema):
         if self.direction:
             parts.append(self.direction)
         return " ".join(parts)
+
+
+def _choices(field: dict[str, Any]) -> list[str]:
+    """The allowed strings of an optional `Literal[...] | None` field's JSON schema."""
+    return next(option["enum"] for option in field["anyOf"] if "enum" in option)
