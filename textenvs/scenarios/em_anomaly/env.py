@@ -20,7 +20,7 @@ from textenvs.scenarios.em_anomaly.state import (
 
 
 class EMAnomalyEnv(TextEnv[EMState, Action]):
-    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v1`, `em-anomaly`).
+    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v2`, `em-anomaly`).
 
     ## Description
     A 15x15 laboratory floor has insulating walls on 45 tiles (20%) and one hidden
@@ -119,7 +119,7 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
 
     name = "em-anomaly"
     title = "Electromagnetic Field Anomaly Mapping"
-    version = "1"
+    version = "2"
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
     observation_model = EMObservation

@@ -20,7 +20,7 @@ from textenvs.scenarios.magnetic_field.state import (
 
 
 class MagneticFieldEnv(TextEnv[MagneticState, Action]):
-    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v1`, `magnetic-field`).
+    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v2`, `magnetic-field`).
 
     ## Description
     A static 9x9 "magnetic field" of 0 (empty), 1 (field line) and 2 (intersection) hides
@@ -138,7 +138,7 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
 
     name = "magnetic-field"
     title = "Magnetic Field Pattern Recognition"
-    version = "1"
+    version = "2"
     max_steps = STEP_BUDGET
     action_schema = MagneticFieldAction
     observation_model = MagneticObservation

@@ -50,7 +50,7 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v1`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v2`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,
@@ -181,7 +181,7 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "1"
+    version = "2"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation

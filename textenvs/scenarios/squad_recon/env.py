@@ -22,7 +22,7 @@ ORDER_WORDS = "north|south|east|west|hold|attack"
 
 
 class SquadReconEnv(TextEnv[ReconState, Orders]):
-    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v1`, `squad-recon`).
+    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v2`, `squad-recon`).
 
     ## Description
     A 15x15 battlefield of open ground, walls and forest hides two enemy camps of
@@ -123,7 +123,7 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
 
     name = "squad-recon"
     title = "Squad Reconnaissance and Elimination"
-    version = "1"
+    version = "2"
     max_steps = STEP_BUDGET
     action_schema = SquadReconAction
     observation_model = ReconObservation

@@ -19,7 +19,7 @@ from textenvs.scenarios.treasure_hunt.state import (
 
 
 class TreasureHuntEnv(TextEnv[TreasureState, Action]):
-    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v1`, `treasure-hunt`).
+    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v2`, `treasure-hunt`).
 
     ## Description
     An 8x8 grid hides one Bomb, ten Flowers and 53 Empty tiles. The symbols are inverted:
@@ -93,7 +93,7 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
 
     name = "treasure-hunt"
     title = "Inverted-Symbol Treasure Hunt Grid"
-    version = "1"
+    version = "2"
     max_steps = STEP_BUDGET
     action_schema = TreasureHuntAction
     observation_model = TreasureObservation
