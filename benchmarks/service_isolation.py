@@ -118,11 +118,13 @@ def main(argv: list[str] | None = None) -> int:
         tokens.write_text("".join(f"{name} {token}\n" for name, token in TOKENS.items()))
         options = ["--token-file", str(tokens), "--creates-per-minute", "60"]
         options += ["--resets-per-minute", "60", "--max-sessions", "100"]
-        with serving(*options) as (url, _):
-            port = int(url.rsplit(":", 1)[1])
-            rows = {"none": asyncio.run(_run(port, "none", args))}
-            for flood in args.floods.split(","):
-                rows[flood] = asyncio.run(_run(port, flood, args))
+        rows: dict[str, dict[str, float]] = {}
+        for flood in ["none", *args.floods.split(",")]:
+            # a server per row: the victim's own resets (one per finished episode) count
+            # against its reset limit too, so rows sharing a server would measure the
+            # victim's 429s from earlier rows, not the flood's effect
+            with serving(*options) as (url, _):
+                rows[flood] = asyncio.run(_run(int(url.rsplit(":", 1)[1]), flood, args))
     quiet = rows["none"]["p99_ms"]
     cells = [[flood, f"{r['p50_ms']:.1f}", f"{r['p99_ms']:.1f}", f"{r['p99_ms'] / quiet:.1f}x",
               f"{r['flood_requests']:.0f}"] for flood, r in rows.items()]  # fmt: skip
