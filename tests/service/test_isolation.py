@@ -109,6 +109,25 @@ def test_websockets_count_and_health_always_answers(served: tuple[Any, str]) -> 
             sock.close()
 
 
+def test_a_silent_websocket_is_closed_and_frees_its_slot() -> None:
+    """An idle socket is closed by its read timeout, long before the session's idle
+    timeout, and its slot is free again (it held one of the client's sockets)."""
+    app = create_app(tokens=TOKENS, idle_timeout=600, socket_idle_timeout=0.5)
+    with serve_in_thread(app) as url:
+        with connect(ws_url(url, ALICE, "alice")) as sock:
+            sock.send('{"type": "state"}')
+            assert '"state"' in sock.recv(timeout=10)
+            with pytest.raises(ConnectionClosed):
+                sock.recv(timeout=10)  # nothing sent: closed after 0.5 s
+            assert sock.close_code == 1001 and "no message" in sock.close_reason
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{url}/v1/health", timeout=10).json()["sessions"] and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
+        assert httpx.get(f"{url}/v1/health", timeout=10).json()["sessions"] == 0
+
+
 def test_binary_and_deep_frames_close_with_a_reason(served: tuple[Any, str]) -> None:
     _, url = served
     deep_options = '{"type": "step", "data": ' + '{"a": ' * 40 + "1" + "}" * 41

@@ -18,6 +18,7 @@ from textenvs.cli.numbers import (
 from textenvs.cli.web import add_record_arguments, recorder_from_args
 from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
 from textenvs.service.reading import DEFAULT_TIMEOUT_S
+from textenvs.service.sockets import DEFAULT_SOCKET_IDLE_S
 
 
 def _default_max_connections() -> int:
@@ -145,6 +146,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="seconds a command may take to read (off the event loop); slower is a 422 "
         "command_too_slow that changes nothing",
     )
+    conn.add_argument(
+        "--socket-idle-timeout",
+        type=positive_float,
+        default=DEFAULT_SOCKET_IDLE_S,
+        help="seconds an OpenEnv WebSocket may go without a message before it is closed "
+        f"(code 1001; default {DEFAULT_SOCKET_IDLE_S:g})",
+    )
     add_record_arguments(p)
     server = p.add_argument_group("server")
     server.add_argument("--log-level", default="info", help="uvicorn log level")
@@ -216,6 +224,7 @@ def _serve(args: argparse.Namespace) -> int:
         recorder=recorder,
         command_timeout=args.command_timeout,
         max_connections=args.max_connections,
+        socket_idle_timeout=args.socket_idle_timeout,
         freeze_gc=True,  # a process of its own: long-lived sessions skip GC (memory.py)
     )
     uvicorn.run(

@@ -44,7 +44,7 @@ from textenvs.service.models import (
 from textenvs.service.operations import Operations, safe, validation_details
 from textenvs.service.reading import DEFAULT_TIMEOUT_S, CommandReader
 from textenvs.service.sessions import ServiceError, Session, SessionStore
-from textenvs.service.sockets import SocketCount, socket_limits
+from textenvs.service.sockets import DEFAULT_SOCKET_IDLE_S, SocketCount, socket_limits
 from textenvs.service.tenancy import Client, ClientLimits, Credentials
 from textenvs.service.web.record import HumanRecorder
 
@@ -75,6 +75,7 @@ def create_app(
     recorder: HumanRecorder | None = None,
     command_timeout: float = DEFAULT_TIMEOUT_S,
     max_connections: int = 1024,
+    socket_idle_timeout: float = DEFAULT_SOCKET_IDLE_S,
     freeze_gc: bool = False,
 ) -> FastAPI:
     """The service app.
@@ -194,7 +195,7 @@ def create_app(
     app.include_router(v1)
     from textenvs.service.openenv import openenv_router
 
-    sockets = SocketCount(*socket_limits(max_connections, len(tokens)))
+    sockets = SocketCount(*socket_limits(max_connections, len(tokens)), socket_idle_timeout)
     app.include_router(openenv_router(ops, credentials, sockets))
     from textenvs.service.web import play_router
 

@@ -173,7 +173,7 @@ def openenv_router(ops: Operations, credentials: Credentials, sockets: SocketCou
             with sockets.hold(client):
                 session = ops.create(client, name, None, None)
                 try:
-                    await SocketSession(ops, client, session, websocket).run()
+                    await SocketSession(ops, client, session, websocket, sockets).run()
                 finally:
                     with contextlib.suppress(ServiceError):
                         ops.store.remove(session.id, client)
@@ -238,16 +238,30 @@ def _rpc_error(request_id: Any, code: int, message: str) -> dict[str, Any]:
 class SocketSession:
     """The message loop of one OpenEnv WebSocket session."""
 
-    def __init__(self, ops: Operations, client: str, session: Session, socket: WebSocket) -> None:
+    def __init__(
+        self,
+        ops: Operations,
+        client: str,
+        session: Session,
+        socket: WebSocket,
+        sockets: SocketCount,
+    ) -> None:
         self.ops, self.client, self.session, self.socket = ops, client, session, socket
+        self.idle_timeout = sockets.idle_timeout
         self.episode_id: str | None = None
 
     async def run(self) -> None:
         while True:
+            session_left = self._time_left()
+            wait = min(self.idle_timeout, session_left or self.idle_timeout)
             try:
-                frame = await asyncio.wait_for(self.socket.receive(), self._time_left())
+                frame = await asyncio.wait_for(self.socket.receive(), wait)
             except TimeoutError:
-                await self._expire()
+                if session_left is not None and session_left <= wait:
+                    await self._expire()
+                else:
+                    reason = f"no message for {self.idle_timeout:g} s"
+                    await self.socket.close(code=1001, reason=reason)
                 return
             if frame["type"] == "websocket.disconnect":
                 raise WebSocketDisconnect(frame.get("code", 1000))

@@ -24,10 +24,19 @@ def socket_limits(max_connections: int, clients: int) -> tuple[int, int]:
     return total, max(1, total // max(1, clients))
 
 
+#: seconds a WebSocket may go without a message (an agent thinking between steps included)
+DEFAULT_SOCKET_IDLE_S = 120.0
+
+
 class SocketCount:
-    def __init__(self, max_sockets: int, per_client: int) -> None:
+    def __init__(
+        self, max_sockets: int, per_client: int, idle_timeout: float = DEFAULT_SOCKET_IDLE_S
+    ) -> None:
         self.max_sockets = max_sockets
         self.per_client = per_client
+        #: a socket that sends no message for this long is closed (1001), so an idle
+        #: socket cannot hold a connection slot for the session's whole idle timeout
+        self.idle_timeout = idle_timeout
         self._open: Counter[str] = Counter()
 
     @contextmanager
