@@ -45,7 +45,9 @@ def parse_base_url(text: str) -> BaseURL:
 
 def client_options(base_url: str | None, key: str | None) -> dict[str, Any]:
     """`api_key`, `base_url` and `default_query` for `openai.AsyncOpenAI`: `key` (the
-    environment's), else the key in the URL's user info, else the placeholder "EMPTY"."""
+    environment's), else the key in the URL's user info, else the placeholder "EMPTY"
+    (`key` may be that placeholder itself: it yields to a key in the URL)."""
+    key = None if key == "EMPTY" else key
     if base_url is None:
         return {"api_key": key or "EMPTY"}
     parsed = parse_base_url(base_url)

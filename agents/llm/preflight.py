@@ -76,7 +76,7 @@ async def _preflight(config: LLMConfig) -> tuple[str, dict[str, Any]]:
     except ValueError as exc:
         raise PreflightError(str(exc)) from None
     try:
-        options = client_options(base_url, key if key != "EMPTY" else None)
+        options = client_options(base_url, key)
     except ValueError as exc:
         raise PreflightError(str(exc)) from None
     # A check of its own, short: a hanging endpoint fails in seconds, not minutes.

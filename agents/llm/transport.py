@@ -175,7 +175,7 @@ class Transport:
 def build_client(config: LLMConfig, key: str, base_url: str | None) -> openai.AsyncOpenAI:
     """The OpenAI client for one endpoint."""
     return openai.AsyncOpenAI(
-        **client_options(base_url, key if key != "EMPTY" else None),  # user info, query
+        **client_options(base_url, key),  # user info, query
         max_retries=0,  # the agent's own loop counts every attempt
         timeout=openai.Timeout(config.read_timeout_s, connect=config.connect_timeout_s),
         # one agent per episode: share the TLS context (~25 ms of CPU to build each)
