@@ -20,7 +20,9 @@
    token counts read from its log). Each of `--modes` plays `--turns` turns of each of
    `--scenarios` (a new episode, next seed, when one ends; one agent error is recorded
    and the run goes on), so every run finishes: `window+text` (the old sliding window,
-   free text), `append+text`, `append+json` (the constrained action mode). Per turn: wall
+   free text), `append+text`, `append+json` (the constrained action mode), each with
+   whole observations, and `append+json+changes` (observations after an episode's first
+   sent as their changes: the embedded model's defaults). Per turn: wall
    time, prompt tokens evaluated and served from the cache, reply tokens. Per scenario
    and mode: median and mean turn, the turn split into prefill and decoding (the
    server's own timings) and the env, unreadable replies, and the ratios to the first
@@ -170,10 +172,14 @@ def loopback(seeds: int, budget: int, count: Callable[[str], int], names: list[s
 
 
 LOCAL_MODES = {
-    "window+text": {"history_policy": "window", "history": 8, "action_mode": "text"},
-    "append+text": {"history_policy": "append", "action_mode": "text"},
-    "append+json": {"history_policy": "append", "action_mode": "json"},
-}
+    "window+text": {"history_policy": "window", "history": 8, "action_mode": "text",
+                    "observations": "full"},
+    "append+text": {"history_policy": "append", "action_mode": "text", "observations": "full"},
+    "append+json": {"history_policy": "append", "action_mode": "json", "observations": "full"},
+    # the embedded model's defaults
+    "append+json+changes": {"history_policy": "append", "action_mode": "json",
+                            "observations": "changes"},
+}  # fmt: skip
 _PHASES = re.compile(r"(prompt eval|\beval) time\s*=\s*([\d.]+) ms")
 
 

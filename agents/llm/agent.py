@@ -121,6 +121,7 @@ class LLMAgent(Agent):
             policy=cfg.history_policy,
             keep_fraction=cfg.history_keep,
             window=cfg.history,
+            observations=cfg.observation_view,
             gauge=TokenGauge(),
         )
 
@@ -168,8 +169,8 @@ class LLMAgent(Agent):
         self, observation: str, info: dict[str, Any], record: dict[str, Any], usage: dict[str, int]
     ) -> Decision:
         (ending, marker), self._opening = self._opening, ("", "")
-        content = "\n\n".join(part for part in (ending, marker, observation) if part)
-        turn: list[Message] = [{"role": "user", "content": content}]
+        opening = "\n\n".join(part for part in (ending, marker) if part)
+        turn: list[Message] = [self._history.observation_message(observation, opening)]
         if self._turn == 1:
             record["system"] = self._system
         record.update(replies=[], parse_errors=[], reply_faults=[], reasks=0, prompts=[])

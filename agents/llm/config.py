@@ -82,6 +82,10 @@ class LLMConfig(BaseModel):
     #: the server's context in tokens (None: learned at preflight where the server says
     #: it); the prompt budget is kept under it with room for the reply (context.py)
     context_window: int | None = Field(default=None, gt=0)
+    #: "full": every observation whole; "changes": after an episode's first, what changed
+    #: since the last one (observation_view.py). None: "full", but "changes" for the
+    #: embedded model (prefill is most of its turn)
+    observations: Literal["full", "changes"] | None = None
     #: share of the budget the newest turns may fill after a cut (append policy)
     history_keep: float = Field(default=0.5, ge=0, lt=1)
     #: past turns kept by the window policy (0: only the current observation); giving it
@@ -162,6 +166,13 @@ class LLMConfig(BaseModel):
         return "json" if self.is_local else "text"
 
     @property
+    def observation_view(self) -> Literal["full", "changes"]:
+        """How observations are sent (`observations`, resolved)."""
+        if self.observations is not None:
+            return self.observations
+        return "changes" if self.is_local else "full"
+
+    @property
     def reasoning_chars(self) -> int:
         """json mode: the `reasoning` field's limit in characters."""
         if self.json_reasoning_chars is not None:
@@ -217,6 +228,7 @@ class LLMConfig(BaseModel):
         key-like `extra_body` fields."""
         data = self.model_dump(mode="json")
         data["action_mode"] = self.mode  # named, so runs in different modes never mix
+        data["observations"] = self.observation_view
         data["base_url"] = strip_credentials(self.configured_base_url())
         data["base_urls"] = [strip_credentials(url) for url in self.base_urls]
         if not self.base_urls:  # runs recorded before the field existed still resume

@@ -21,6 +21,11 @@ taught rather than their turns: each cut episode end (the newest in full, up to 
 of the budget; older ones by their outcome line), and one line per cut turn of the
 newest cut episode only.
 
+Observations are sent whole (`full`, default) or, after an episode's first, as what
+changed since the one before (`changes`, see `observation_view.py`). Whatever turn opens
+the prompt (the first kept after a cut, or in a window) is sent with its whole
+observation, so every changes view refers to an observation the prompt holds.
+
 Prompt sizes are measured in characters of the messages as compact JSON, the same text
 for every server; tokens are estimated from characters with the ratio the server itself
 reported for the previous request (`TokenGauge`).
@@ -35,10 +40,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from textenvs.agents.llm.observation_view import changes_view
 from textenvs.core.parsing import ParseError
 
 Message = dict[str, Any]
 Policy = Literal["append", "window"]
+Observations = Literal["full", "changes"]
 
 #: tokens per character assumed until a server reports a count (generous: grids and
 #: digits tokenise densely, and a short first guess costs only a slightly early cut)
@@ -123,6 +130,9 @@ class PastTurn:
     #: turn the previous episode's end that its first message opens with
     episode: int = 1
     opening: str = ""
+    #: the first message with the whole observation, when `messages[0]` shows only its
+    #: changes (sent instead when this turn opens the prompt)
+    whole: Message | None = None
 
 
 @dataclass
@@ -133,12 +143,32 @@ class History:
     policy: Policy = "append"
     keep_fraction: float = 0.5
     window: int = 8
+    observations: Observations = "full"
     gauge: TokenGauge = field(default_factory=TokenGauge)
     turns: list[PastTurn] = field(default_factory=list)
     #: every turn cut so far (append policy); the recap is a function of these alone
     cut_turns: list[PastTurn] = field(default_factory=list)
     #: (cut turns, text) of the last recap built, so an unchanged recap is not rebuilt
     _recap: tuple[int, str] = field(default=(0, ""), init=False, repr=False)
+    #: the last observation shown, and the turn in progress's whole first message when
+    #: it shows only the changes
+    _last_observation: str = field(default="", init=False, repr=False)
+    _whole: Message | None = field(default=None, init=False, repr=False)
+
+    def observation_message(self, observation: str, opening: str = "") -> Message:
+        """The user message that starts a turn: `opening` (trial mode: the last
+        episode's end and a marker; it starts an episode) and the observation, whole or
+        as its changes since the last one."""
+        previous, self._last_observation = self._last_observation, observation
+        self._whole = None
+        if opening:
+            return {"role": "user", "content": f"{opening}\n\n{observation}"}
+        if self.observations == "changes" and previous:
+            shown = changes_view(previous, observation)
+            if shown != observation:
+                self._whole = {"role": "user", "content": observation}
+                return {"role": "user", "content": shown}
+        return {"role": "user", "content": observation}
 
     def request(self, system: Message, pending: list[Message]) -> tuple[list[Message], bool]:
         """The messages to send for the turn in progress (`pending`: its observation and
@@ -160,6 +190,7 @@ class History:
         return messages, True
 
     def add(self, turn: PastTurn) -> None:
+        turn.whole, self._whole = self._whole, None
         self.turns.append(turn)
         if self.policy == "window" and len(self.turns) > self.window:
             self.turns.pop(0)
@@ -171,6 +202,9 @@ class History:
 
     def render(self, system: Message, pending: list[Message]) -> list[Message]:
         body = [m for turn in self.turns for m in turn.messages] + pending
+        whole = self.turns[0].whole if self.turns else self._whole
+        if whole is not None and body:
+            body[0] = whole  # the prompt opens with a whole observation
         recap = self.recap()
         if recap and body and body[0].get("role") == "user":
             body[0] = {**body[0], "content": f"{recap}\n\n{body[0]['content']}"}

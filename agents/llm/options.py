@@ -22,6 +22,7 @@ _FIELDS = {
     "action_mode": "action_mode",
     "history": "history",
     "history_policy": "history_policy",
+    "observations": "observations",
     "prompt_budget": "prompt_budget",
     "reasks": "reasks",
     "json_reasoning": "json_reasoning_chars",
@@ -90,6 +91,10 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                    help="append (default): each prompt extends the previous one until "
                    "--prompt-budget, then one large cut, so servers can reuse their cache; "
                    "window: the last --history turns")  # fmt: skip
+    g.add_argument("--observations", choices=["full", "changes"],
+                   help="full: every observation whole (default); changes: after an "
+                   "episode's first, only what changed since the last one, several times "
+                   "fewer tokens (default for --model local)")  # fmt: skip
     g.add_argument("--prompt-budget", type=int, metavar="TOKENS",
                    help=f"most tokens a prompt may have (default {DEFAULT_PROMPT_BUDGET}; "
                    f"{LOCAL_PROMPT_BUDGET} for the embedded model)")  # fmt: skip

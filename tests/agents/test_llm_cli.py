@@ -60,7 +60,13 @@ def test_agent_config_file_with_flag_overrides(server: OpenAIServer, tmp_path: P
 
 
 def test_config_round_trips_through_toml(tmp_path: Path) -> None:
-    cfg = LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", action_mode="tools", reasks=2)
+    cfg = LLMConfig(
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        action_mode="tools",
+        reasks=2,
+        observations="changes",
+    )
     lines = [f"{k} = {v!r}" for k, v in cfg.public().items() if v is not None and v != {}]
     path = tmp_path / "a.toml"
     path.write_text("\n".join(lines).replace("True", "true").replace("False", "false") + "\n")

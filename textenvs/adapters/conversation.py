@@ -4,7 +4,8 @@ Inspect's solver and the verifiers environment send the model exactly what `text
 eval --agent llm` sends for the same replies: the same system prompt, history
 (`agents/llm/history.py`, the append policy by default, or a window), re-ask messages
 and reply reading. Their options are the `llm` agent's own settings (`LLMConfig`):
-`history_policy`, `prompt_budget`, `history`, `history_keep` and `reasks`, with the
+`history_policy`, `prompt_budget`, `history`, `history_keep`, `observations` and
+`reasks`, with the
 same defaults and validation, so a model's prompts do not depend on where it runs.
 
 One `Conversation` is one episode (text action mode; no trial groups):
@@ -40,7 +41,14 @@ from textenvs.core.parsing import ParseError
 from textenvs.prompts import prompt_name, system_prompt
 
 #: the `llm` agent settings a harness may set (the rest concern the API call)
-CONVERSATION_SETTINGS = ("history_policy", "prompt_budget", "history", "history_keep", "reasks")
+CONVERSATION_SETTINGS = (
+    "history_policy",
+    "prompt_budget",
+    "history",
+    "history_keep",
+    "observations",
+    "reasks",
+)
 
 
 def conversation_settings(**settings: Any) -> LLMConfig:
@@ -65,6 +73,7 @@ class Conversation:
             policy=settings.history_policy,
             keep_fraction=settings.history_keep,
             window=settings.history,
+            observations=settings.observation_view,
             gauge=TokenGauge(),
         )
         self.turn_number = 0
@@ -93,7 +102,7 @@ class Conversation:
         self.history.note_result(info)
         self.turn_number += 1
         self.asked = 0
-        self.pending = [{"role": "user", "content": observation}]
+        self.pending = [self.history.observation_message(observation)]
         self.transcript.append(self.pending[0])
         self._valid_commands = [str(c) for c in info.get("valid_commands", [])]
 

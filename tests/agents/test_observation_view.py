@@ -1,0 +1,90 @@
+"""The `changes` view loses nothing: the previous observation and the view give back the
+current observation, on whole episodes of every scenario."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import pytest
+
+from textenvs.agents import make_agent
+from textenvs.agents.llm.observation_view import (
+    GONE,
+    NEW_SECTION,
+    UNCHANGED,
+    VIEW_NOTE,
+    changes_view,
+    sections,
+)
+from textenvs.core.registry import SCENARIOS, make
+from textenvs.evals.episode import context_for
+
+
+def rebuild(previous: str, view: str) -> str:
+    """The observation a reader gets from `previous` and `view` by the view's own rules."""
+    if not view.startswith(VIEW_NOTE + "\n\n"):
+        return view
+    old = sections(previous)
+    at = 0  # the next section of `previous` not yet accounted for
+    rebuilt: list[str] = []
+    for part in view.split("\n\n")[1:]:
+        unchanged, gone = UNCHANGED.split("{}"), GONE.split("{}")
+        if part.startswith(unchanged[0]) and part.endswith(unchanged[1]):
+            count = part.count(" | ") + 1
+            rebuilt += old[at : at + count]
+            at += count
+        elif part.startswith(gone[0]) and part.endswith(gone[1]):
+            at += part.count(" | ") + 1
+        elif part.startswith(NEW_SECTION + "\n"):
+            rebuilt.append(part.removeprefix(NEW_SECTION + "\n"))
+        else:  # the changed lines of the next section
+            before = old[at].split("\n")
+            at += 1
+            lines: list[str] = []
+            for line in part.split("\n"):
+                if line.startswith("... ") and line.endswith(("line as before", "lines as before")):
+                    count = int(line.split()[1])
+                    lines += before[len(lines) : len(lines) + count]
+                else:
+                    lines.append(line)
+            assert len(lines) == len(before)
+            rebuilt.append("\n".join(lines))
+    assert at == len(old), "every section of the previous observation is accounted for"
+    return "\n\n".join(rebuilt)
+
+
+def played_observations(env_id: str, seed: int, agent_name: str) -> list[str]:
+    env = make(env_id)
+    agent = make_agent(agent_name)
+    observation, info = env.reset(seed=seed)
+    texts = [observation]
+    agent.reset(context_for(env, seed))
+    for _ in range(60):
+        decision = asyncio.run(agent.act(observation, info))
+        observation, _, terminated, truncated, info = env.step(decision.command)
+        texts.append(observation)
+        if terminated or truncated:
+            break
+    return texts
+
+
+@pytest.mark.parametrize("scenario", [s.env_id for s in SCENARIOS])
+@pytest.mark.parametrize("agent_name", ["scripted", "random"])
+def test_the_view_rebuilds_every_observation(scenario: str, agent_name: str) -> None:
+    for seed in range(3):
+        texts = played_observations(scenario, seed, agent_name)
+        for previous, current in itertools.pairwise(texts):
+            assert rebuild(previous, changes_view(previous, current)) == current
+
+
+#: most characters the views of a scripted episode may have, as a share of the whole
+#: observations (Treasure Hunt's agent-centred view changes nearly whole every step)
+SHARE_SENT = {"MagneticField": 0.4, "EMAnomaly": 0.8, "SquadRecon": 0.8, "Megacity": 0.5}
+
+
+@pytest.mark.parametrize("name", SHARE_SENT)
+def test_the_view_sends_a_fraction_of_repetitive_observations(name: str) -> None:
+    texts = played_observations(f"textenvs/{name}-v2", 0, "scripted")
+    views = [changes_view(a, b) for a, b in itertools.pairwise(texts)]
+    assert sum(map(len, views)) <= SHARE_SENT[name] * sum(map(len, texts[1:]))
