@@ -122,3 +122,14 @@ def test_bad_input_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFix
     assert err.count("\n") == 1
     assert main(["export", str(tmp_path), "--format", "hf", "--eval-seeds", "x"]) == 2
     assert "bad seed range" in capsys.readouterr().err
+
+
+def test_default_out_is_its_own_folder_not_the_run(
+    scripted_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = sorted(p.relative_to(scripted_run) for p in scripted_run.rglob("*"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", str(scripted_run), "--format", "jsonl-chat"]) == 0
+    out = tmp_path / "exports" / "run-jsonl-chat"
+    assert (out / "train.jsonl").is_file() and (out / "README.md").is_file()
+    assert sorted(p.relative_to(scripted_run) for p in scripted_run.rglob("*")) == before

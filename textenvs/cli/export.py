@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="output directory (default: RUN_DIR/export-FORMAT of the first RUN_DIR)",
+        help="output directory; nothing is written into the runs (default: "
+        "exports/RUN-FORMAT, RUN the first RUN_DIR's name)",
     )
     p.add_argument(
         "--only-success",
@@ -71,7 +72,7 @@ def _export(args: argparse.Namespace) -> int:
     from textenvs.evals.runner import parse_seeds
     from textenvs.evals.store import RunDirError
 
-    out = args.out or args.dirs[0] / f"export-{args.fmt}"
+    out = args.out or Path("exports") / f"{args.dirs[0].resolve().name or 'run'}-{args.fmt}"
     envs = frozenset(textenvs.get(name).name for name in args.env)
     keep = ExportFilter(args.only_success, frozenset(args.agent), envs)
     if args.fmt == "hf":
