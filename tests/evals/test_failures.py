@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.openai_server import OpenAIServer, text
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from textenvs.agents import make_agent
 from textenvs.agents.base import Agent, Decision
 from textenvs.cli import main
@@ -28,6 +29,7 @@ from textenvs.service.background import serve_in_thread
 
 ENV = "treasure-hunt"
 TEXTENVS = [sys.executable, "-m", "textenvs.cli"]
+LOCK_WAIT_S = 240  # how long the lock test waits for a run to start under heavy load
 
 
 def test_error_classes_drop_what_varies() -> None:
@@ -162,26 +164,41 @@ def _eval(out: Path, url: str, *extra: str) -> list[str]:
 
 def test_one_writer_per_run_folder_with_real_processes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    # slow replies (~6 s an episode) keep the first run busy while the second one starts
-    with OpenAIServer(default=text("Action: wait", latency_s=0.2)) as server:
-        cmd = _eval(out, server.base_url)
-        # two resumes started together: one runs, the other exits at once
-        procs = [subprocess.Popen([*cmd, "--resume"], stderr=subprocess.PIPE, text=True)]
-        procs.append(subprocess.Popen([*cmd, "--resume"], stderr=subprocess.PIPE, text=True))
-        deadline = time.monotonic() + 120
-        while all(p.poll() is None for p in procs) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        loser = next(p for p in procs if p.poll() is not None)
-        winner = next(p for p in procs if p is not loser)
-        assert loser.returncode == 2, loser.stderr.read() if loser.stderr else ""
-        message = loser.stderr.read() if loser.stderr else ""
-        assert f"is in use by another textenvs run (pid {winner.pid} on " in message
-        assert "Traceback" not in message and winner.poll() is None
-        # the winner is killed: its lock is stale, and the next resume takes it over
-        winner.send_signal(signal.SIGKILL)
-        winner.wait()
+    # The model holds every reply until `release`: whichever run takes the lock cannot
+    # finish (and let the other in) however slowly the other one starts.
+    release = threading.Event()
+
+    def held(request: RecordedRequest) -> Reply:
+        release.wait(LOCK_WAIT_S)
+        return text("Action: wait")
+
+    with OpenAIServer(default=held) as server:
+        resume = [*_eval(out, server.base_url), "--resume"]
+        procs: list[subprocess.Popen[str]] = []
+        try:
+            # two resumes started together: one runs, the other exits at once
+            for _ in range(2):
+                procs.append(subprocess.Popen(resume, stderr=subprocess.PIPE, text=True))
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while all(p.poll() is None for p in procs) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            exited = [p for p in procs if p.poll() is not None]
+            assert len(exited) == 1, f"{len(exited)} of the two runs exited"
+            loser, winner = exited[0], next(p for p in procs if p is not exited[0])
+            message = loser.stderr.read() if loser.stderr else ""
+            assert loser.returncode == 2, message
+            assert f"is in use by another textenvs run (pid {winner.pid} on " in message
+            assert "Traceback" not in message
+            # the winner is killed: its lock is stale, and the next resume takes it over
+            winner.send_signal(signal.SIGKILL)
+            winner.wait()
+        finally:
+            release.set()
+            for proc in procs:
+                proc.kill()
+                proc.wait()
         server.default = text("Action: wait")
-        done = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(resume, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"took over the lock of an earlier run that did not finish (pid {winner.pid})" in (
         done.stderr

@@ -260,7 +260,7 @@ def test_no_token_or_cost_columns_for_agents_without_tokens(
     # The results table `eval` prints leaves them out as well.
     from rich.console import Console
 
-    from textenvs.cli.eval import results_table
+    from textenvs.cli.eval_output import results_table
 
     console = Console(record=True, width=200)
     summary = json.loads((report[0] / store.SUMMARY).read_text())

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.web.conftest import PILOT_SEEDS, reference_episode
+from textenvs.service import app as service_app
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.service.tenancy import ClientLimits
@@ -59,8 +60,11 @@ def test_a_client_sees_and_uses_only_its_own_runs(served: tuple[str, Path]) -> N
     assert not (root / "pilot-ada").exists()
 
 
-def test_rejected_requests_make_no_folder_and_hold_no_file(served: tuple[str, Path]) -> None:
+def test_rejected_requests_make_no_folder_and_hold_no_file(
+    served: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     url, root = served
+    monkeypatch.setattr(service_app, "TARPIT_S", 0.1)  # the pause is not what is tested
     with client(url, "mallory") as mallory:
         for name in ("one", "two"):  # her whole session allowance
             assert mallory.post(

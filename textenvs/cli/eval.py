@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,10 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
 import textenvs
-from textenvs.agents.llm.config import LLMConfig, strip_credentials
+from textenvs.agents.llm.config import strip_credentials
 from textenvs.cli.common import (
-    EXIT_AGENT_ERRORS,
-    EXIT_STOPPED,
     EXIT_USAGE,
     add_agent_options,
     agent_factory,
@@ -35,13 +31,14 @@ from textenvs.cli.common import (
     preflight,
     scrubber_for,
 )
+from textenvs.cli.eval_backends import plan_local_servers, start_ray_backend
+from textenvs.cli.eval_output import closing_verdict, results_table, say
 from textenvs.cli.tables import stdout_console
 from textenvs.core.redact import redact_argv, redact_url, scrub_logs
-from textenvs.evals import failures, runner, store
+from textenvs.evals import failures, runner
 from textenvs.evals.episode import AGENT_ERROR
-from textenvs.evals.failures import FailFast, top_error_classes
+from textenvs.evals.failures import FailFast
 from textenvs.evals.metrics import Record
-from textenvs.evals.report import default_out
 from textenvs.evals.store import RunDirError
 from textenvs.evals.trials import check_trials
 
@@ -212,7 +209,7 @@ def agent_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _eval(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
-    local_model = _plan_local_servers(args)
+    local_model = plan_local_servers(args)
     try:
         plan = runner.EvalPlan(
             envs=runner.resolve_envs(args.env),
@@ -235,7 +232,7 @@ def _eval(args: argparse.Namespace) -> int:
         if args.backend == "ray" and args.env_url:
             raise ValueError("--backend ray plays local envs: drop --env-url")
     except ValueError as exc:
-        _say(console, f"textenvs eval: error: {exc}")
+        say(console, f"textenvs eval: error: {exc}")
         return EXIT_USAGE
     prices = None
     if args.price_per_1k_prompt is not None or args.price_per_1k_completion is not None:
@@ -266,13 +263,13 @@ def _eval(args: argparse.Namespace) -> int:
             message = service_error(exc, redact_url(args.env_url))
             if message is None:
                 raise
-            _say(console, f"textenvs eval: error: {scrub.text(message)}")
+            say(console, f"textenvs eval: error: {scrub.text(message)}")
             return EXIT_USAGE
         config["env_url"] = strip_credentials(args.env_url)
     factory = agent_factory(args)
     backend = None
     if args.backend == "ray":
-        backend = _ray_backend(args, plan, factory, probe, console)
+        backend = start_ray_backend(args, plan, factory, probe, console)
         if backend is None:
             return EXIT_USAGE
     else:
@@ -284,8 +281,8 @@ def _eval(args: argparse.Namespace) -> int:
         from textenvs.agents.llm import local
 
         threads = local.pool.threads_each(probe.cfg.local_threads)
-        _say(console, f"note: the embedded model: {plan.concurrency} server(s) (one per "
-             f"episode in flight), {threads} thread(s) each")  # fmt: skip
+        say(console, f"note: the embedded model: {plan.concurrency} server(s) (one per "
+            f"episode in flight), {threads} thread(s) each")  # fmt: skip
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -337,7 +334,7 @@ def _eval(args: argparse.Namespace) -> int:
                 )
             )
     except RunDirError as exc:
-        _say(console, f"textenvs eval: error: {exc}")
+        say(console, f"textenvs eval: error: {exc}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         console.print(
@@ -350,140 +347,4 @@ def _eval(args: argparse.Namespace) -> int:
         if backend is not None:
             backend.stop()
     stdout_console().print(results_table(summary, str(args.out)))
-    return _verdict(args, summary, console)
-
-
-def _plan_local_servers(args: argparse.Namespace) -> bool:
-    """Settle --concurrency (8; 1 for the embedded model) and, for the embedded model,
-    plan one server per episode in flight. True when the agent is the embedded model."""
-    local_model = False
-    if args.agent == "llm" and args.backend == "local":
-        from textenvs.agents.llm.options import llm_config_from_args
-
-        local_model = llm_config_from_args(args).is_local
-    if args.concurrency is None:
-        args.concurrency = 1 if local_model else 8
-    if local_model:
-        from textenvs.agents.llm import local
-
-        local.pool.plan(args.concurrency)
-    return local_model
-
-
-def _ray_backend(
-    args: argparse.Namespace,
-    plan: runner.EvalPlan,
-    factory: runner.AgentFactory,
-    probe: Any,
-    console: Console,
-) -> Any:
-    """The started Ray backend, its endpoint checked from every actor; None after telling
-    why it cannot be used."""
-    try:
-        from textenvs.evals.ray_backend import RayBackend, RayBackendError
-    except ImportError:
-        _say(console, "textenvs eval: error: --backend ray needs Ray: pip install 'textenvs[ray]'")
-        return None
-    from textenvs.agents.llm.preflight import PreflightError
-
-    config = getattr(probe, "cfg", None)
-    names = [config.api_key_env, "OPENAI_BASE_URL"] if isinstance(config, LLMConfig) else []
-    backend = RayBackend(
-        plan,
-        factory,
-        address=args.ray_address,
-        actors=args.ray_actors,
-        # the actors' processes were not started from this shell: send what the agent reads
-        env_vars={name: os.environ[name] for name in names if os.environ.get(name)},
-        on_note=lambda text: console.print(f"note: {text}", markup=False),
-    )
-    try:
-        backend.start()
-        if not args.no_preflight:
-            backend.preflight()
-    except (RayBackendError, PreflightError) as exc:
-        backend.stop()
-        what = "preflight: " if isinstance(exc, PreflightError) else ""
-        _say(console, f"textenvs eval: error: {what}{scrubber_for(args, probe).text(str(exc))}")
-        return None
-    return backend
-
-
-def _say(console: Console, text: str) -> None:
-    """One plain line on stderr (no rich markup, never wrapped)."""
-    console.print(text, markup=False, soft_wrap=True)
-
-
-def _verdict(args: argparse.Namespace, summary: dict[str, Any], console: Console) -> int:
-    """The closing lines (why it stopped, the top agent-error classes) and the exit code."""
-    errors = top_error_classes(store.read_episodes(args.out))
-    if errors:
-        total = summary["by_env"]["all"]["agent_errors"]
-        _say(console, f"{total} episode(s) ended in agent errors; most frequent:")
-        for name, count in errors:
-            _say(console, f"  {count:5d}  {name}")
-    retry = f"textenvs eval ... --out {args.out} --resume --retry-errors"
-    if summary["stopped"]:
-        _say(console, f"stopped early: {summary['stopped']}")
-        _say(console, f"fix the cause, then finish the run with: {retry}")
-        return EXIT_STOPPED
-    if errors:
-        _say(console, f"to play them again: {retry}")
-    report = f"write the report with: textenvs report {args.out} (into {default_out([args.out])}/)"
-    print(f"results in {args.out}/ (summary.json, episodes.jsonl, trajectories/); {report}")
-    if not summary["complete"]:
-        if args.trials > 1:
-            _say(console, f"some trial groups did not finish: textenvs eval ... --out {args.out} "
-                 "--resume plays each of them again from its first trial")  # fmt: skip
-        return 1
-    return EXIT_AGENT_ERRORS if errors else 0
-
-
-def na(value: float | None, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
-def results_table(summary: dict[str, Any], title: str) -> Table:
-    """Per-env results; "score" is the normalised score against the scenario's reference
-    band (the "all" row averages those, never returns of different scales)."""
-    table = Table(title=f"{summary['agent'].get('name')} - {title}", title_justify="left")
-    for column in ("env", "episodes", "success", "95% CI", "return", "steps", "invalid", "score"):
-        left = column == "env"
-        table.add_column(column, justify="left" if left else "right", no_wrap=left)
-    table.add_column("errors", justify="right")
-    tokens = any(s["tokens_per_episode"] for s in summary["by_env"].values())
-    # A cost needs tokens: prices given to an agent without them (scripted) add nothing.
-    priced = tokens and any(s["cost"] is not None for s in summary["by_env"].values())
-    if tokens:
-        table.add_column("tokens/ep", justify="right")
-    cached = any(s.get("cacheable_share") is not None for s in summary["by_env"].values())
-    if cached:  # llm prompts: share repeating the previous request; tokens the server reused
-        table.add_column("cacheable", justify="right")
-        table.add_column("cached/ep", justify="right")
-    if priced:
-        table.add_column("$/ep", justify="right")
-    envs = list(summary["by_env"])
-    for env, s in summary["by_env"].items():
-        lo, hi = s["success_ci95"] or (None, None)
-        row = [
-            env,
-            str(s["episodes"]),
-            f"{s['successes']}/{s['scored_episodes']} {na(s['success_rate'], '.0%')}",
-            f"{na(lo, '.0%')}-{na(hi, '.0%')}" if lo is not None else "n/a",
-            na(s["mean_return"], ".2f")
-            + (f"±{s['return_stderr']:.2f}" if s["return_stderr"] is not None else ""),
-            na(s["mean_steps"], ".1f"),
-            na(s["invalid_action_rate"], ".1%"),
-            na(s.get("normalised"), ".2f"),
-            f"[red]{s['agent_errors']}[/]" if s["agent_errors"] else "0",
-        ]
-        if tokens:
-            row.append(f"{s['tokens_per_episode']:.0f}")
-        if cached:
-            share = s.get("cacheable_share")
-            row.append("-" if share is None else f"{share:.0%}")
-            row.append(f"{s['tokens'].get('cached', 0) / max(1, s['episodes']):.0f}")
-        if priced:
-            row.append(f"{s['cost_per_episode']:.4f}")
-        table.add_row(*row, end_section=len(envs) > 1 and env == envs[-2])
-    return table
+    return closing_verdict(args, summary, console)

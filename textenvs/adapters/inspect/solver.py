@@ -117,24 +117,12 @@ class InspectModelAgent(Agent):
 
 
 @solver
-def play_episode(
-    history_policy: str | None = None,
-    prompt_budget: int | None = None,
-    history: int | None = None,
-    history_keep: float | None = None,
-    reasks: int | None = None,
-    max_invalid: int | None = None,
-) -> Solver:
-    """Play the sample's episode to its end with the active model. The conversation
-    settings are the `llm` agent's (`textenvs eval --history-policy ...`), with its
-    defaults: the append policy within a 24,000-token prompt budget, one re-ask."""
-    settings = conversation_settings(
-        history_policy=history_policy,
-        prompt_budget=prompt_budget,
-        history=history,
-        history_keep=history_keep,
-        reasks=reasks,
-    )
+def play_episode(max_invalid: int | None = None, **conversation: Any) -> Solver:
+    """Play the sample's episode to its end with the active model. `conversation` takes
+    the `llm` agent's conversation settings by name (`CONVERSATION_SETTINGS`, as in
+    `textenvs eval --history-policy ...`), with its defaults: the append policy within
+    a 24,000-token prompt budget, one re-ask. An unknown name is a ValueError."""
+    settings = conversation_settings(**conversation)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         spec = EpisodeSpec(

@@ -7,9 +7,10 @@ finds them). A test checks that this list matches the registry.
 
 Task options (`-T`): `seeds` ("0-99"), `options` (reset options), `mode` ("play": the
 textenvs solver plays each episode as `textenvs eval --agent llm` does; "tools": the
-scenario is a tool-using environment for the agent given as the solver), and the `llm`
-agent's conversation settings `history_policy`, `prompt_budget`, `history`,
-`history_keep`, `reasks` (its defaults), and `max_invalid`.
+scenario is a tool-using environment for the agent given as the solver), `max_invalid`,
+and the `llm` agent's conversation settings, each by its name in
+`textenvs.adapters.conversation.CONVERSATION_SETTINGS` (`history_policy`,
+`prompt_budget`, ...; the agent's defaults): the tasks pass every one of them on.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Solver
 
 import textenvs
+from textenvs.adapters.conversation import conversation_settings
 from textenvs.adapters.episodes import Seeds, episode_specs
 from textenvs.adapters.inspect.scorer import episode_outcome
 from textenvs.adapters.inspect.solver import play_episode
@@ -59,17 +61,16 @@ def scenario_task(
     *,
     mode: Mode = "play",
     solver: Solver | None = None,
-    history_policy: str | None = None,
-    prompt_budget: int | None = None,
-    history: int | None = None,
-    history_keep: float | None = None,
-    reasks: int | None = None,
     max_invalid: int | None = None,
+    **conversation: Any,
 ) -> Task:
     """An Inspect task over `env` (a scenario name or "all") and `seeds`. In tools mode
-    `solver` is the agent that plays (default: `react()` with the `env_command` tool)."""
+    `solver` is the agent that plays (default: `react()` with the `env_command` tool).
+    `conversation` is the play solver's `llm` agent settings (`CONVERSATION_SETTINGS`),
+    checked in either mode, so a misspelt `-T` name fails instead of being ignored."""
     if mode not in ("play", "tools"):
         raise ValueError(f"mode must be 'play' or 'tools', not {mode!r}")
+    conversation_settings(**conversation)
     dataset = MemoryDataset(samples(env, seeds, options, mode), name=f"textenvs-{env}")
     if mode == "tools":
         return Task(
@@ -79,8 +80,6 @@ def scenario_task(
             scorer=episode_outcome(),
             name=env,
         )
-    conversation = {"history_policy": history_policy, "prompt_budget": prompt_budget,
-                    "history": history, "history_keep": history_keep, "reasks": reasks}  # fmt: skip
     return Task(
         dataset=dataset,
         solver=solver or play_episode(**conversation, max_invalid=max_invalid),
