@@ -28,16 +28,17 @@ def textenvs_eval(server: OpenAIServer, out: Path, env: str, seeds: str, *extra:
     return {(r["env"], r["seed"]): r for r in read_episodes(out)}
 
 
-def vf_eval(env_config: Any, server: OpenAIServer, out: Path, *, rollouts: int = 1,
+def vf_eval(env_config: Any, server: OpenAIServer | str, out: Path, *, rollouts: int = 1,
             concurrency: int | None = None) -> list[Any]:  # fmt: skip
     """verifiers' eval runner (what `vf-eval` runs) on `env_config` with the model on
-    `server`; the episodes, one trace each."""
+    `server` (or at that base URL); the episodes, one trace each."""
     from verifiers.v1 import EvalClientConfig
     from verifiers.v1.cli.eval.runner import run_eval
     from verifiers.v1.configs.cli.eval import EvalConfig
 
     # the loopback server takes any key (an unset variable sends "EMPTY")
-    client = EvalClientConfig(base_url=server.base_url, api_key_var="LOOPBACK_API_KEY")
+    base_url = server if isinstance(server, str) else server.base_url
+    client = EvalClientConfig(base_url=base_url, api_key_var="LOOPBACK_API_KEY")
     config = EvalConfig(env=env_config, model="test-model", client=client,
                         num_rollouts=rollouts, max_concurrent=concurrency, push=False,
                         rich=None, output_dir=out)  # fmt: skip
