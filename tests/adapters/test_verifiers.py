@@ -5,6 +5,7 @@ scores the same replies."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -88,6 +89,11 @@ def test_success_reward_options_settings_and_errors() -> None:
         textenvs.load_environment(env="magnetic-field", seeds="0", level=99)
     with pytest.raises(Exception, match="unknown environment"):
         taskset_config(env="nowhere")
+    # a trace that another harness left has no episode to score, and scoring says so
+    trace = vf.Trace(task=vf.TraceTask(type="TextenvsTask", data=tasks[0].data),
+                     agent=vf.AgentInfo(config=vf.AgentConfig()))  # fmt: skip
+    with pytest.raises(vf.TaskError, match="the textenvs harness plays it"):
+        asyncio.run(tasks[0].score(trace))
 
 
 def test_eval_split_runs_without_warnings(
