@@ -14,10 +14,10 @@ from textenvs.adapters.verifiers import TextenvsEnv, TextenvsHarness, TextenvsTa
 from textenvs.adapters.verifiers import load_environment as load
 
 
-def load_environment(**kwargs: Any) -> TextenvsEnv:
+def load_environment(env: str = "all", **kwargs: Any) -> TextenvsEnv:
     """The env in Python; the arguments are those of
     `textenvs.adapters.verifiers.load_environment`."""
-    return load(taskset="textenvs-env", **kwargs)
+    return load(env, taskset="textenvs-env", **kwargs)
 
 
 __all__ = ["TextenvsEnv", "TextenvsHarness", "TextenvsTaskset", "load_environment"]
