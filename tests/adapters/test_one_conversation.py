@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("inspect_ai")
-pytest.importorskip("verifiers", minversion="0.4")
+pytest.importorskip("verifiers", minversion="0.3.1")
 
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model

@@ -12,11 +12,12 @@ import os
 import subprocess
 import sys
 import warnings
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("verifiers", minversion="0.4")
+pytest.importorskip("verifiers", minversion="0.3.1")
 
 import verifiers.v1 as vf
 
@@ -112,6 +113,14 @@ def test_eval_split_runs_without_warnings(
     assert not [str(w.message) for w in caught if "verifiers" in w.filename + str(w.message)]
 
 
+def v1_eval_command() -> Path:
+    """verifiers' eval command for v1 environments: `eval` in 0.3 (whose `vf-eval` runs
+    legacy environments), `vf-eval` from 0.4."""
+    (name,) = [script.name for script in entry_points(group="console_scripts")
+               if script.value == "verifiers.v1.cli.eval.main:main"]  # fmt: skip
+    return Path(sys.executable).with_name(name)
+
+
 def test_environment_module_installs_and_runs_with_vf_eval(
     model_server: OpenAIServer, tmp_path: Path
 ) -> None:
@@ -126,9 +135,8 @@ def test_environment_module_installs_and_runs_with_vf_eval(
     )  # fmt: skip
     assert install.returncode == 0, install.stderr[-2000:]
     assert (target / "textenvs_env.py").is_file()
-    vf_eval_cli = Path(sys.executable).with_name("vf-eval")
     run = subprocess.run(
-        [str(vf_eval_cli), "textenvs-env", "--env.taskset.env", "em-anomaly",
+        [str(v1_eval_command()), "textenvs-env", "--env.taskset.env", "em-anomaly",
          "--env.taskset.split", "eval", "--env.taskset.eval-seeds", "0-1",
          "--env.agent.harness.history", "3", "-m", "test-model",
          "--client.base-url", model_server.base_url, "--no-push", "--no-rich",

@@ -81,7 +81,8 @@ def played(trace: vf.Trace) -> dict[str, Any]:
 class TextenvsTask(vf.Task[TextenvsData, vf.State, TextenvsTaskConfig]):
     @property
     def key(self) -> str:
-        return self.data.id or super().key
+        """The episode's durable id ("em-anomaly-3"), kept in `data.name`."""
+        return self.data.name or super().key
 
     @vf.metric
     async def episode_scores(self, trace: vf.Trace) -> dict[str, float]:
@@ -124,7 +125,6 @@ class TextenvsTaskset(vf.Taskset[TextenvsTask, TextenvsConfig]):
             first, _ = env.reset(seed=spec.seed, options=spec.options)
             env.close()
             data = TextenvsData(
-                id=spec.id,
                 name=spec.id,
                 prompt=first,
                 system_prompt=system_prompt(prompt_name(spec.env, spec.options)),
