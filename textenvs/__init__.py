@@ -22,7 +22,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 register_all()
 
 
-#: what verifiers loads as the taskset `textenvs` (`vf-eval textenvs`): it finds a
+#: what verifiers loads as the taskset `textenvs` (`eval textenvs`): it finds a
 #: taskset's classes through its package's `__all__` (`textenvs.adapters.verifiers`)
 VERIFIERS_EXPORTS = ["TextenvsEnv", "TextenvsHarness", "TextenvsTaskset"]
 

@@ -1,5 +1,6 @@
 """textenvs as a verifiers environment module: `pip install ./environments/textenvs_env`,
-then `vf-eval textenvs-env --env.taskset.env treasure-hunt --env.taskset.split eval ...`.
+then `eval textenvs-env --env.taskset.env treasure-hunt --env.taskset.split eval ...`
+(`vf-eval` from verifiers 0.4).
 
 verifiers finds the taskset, its harness and its env through `__all__`; they are those
 of `textenvs.adapters.verifiers` (one task per episode; every request built as `textenvs

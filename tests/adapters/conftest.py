@@ -30,7 +30,7 @@ def textenvs_eval(server: OpenAIServer, out: Path, env: str, seeds: str, *extra:
 
 def vf_eval(env_config: Any, server: OpenAIServer | str, out: Path, *, rollouts: int = 1,
             concurrency: int | None = None) -> list[Any]:  # fmt: skip
-    """verifiers' eval runner (what `vf-eval` runs) on `env_config` with the model on
+    """verifiers' eval runner (what its eval CLI runs) on `env_config` with the model on
     `server` (or at that base URL); the episodes, one trace each."""
     from verifiers.v1 import EvalClientConfig
     from verifiers.v1.cli.eval.runner import run_eval

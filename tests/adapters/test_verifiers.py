@@ -1,5 +1,5 @@
 """The verifiers taskset, run for real against the loopback OpenAI-protocol server:
-verifiers' own eval runner (what `vf-eval` runs) in this process, and `vf-eval` itself on
+verifiers' own eval runner (what its eval CLI runs) in this process, and the CLI itself on
 the standalone module installed from the repository. Rewards are as `textenvs eval`
 scores the same replies."""
 
@@ -29,7 +29,7 @@ from textenvs.adapters.verifiers import TextenvsHarness, TextenvsHarnessConfig
 
 
 def taskset_config(**taskset: object) -> vf.EnvConfig:
-    """The env config verifiers builds for `vf-eval textenvs --env.taskset.KEY VALUE`."""
+    """The env config verifiers builds for `eval textenvs --env.taskset.KEY VALUE`."""
     return vf.resolve_env_config({"taskset": {"id": "textenvs", **taskset}})
 
 
@@ -67,7 +67,7 @@ def test_rewards_match_textenvs_eval_and_groups_share_the_episode(
             assert trace.messages[0].role == "system"
     assert sum(r["invalid_actions"] for r in expected.values()) > 0
     assert sum(r["steps"] for r in expected.values()) > 5
-    # vf-eval's output: one trace a line, with its rewards
+    # the eval's output: one trace a line, with its rewards
     (run_dir,) = (tmp_path / "vf").iterdir()
     lines = (run_dir / "traces.jsonl").read_text().splitlines()
     assert len(lines) == 10 and "textenvs" in json.loads(lines[0])["traces"][0]["info"]
@@ -121,11 +121,11 @@ def v1_eval_command() -> Path:
     return Path(sys.executable).with_name(name)
 
 
-def test_environment_module_installs_and_runs_with_vf_eval(
+def test_environment_module_installs_and_runs_with_the_eval_cli(
     model_server: OpenAIServer, tmp_path: Path
 ) -> None:
     """The standalone module installs from the repository (offline: no build isolation,
-    no dependencies fetched), and `vf-eval` finds it by its id and runs it."""
+    no dependencies fetched), and verifiers' eval CLI finds it by its id and runs it."""
     source = Path(__file__).parents[2] / "environments" / "textenvs_env"
     target = tmp_path / "site"
     install = subprocess.run(

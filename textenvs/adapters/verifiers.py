@@ -1,7 +1,10 @@
-"""verifiers adapter (`pip install 'textenvs[verifiers]'`, verifiers 0.4): the scenarios
-as a verifiers taskset, for `vf-eval` and the trainers that load verifiers environments.
+"""verifiers adapter (`pip install 'textenvs[verifiers]'`; `verifiers.v1` as shipped in
+verifiers 0.3.1 and 0.4): the scenarios as a verifiers taskset, for verifiers' eval CLI
+and the trainers that load verifiers environments.
 
-    vf-eval textenvs --env.taskset.env treasure-hunt --env.taskset.split eval -m MODEL ...
+    eval textenvs --env.taskset.env treasure-hunt --env.taskset.split eval -m MODEL ...
+
+(`eval` is verifiers 0.3's v1 eval command; from 0.4 it is `vf-eval`.)
 
 verifiers loads a taskset by its id: `textenvs` is this package, whose `__all__` exports
 the three classes below (`environments/textenvs_env`, the standalone module, exports the
