@@ -14,7 +14,6 @@ defaults: the three harnesses should send the same tokens.
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -47,13 +46,12 @@ def run_harness(name: str, base_url: str, seeds: str, out: Path) -> None:
                               log_dir=str(out / "inspect"), max_samples=2)  # fmt: skip
         assert log.status == "success", log.error
     else:
-        import verifiers as vf
-        from verifiers.types import ClientConfig
+        import verifiers.v1 as vf
 
-        os.environ.setdefault("LOOPBACK_API_KEY", "k")
-        env = vf.load_environment("textenvs", env="all", seeds=seeds)
-        client = ClientConfig(api_base_url=base_url, api_key_var="LOOPBACK_API_KEY")
-        env.evaluate_sync(client, "bench", max_concurrent=2)
+        from tests.adapters.conftest import vf_eval
+
+        config = vf.resolve_env_config({"taskset": {"id": "textenvs", "seeds": seeds}})
+        vf_eval(config, base_url, out / "verifiers", concurrency=2)
 
 
 def main() -> None:

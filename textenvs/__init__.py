@@ -9,6 +9,7 @@ Importing the package registers every scenario with gymnasium:
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
 from typing import Any
 
 from textenvs.core.registry import SCENARIOS, get, make, names, register_all
@@ -21,13 +22,27 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 register_all()
 
 
+#: what verifiers loads as the taskset `textenvs` (`eval textenvs`): it finds a
+#: taskset's classes through its package's `__all__` (`textenvs.adapters.verifiers`)
+VERIFIERS_EXPORTS = ["TextenvsEnv", "TextenvsHarness", "TextenvsTaskset"]
+
+
 def load_environment(env: str = "all", **kwargs: Any) -> Any:
-    """The verifiers environment (`pip install 'textenvs[verifiers]'`), so that
-    `verifiers.load_environment("textenvs", env=...)` and `vf-eval textenvs` find it;
-    see `textenvs.adapters.verifiers.load_environment` for the arguments."""
+    """The verifiers environment (`pip install 'textenvs[verifiers]'`); see
+    `textenvs.adapters.verifiers.load_environment` for the arguments."""
     from textenvs.adapters.verifiers import load_environment as load
 
     return load(env=env, **kwargs)
 
 
+def __getattr__(name: str) -> Any:
+    if name in VERIFIERS_EXPORTS:  # imported on demand: verifiers is an optional extra
+        from textenvs.adapters import verifiers
+
+        return getattr(verifiers, name)
+    raise AttributeError(f"module 'textenvs' has no attribute {name!r}")
+
+
 __all__ = ["SCENARIOS", "__version__", "get", "load_environment", "make", "names"]
+if find_spec("verifiers") is not None:
+    __all__ += VERIFIERS_EXPORTS

@@ -1,25 +1,24 @@
-"""textenvs as a verifiers environment module (`vf-install textenvs-env`, then
-`vf-eval textenvs-env -a '{"env": "treasure-hunt", "seeds": "0-49"}'`).
+"""textenvs as a verifiers environment module: `pip install ./environments/textenvs_env`,
+then `eval textenvs-env --env.taskset.env treasure-hunt --env.taskset.split eval ...`
+(`vf-eval` from verifiers 0.4).
 
-One dataset row is one episode (scenario, seed); every request is built as `textenvs
-eval --agent llm` builds it. The arguments are those of
-`textenvs.adapters.verifiers.load_environment`.
+verifiers finds the taskset, its harness and its env through `__all__`; they are those
+of `textenvs.adapters.verifiers` (one task per episode; every request built as `textenvs
+eval --agent llm` builds it), with the same configuration.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from textenvs.adapters.verifiers import TextenvsEnv
-from textenvs.adapters.verifiers import load_environment as _load
+from textenvs.adapters.verifiers import TextenvsEnv, TextenvsHarness, TextenvsTaskset
+from textenvs.adapters.verifiers import load_environment as load
 
 
-def load_environment(
-    env: str = "all",
-    seeds: str = "0-99",
-    eval_seeds: str | None = "1000-1019",
-    **kwargs: Any,
-) -> TextenvsEnv:
-    """Scenarios `env` ("all", a name, or a comma list) on training `seeds`, evaluated on
-    `eval_seeds` (seeds not trained on; None: the training seeds)."""
-    return _load(env=env, seeds=seeds, eval_seeds=eval_seeds, **kwargs)
+def load_environment(env: str = "all", **kwargs: Any) -> TextenvsEnv:
+    """The env in Python; the arguments are those of
+    `textenvs.adapters.verifiers.load_environment`."""
+    return load(env, taskset="textenvs-env", **kwargs)
+
+
+__all__ = ["TextenvsEnv", "TextenvsHarness", "TextenvsTaskset", "load_environment"]

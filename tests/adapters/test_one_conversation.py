@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 
 pytest.importorskip("inspect_ai")
-pytest.importorskip("verifiers")
+pytest.importorskip("verifiers", minversion="0.3.1")
 
-import verifiers as vf
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
-from verifiers.types import ClientConfig
 
-from tests.adapters.conftest import textenvs_eval
+import textenvs
+from tests.adapters.conftest import textenvs_eval, vf_eval
 from tests.support.openai_server import OpenAIServer, RecordedRequest
 from textenvs.adapters.inspect import scenario_task
 
@@ -55,12 +54,12 @@ def via_inspect(server: OpenAIServer, tmp: Path, envs: str, seeds: str,
     assert log.status == "success"
 
 
-def via_verifiers(server: OpenAIServer, envs: str, seeds: str, settings: dict[str, Any]) -> None:
-    env = vf.load_environment("textenvs", env=envs, seeds=seeds, **settings)
-    client = ClientConfig(api_base_url=server.base_url, api_key_var="LOOPBACK_API_KEY",
-                          max_retries=0)  # fmt: skip
-    outputs = env.evaluate_sync(client, "test-model", max_concurrent=1)["outputs"]
-    assert len(outputs) == len(env.get_eval_dataset())
+def via_verifiers(server: OpenAIServer, tmp: Path, envs: str, seeds: str,
+                  settings: dict[str, Any]) -> None:  # fmt: skip
+    env = textenvs.load_environment(env=envs, seeds=seeds, **settings)
+    episodes = vf_eval(env.config, server, tmp, concurrency=1)
+    assert len(episodes) == len(list(env.taskset))
+    assert all(trace.ok for episode in episodes for trace in episode.traces)
 
 
 # (scenarios, seeds, episodes, harness settings, `textenvs eval` flags)
@@ -72,13 +71,10 @@ SETTINGS = {
 
 
 @pytest.mark.parametrize("case", list(SETTINGS))
-def test_every_harness_sends_the_same_requests(
-    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_every_harness_sends_the_same_requests(case: str, tmp_path: Path) -> None:
     from tests.adapters.replies import reply_for
 
     envs, seeds, count, settings, flags = SETTINGS[case]
-    monkeypatch.setenv("LOOPBACK_API_KEY", "test-key")
     seen: dict[str, list[list[Request]]] = {}
     for harness in ("textenvs eval", "inspect", "verifiers"):
         with OpenAIServer(default=reply_for) as server:
@@ -89,7 +85,7 @@ def test_every_harness_sends_the_same_requests(
             elif harness == "inspect":
                 via_inspect(server, tmp_path / "logs", envs, seeds, settings)
             else:
-                via_verifiers(server, envs, seeds, settings)
+                via_verifiers(server, tmp_path / "vf", envs, seeds, settings)
             seen[harness] = episodes(server.requests)
     expected = seen["textenvs eval"]
     assert len(expected) == count

@@ -1,202 +1,288 @@
-"""verifiers adapter (`pip install 'textenvs[verifiers]'`): textenvs episodes as a
-verifiers multi-turn environment, for `vf-eval` and the trainers that load verifiers
-environments.
+"""verifiers adapter (`pip install 'textenvs[verifiers]'`; `verifiers.v1` as shipped in
+verifiers 0.3.1 and 0.4): the scenarios as a verifiers taskset, for verifiers' eval CLI
+and the trainers that load verifiers environments.
 
-    import verifiers as vf
-    env = vf.load_environment("textenvs", env="treasure-hunt", seeds="0-999")
+    eval textenvs --env.taskset.env treasure-hunt --env.taskset.split eval -m MODEL ...
 
-`verifiers.load_environment("textenvs", ...)` imports the `textenvs` package and calls
-its `load_environment`, which lands here (the standalone module in
-`environments/textenvs_env` does the same for `vf-install`). One dataset row is one
-episode (scenario, seed, reset options): the prompt is the scenario's system prompt
-and the first observation. Every request is built by the `llm` agent's conversation
-code (`adapters.conversation`): the same history policy, budget, re-asks and reading
-as `textenvs eval --agent llm`, so the model is sent the same messages. Every rollout
-builds its own env from the row's seed, so the rollouts of a group play the same
-episode. The reward is the episode return (or success, 0/1); success, return, steps
-and invalid commands are reported as metrics, and the trajectory step that stepped
-the env carries that step's reward.
+(`eval` is verifiers 0.3's v1 eval command; from 0.4 it is `vf-eval`.)
 
-This uses the classic verifiers API (`vf.MultiTurnEnv`, `vf-eval`), which verifiers
-0.3 keeps under `verifiers.legacy` beside its new `verifiers.v1` stack.
+verifiers loads a taskset by its id: `textenvs` is this package, whose `__all__` exports
+the three classes below (`environments/textenvs_env`, the standalone module, exports the
+same ones as `textenvs-env`):
+
+- `TextenvsTaskset`: one task per episode (scenario, seed, reset options) of its train
+  split (`seeds`) or eval split (`eval_seeds`); the task's prompt is the scenario's
+  system prompt and the first observation.
+- `TextenvsHarness`, the taskset's own harness: it plays the task's episode with
+  `textenvs eval`'s episode runner, and builds every request with the `llm` agent's
+  conversation code (`adapters.conversation`: the same history policy, budget, re-asks
+  and reading as `textenvs eval --agent llm`), so the model is sent the same messages.
+  Each request goes to the model through the rollout's interception endpoint, so
+  verifiers records every call (messages, tokens, sampling) as for any harness. Its
+  config fields are the conversation settings (`--env.agent.harness.history 3`).
+- `TextenvsEnv`: the single-agent env, its harness on the local runtime by default (it
+  runs in this process and executes nothing).
+
+Why the episode loop is a harness: verifiers' request hooks (`@vf.intercept`) may only
+rewrite new user or tool messages, never drop past ones, so a stock harness that keeps
+the whole conversation could not send the window or the budget cuts. A harness owns
+its conversation, and verifiers supports one that runs in-process as long as every
+model call goes through the interception endpoint.
+
+Rewards and metrics come from the played episode, which the harness leaves in
+`trace.info["textenvs"]` (scores, outcome, per-step rewards, final observation).
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from typing import Any, Literal
 
-import verifiers as vf
-from datasets import Dataset
+import openai
+import verifiers.v1 as vf
+from pydantic import Field, create_model, model_validator
 
 import textenvs
-from textenvs.adapters.conversation import Conversation, conversation_settings
-from textenvs.adapters.episodes import EpisodeSpec, Seeds, episode_scores, episode_specs
-from textenvs.evals.episode import FAILURE, SUCCESS, TIMEOUT, EpisodeResult
+from textenvs.adapters.conversation import (
+    CONVERSATION_SETTINGS,
+    Conversation,
+    conversation_settings,
+)
+from textenvs.adapters.episodes import EpisodeSpec, episode_scores, episode_specs
+from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.agents.llm.config import LLMConfig
+from textenvs.evals.episode import EpisodeResult, run_episode
 from textenvs.prompts import prompt_name, system_prompt
 
-ENV_KEY = "textenvs_env"  # the live env in a rollout's state (removed at cleanup)
-CONVERSATION_KEY = "textenvs_conversation"  # its Conversation (removed at cleanup)
-RESULT_KEY = "textenvs_result"  # the episode's EpisodeResult (no turns kept)
+EPISODE_KEY = "textenvs"  # the played episode in `trace.info`
+TASKSET_ID = "textenvs"
 Reward = Literal["return", "success"]
-MESSAGE_TYPES = {
-    "system": vf.SystemMessage,
-    "user": vf.UserMessage,
-    "assistant": vf.AssistantMessage,
-}
+Seeds = str | int | list[int]
 
 
-def rows(specs: list[EpisodeSpec]) -> list[dict[str, Any]]:
-    """Dataset rows: the opening messages and the episode's identity in `info`."""
-    out = []
-    for spec in specs:
-        first, _ = textenvs.make(spec.env).reset(seed=spec.seed, options=spec.options)
-        prompt = [
-            {"role": "system", "content": system_prompt(prompt_name(spec.env, spec.options))},
-            {"role": "user", "content": first},
-        ]
-        info = {"env": spec.env, "seed": spec.seed, "options": json.dumps(spec.options)}
-        out.append({"prompt": prompt, "answer": "", "info": info})
-    return out
+class TextenvsData(vf.TaskData):
+    """One episode: a scenario, a seed and the reset options."""
+
+    env: str
+    seed: int
+    options: dict[str, Any] = Field(default_factory=dict)
 
 
-def _result(state: vf.State) -> EpisodeResult:
-    return state[RESULT_KEY]
+class TextenvsTaskConfig(vf.TaskConfig):
+    reward: Reward = "return"
+    """The reward: the episode return, or success (0/1)."""
 
 
-async def success(state: vf.State) -> float:
-    return episode_scores(_result(state))["success"]
+def played(trace: vf.Trace) -> dict[str, Any]:
+    """The episode the harness left on `trace`."""
+    episode = trace.info.get(EPISODE_KEY)
+    if episode is None:
+        raise vf.TaskError("no textenvs episode on this trace: the textenvs harness plays it")
+    return episode
 
 
-async def episode_return(state: vf.State) -> float:
-    return episode_scores(_result(state))["return"]
+class TextenvsTask(vf.Task[TextenvsData, vf.State, TextenvsTaskConfig]):
+    @property
+    def key(self) -> str:
+        """The episode's durable id ("em-anomaly-3"), kept in `data.name`."""
+        return self.data.name or super().key
+
+    @vf.metric
+    async def episode_scores(self, trace: vf.Trace) -> dict[str, float]:
+        """success, return, steps and invalid_actions, as `textenvs eval` scores them."""
+        return played(trace)["scores"]
+
+    @vf.reward
+    async def episode_reward(self, trace: vf.Trace) -> dict[str, float]:
+        name = self.config.reward
+        return {name: played(trace)["scores"][name]}
 
 
-async def steps(state: vf.State) -> float:
-    return episode_scores(_result(state))["steps"]
+class TextenvsConfig(vf.TasksetConfig):
+    env: str = "all"
+    """A scenario, a comma list, or "all"."""
+    seeds: Seeds = "0-99"
+    """The train split's seeds ("0-99", "3,7", ...)."""
+    eval_seeds: Seeds = "1000-1019"
+    """The eval split's seeds (not trained on)."""
+    split: Literal["train", "eval"] = "train"
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Reset options of a single scenario (e.g. {"level": 2})."""
+    task: TextenvsTaskConfig = TextenvsTaskConfig()
+
+    def specs(self, split: str | None = None) -> list[EpisodeSpec]:
+        seeds = self.seeds if (split or self.split) == "train" else self.eval_seeds
+        return episode_specs(self.env, seeds, self.options or None)
+
+    @model_validator(mode="after")
+    def _known_episodes(self) -> TextenvsConfig:
+        for split in ("train", "eval"):  # bad names, seeds or options fail here, once
+            self.specs(split)
+        return self
 
 
-async def invalid_actions(state: vf.State) -> float:
-    return episode_scores(_result(state))["invalid_actions"]
+class TextenvsTaskset(vf.Taskset[TextenvsTask, TextenvsConfig]):
+    def load(self) -> Iterator[TextenvsTask]:
+        for spec in self.config.specs():
+            env = textenvs.make(spec.env)
+            first, _ = env.reset(seed=spec.seed, options=spec.options)
+            env.close()
+            data = TextenvsData(
+                name=spec.id,
+                prompt=first,
+                system_prompt=system_prompt(prompt_name(spec.env, spec.options)),
+                env=spec.env,
+                seed=spec.seed,
+                options=spec.options or {},
+            )
+            yield TextenvsTask(data, self.config.task)
 
 
-def reply_text(message: Any) -> str:
-    """The visible text of an assistant message (string or content parts)."""
-    content = message.get("content") if hasattr(message, "get") else None
-    if isinstance(content, list):
-        parts = [p.get("text") if hasattr(p, "get") else None for p in content]
-        return "".join(p for p in parts if isinstance(p, str))
-    return content or ""
+class ConversationConfig(vf.HarnessConfig):
+    """A harness config whose fields include the conversation settings."""
 
-
-class TextenvsEnv(vf.MultiTurnEnv):
-    """One rollout = one textenvs episode; see the module docstring."""
-
-    def __init__(self, specs: list[EpisodeSpec], *, reward: Reward = "return",
-                 eval_specs: list[EpisodeSpec] | None = None,
-                 conversation: dict[str, Any] | None = None, **kwargs: Any) -> None:  # fmt: skip
-        if reward not in ("return", "success"):
-            raise ValueError(f"reward must be 'return' or 'success', not {reward!r}")
-        self.settings = conversation_settings(**(conversation or {}))
-        rubric = vf.Rubric(funcs=[episode_return if reward == "return" else success])
-        for metric in (success, episode_return, steps, invalid_actions):
-            if metric not in rubric.funcs:
-                rubric.add_metric(metric)
-        eval_specs = eval_specs or specs
-        budget = max(textenvs.make(s.env).max_steps for s in [*specs, *eval_specs])
-        super().__init__(
-            dataset=Dataset.from_list(rows(specs)),
-            eval_dataset=Dataset.from_list(rows(eval_specs)),
-            rubric=rubric,
-            max_turns=budget * (self.settings.reasks + 1),
-            **kwargs,
+    def settings(self) -> LLMConfig:
+        return conversation_settings(
+            **{name: getattr(self, name) for name in CONVERSATION_SETTINGS}
         )
 
-    async def setup_state(self, state: vf.State) -> vf.State:
-        info = state["info"]
-        env = textenvs.make(info["env"])
-        options = json.loads(info["options"])
-        first, first_info = env.reset(seed=int(info["seed"]), options=options)
-        conversation = Conversation.for_episode(env.name, options, env.parse, self.settings)
-        conversation.observe(first, first_info)
-        state[ENV_KEY] = env
-        state[CONVERSATION_KEY] = conversation
-        state[RESULT_KEY] = EpisodeResult(env=env.name, seed=int(info["seed"]), agent="verifiers")
-        return state
+    @model_validator(mode="after")
+    def _valid_settings(self) -> ConversationConfig:
+        self.settings()  # validated as `textenvs eval` validates them
+        return self
 
-    async def get_prompt_messages(self, state: vf.State) -> vf.Messages:
-        """The `llm` agent's request for this turn: its history, cut to its budget."""
-        conversation: Conversation = state[CONVERSATION_KEY]
-        if state["trajectory"]:
-            last = state["trajectory"][-1]
-            usage = getattr(last["response"], "usage", None)
-            conversation.sent(usage.prompt_tokens if usage else 0)
-            command = conversation.read(reply_text(last["completion"][-1]))
-            if command is None:
-                _result(state).reasks += 1
-            else:
-                self.play(state, command)
-                if state.get("final_env_response") is not None:
-                    return last["prompt"]  # unused: the rollout ends
-        return [MESSAGE_TYPES[m["role"]](content=m["content"]) for m in conversation.request()]
 
-    def play(self, state: vf.State, command: str) -> None:
-        """Step the env with `command` and start the next turn, or end the episode."""
-        conversation: Conversation = state[CONVERSATION_KEY]
-        result = _result(state)
-        text, reward, terminated, truncated, info = state[ENV_KEY].step(command)
-        state["trajectory"][-1]["reward"] = reward
-        result.total_reward += reward
-        result.steps = info["steps_used"]
-        result.invalid_actions += int(info["invalid_action"])
-        if terminated or truncated:
-            result.success = bool(info["success"])
-            result.outcome = SUCCESS if result.success else (FAILURE if terminated else TIMEOUT)
-            result.final_observation = text
-            conversation.finish(info)
-            state["final_env_response"] = [vf.UserMessage(content=text)]
-        else:
-            conversation.observe(text, info)
+#: one field per conversation setting, typed as the `llm` agent types it (None: its default)
+TextenvsHarnessConfig = create_model(
+    "TextenvsHarnessConfig",
+    __base__=ConversationConfig,
+    __module__=__name__,
+    **{
+        name: (LLMConfig.model_fields[name].annotation | None, None)
+        for name in CONVERSATION_SETTINGS
+    },
+)
 
-    async def env_response(
-        self, messages: vf.Messages, state: vf.State, **kwargs: Any
-    ) -> vf.Messages:
-        return []  # unused: `get_prompt_messages` builds every request
 
-    async def render_completion(self, state: vf.State) -> None:
-        """Every message after the opening prompt, none cut, and the final observation."""
-        conversation = state.get(CONVERSATION_KEY)
-        transcript = conversation.transcript[len(state["prompt"]) :] if conversation else []
-        state["completion"] = [*transcript, *(state.get("final_env_response") or [])]
+class InterceptedModel(Agent):
+    """A textenvs agent that asks the model through an OpenAI-protocol client with the
+    `llm` agent's conversation. A failed model call is kept in `failure` (the episode
+    runner would only record it as the outcome `agent_error`)."""
 
-    @vf.cleanup
-    async def close_env(self, state: vf.State) -> None:
-        state.pop(CONVERSATION_KEY, None)
-        env = state.pop(ENV_KEY, None)
-        if env is not None:
-            env.close()
+    name = "verifiers"
+
+    def __init__(self, client: openai.AsyncOpenAI, model: str, system: str | None,
+                 settings: LLMConfig) -> None:  # fmt: skip
+        self.client = client
+        self.model = model
+        self.system = system
+        self.settings = settings
+        self.conversation: Conversation | None = None
+        self.failure: Exception | None = None
+
+    def reset(self, context: EpisodeContext) -> None:
+        super().reset(context)
+        system = self.system or system_prompt(context.prompt or context.env_name)
+        self.conversation = Conversation(system, context.parse, self.settings)
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        conversation = self.conversation
+        assert conversation is not None
+        conversation.observe(observation, info)
+        try:
+            while True:
+                response = await self.client.chat.completions.create(
+                    model=self.model,
+                    messages=conversation.request(),  # type: ignore[arg-type]
+                )
+                conversation.sent(response.usage.prompt_tokens if response.usage else 0)
+                choice = response.choices[0]
+                reply = choice.message.content or ""
+                command = conversation.read(
+                    reply, finish_reason=choice.finish_reason, refusal=choice.message.refusal
+                )
+                if command is not None:
+                    return Decision(command, raw=reply, reasks=conversation.asked)
+        except Exception as exc:
+            self.failure = exc
+            raise
+
+
+def episode_record(result: EpisodeResult) -> dict[str, Any]:
+    """What a trace keeps of its episode (`trace.info["textenvs"]`)."""
+    return {
+        "scores": episode_scores(result),
+        "outcome": result.outcome,
+        "error": result.error,
+        "reasks": result.reasks,
+        "step_rewards": [turn.reward for turn in result.turns],
+        "final_observation": result.final_observation,
+    }
+
+
+class TextenvsHarness(vf.Harness[TextenvsHarnessConfig]):  # type: ignore[valid-type]
+    """Plays a task's episode in this process; see the module docstring."""
+
+    APPENDS_SYSTEM_PROMPT = True
+    EXECUTES_CODE = False
+    NEEDS_CONTAINER = False
+
+    async def launch(self, ctx: vf.ModelContext, trace: vf.Trace, runtime: vf.Runtime,
+                     endpoint: str, secret: str, mcp_urls: dict[str, str],
+                     data: vf.TaskData) -> vf.ProgramResult:  # fmt: skip
+        if not isinstance(data, TextenvsData):
+            raise vf.HarnessError("the textenvs harness plays textenvs tasks only")
+        async with openai.AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0) as client:
+            # the system prompt as loaded (a taskset `system_prompt` file overrides it)
+            agent = InterceptedModel(client, ctx.model, data.system_prompt, self.config.settings())
+            env = textenvs.make(data.env)
+            try:
+                result = await run_episode(env, agent, data.seed, options=data.options or None)
+            finally:
+                env.close()
+        if agent.failure is not None and trace.stop_condition is None:
+            raise agent.failure  # not a verifiers limit: the rollout fails (and may retry)
+        trace.info[EPISODE_KEY] = episode_record(result)
+        return vf.ProgramResult(exit_code=0, stdout="", stderr="")
+
+
+class TextenvsEnvConfig(vf.SingleAgentEnvConfig):
+    agent: vf.AgentConfig = vf.AgentConfig(
+        harness=TextenvsHarnessConfig(id=TASKSET_ID), runtime=vf.SubprocessConfig()
+    )
+    """The one seat: the textenvs harness (so `--env.agent.harness.history 3` needs no
+    harness id), on the local runtime (it needs no sandbox)."""
+
+
+class TextenvsEnv(vf.SingleAgentEnv, vf.Env[TextenvsEnvConfig]):
+    """The single-agent env with a local default runtime."""
 
 
 def load_environment(
     env: str = "all",
     seeds: Seeds = "0-99",
-    eval_seeds: Seeds | None = None,
+    eval_seeds: Seeds = "1000-1019",
+    split: Literal["train", "eval"] = "train",
     reward: Reward = "return",
-    history_policy: str | None = None,
-    prompt_budget: int | None = None,
-    history: int | None = None,
-    history_keep: float | None = None,
-    reasks: int | None = None,
-    **options: Any,
+    *,
+    taskset: str = TASKSET_ID,
+    **kwargs: Any,
 ) -> TextenvsEnv:
-    """A verifiers environment over `env` (a scenario name, a comma list, or "all") and
-    `seeds` ("0-99", "3,7", or ints); `eval_seeds` (default: the same seeds) make the
-    eval split. `reward` is "return" or "success". The conversation settings are the
-    `llm` agent's (`textenvs eval --history-policy ...`) with its defaults: the append
-    policy within a 24,000-token prompt budget, one re-ask of an unreadable reply. Other
-    keyword arguments are the scenario's reset options (e.g. `level=2`)."""
-    specs = episode_specs(env, seeds, options or None)
-    eval_specs = episode_specs(env, eval_seeds, options or None) if eval_seeds is not None else None
-    conversation = {"history_policy": history_policy, "prompt_budget": prompt_budget,
-                    "history": history, "history_keep": history_keep, "reasks": reasks}  # fmt: skip
-    return TextenvsEnv(specs, reward=reward, eval_specs=eval_specs, conversation=conversation)
+    """The verifiers env over `env` (a scenario, a comma list, or "all"): the taskset's
+    `split` ("train": `seeds`, "eval": `eval_seeds`), rewarded with the episode return or
+    success. Keyword arguments named in `CONVERSATION_SETTINGS` (`history_policy`,
+    `prompt_budget`, `history`, ...) are the harness's conversation settings, with the
+    `llm` agent's defaults (the append policy within a 24,000-token prompt budget, one
+    re-ask); the others are the scenario's reset options (e.g. `level=2`). `taskset` is
+    the id verifiers loads it by (`textenvs`, or `textenvs-env` for the standalone
+    module)."""
+    settings = {key: value for key, value in kwargs.items() if key in CONVERSATION_SETTINGS}
+    options = {key: value for key, value in kwargs.items() if key not in CONVERSATION_SETTINGS}
+    config = vf.resolve_env_config(
+        {
+            "taskset": {"id": taskset, "env": env, "seeds": seeds, "eval_seeds": eval_seeds,
+                        "split": split, "options": options, "task": {"reward": reward}},
+            "agent": {"harness": settings},
+        }
+    )  # fmt: skip
+    return vf.load_environment(config)  # type: ignore[return-value]
