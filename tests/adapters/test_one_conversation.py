@@ -20,6 +20,7 @@ import textenvs
 from tests.adapters.conftest import textenvs_eval, vf_eval
 from tests.support.openai_server import OpenAIServer, RecordedRequest
 from textenvs.adapters.inspect import scenario_task
+from textenvs.agents.llm.observation_view import VIEW_NOTE
 
 MODEL = "openai-api/loopback/test-model"
 
@@ -67,7 +68,10 @@ SETTINGS = {
     "defaults": ("em-anomaly,treasure-hunt", "0-2", 6, {}, []),
     "cut": ("em-anomaly", "0-1", 2, {"prompt_budget": 1600}, ["--prompt-budget", "1600"]),
     "window": ("treasure-hunt", "3-4", 2, {"history": 3}, ["--history", "3"]),
-}
+    # observations as changes, in a window: each prompt opens with a whole one
+    "changes": ("em-anomaly", "0-1", 2, {"observations": "changes", "history": 3},
+                ["--observations", "changes", "--history", "3"]),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", list(SETTINGS))
@@ -104,3 +108,5 @@ def test_every_harness_sends_the_same_requests(case: str, tmp_path: Path) -> Non
         observations = [sum(role == "user" and "Reply again" not in text for role, text in r)
                         for r in requests]  # fmt: skip
         assert max(observations) == 4 and max(len(episode) for episode in expected) > 4
+    if case == "changes":
+        assert any(text.startswith(VIEW_NOTE) for request in requests for _, text in request)
