@@ -32,7 +32,9 @@ LOCAL_PROMPT_BUDGET = 12_000
 LOCAL_MAX_TOKENS = 96
 #: json mode: the `reasoning` field's limit (characters) when none is given
 DEFAULT_REASONING_CHARS = 240
-LOCAL_REASONING_CHARS = 80
+#: the embedded model writes no reasoning by default: SmolLM2-135M's was never about the
+#: game ("The answer is a JSON object with...") and took 40 of its 55 reply tokens
+LOCAL_REASONING_CHARS = 0
 
 
 class LLMConfig(BaseModel):
@@ -69,7 +71,7 @@ class LLMConfig(BaseModel):
     #: the first refusal naming response_format showed the server takes)
     response_format: Literal["auto", "json_schema", "json_object"] = "auto"
     #: json mode: most characters of the `reasoning` field before the action (0: none;
-    #: None: 240, 80 for the embedded model)
+    #: None: 240, 0 for the embedded model)
     json_reasoning_chars: int | None = Field(default=None, ge=0)
     #: tool_choice sent in tools mode ("auto" is the most widely supported)
     tool_choice: Literal["auto", "required"] = "auto"

@@ -83,7 +83,7 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                    "learned at preflight or from the first refusal)")  # fmt: skip
     g.add_argument("--json-reasoning", type=int, metavar="CHARS",
                    help="json mode: most characters of the reasoning written before the "
-                   "action (0: none; 240, 80 for --model local)")  # fmt: skip
+                   "action (0: none; 240, 0 for --model local)")  # fmt: skip
     g.add_argument("--context-window", type=int, metavar="TOKENS",
                    help="the server's context length, when preflight cannot learn it; the "
                    "prompt budget is kept under it with room for the reply")  # fmt: skip
