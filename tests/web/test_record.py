@@ -240,6 +240,10 @@ def test_play_web_serves_the_page_until_interrupted(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # SIGINT at its default, as under a terminal: one ignored by whatever started the
+        # suite (a background job) is inherited, and Python then never raises
+        # KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert process.stdout is not None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -22,17 +21,7 @@ def serve_in_thread(
     config = uvicorn.Config(app, host=host, port=port, **settings)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="textenvs-service", daemon=True)
-    # Ctrl-C and SIGTERM are left to the caller's thread: the server thread (and every
-    # thread it starts) blocks them, so the kernel never hands one to a thread whose
-    # Python handler would then wait for the sleeping main thread to run
-    stop_signals = {signal.SIGINT, signal.SIGTERM}
-    masked = hasattr(signal, "pthread_sigmask")
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals) if masked else None
-    try:
-        thread.start()
-    finally:
-        if previous is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    thread.start()
     deadline = time.monotonic() + timeout
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
