@@ -31,7 +31,6 @@ from textenvs.agents.llm.config import LOCAL_MAX_TOKENS, LLMConfig
 from textenvs.agents.llm.history import (
     History,
     PastTurn,
-    TokenGauge,
     prompt_chars,
     prompt_text,
     shared_prefix_chars,
@@ -115,15 +114,7 @@ class LLMAgent(Agent):
             self._ending = episode_ending(self.context, observation, end)
 
     def _new_history(self) -> History:
-        cfg = self.cfg
-        return History(
-            budget=cfg.resolved_prompt_budget,
-            policy=cfg.history_policy,
-            keep_fraction=cfg.history_keep,
-            window=cfg.history,
-            observations=cfg.observation_view,
-            gauge=TokenGauge(),
-        )
+        return History.for_settings(self.cfg)
 
     def first_prompt(self, observation: str) -> list[Message]:
         """The messages of an episode's first request (nothing is sent)."""

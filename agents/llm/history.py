@@ -38,10 +38,13 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from textenvs.agents.llm.observation_view import changes_view
 from textenvs.core.parsing import ParseError
+
+if TYPE_CHECKING:
+    from textenvs.agents.llm.config import LLMConfig
 
 Message = dict[str, Any]
 Policy = Literal["append", "window"]
@@ -154,6 +157,18 @@ class History:
     #: it shows only the changes
     _last_observation: str = field(default="", init=False, repr=False)
     _whole: Message | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def for_settings(cls, settings: LLMConfig) -> History:
+        """A new conversation's history with the `llm` agent's settings."""
+        return cls(
+            budget=settings.resolved_prompt_budget,
+            policy=settings.history_policy,
+            keep_fraction=settings.history_keep,
+            window=settings.history,
+            observations=settings.observation_view,
+            gauge=TokenGauge(),
+        )
 
     def observation_message(self, observation: str, opening: str = "") -> Message:
         """The user message that starts a turn: `opening` (trial mode: the last

@@ -32,7 +32,6 @@ from textenvs.agents.llm.history import (
     History,
     Message,
     PastTurn,
-    TokenGauge,
     prompt_text,
     recap_command,
     shared_prefix_chars,
@@ -68,14 +67,7 @@ class Conversation:
         self.system: Message = {"role": "system", "content": system}
         self.parse = parse
         self.reasks = settings.reasks
-        self.history = History(
-            budget=settings.resolved_prompt_budget,
-            policy=settings.history_policy,
-            keep_fraction=settings.history_keep,
-            window=settings.history,
-            observations=settings.observation_view,
-            gauge=TokenGauge(),
-        )
+        self.history = History.for_settings(settings)
         self.turn_number = 0
         self.asked = 0  # re-asks so far in this turn
         self.pending: list[Message] = []
