@@ -25,8 +25,11 @@ NODE_IP_ENV = "TEXTENVS_NODE_IP"
 #: prompt budget (tokens) when none is given: fits models with a 32k context and leaves
 #: room for the reply
 DEFAULT_PROMPT_BUDGET = 24_000
-#: the embedded model's budget; its server's context is sized from it (local.py)
-LOCAL_PROMPT_BUDGET = 12_000
+#: the embedded model's budget; its server's context is sized from it (local.py). On a
+#: CPU a turn's prompt processing slows as the context grows (a 180-token Megacity turn
+#: takes 1.5 s at 2,500 tokens, 3.4 s at 9,500), and SmolLM2-135M makes little use of a
+#: long context: a smaller budget keeps turns fast and each server's cache half the size
+LOCAL_PROMPT_BUDGET = 6_000
 #: the embedded model's reply limit when none is given (llama.cpp's server otherwise lets
 #: a chat reply run to the end of the context)
 LOCAL_MAX_TOKENS = 96

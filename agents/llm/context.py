@@ -21,7 +21,7 @@ from typing import Any
 
 #: room left for the agent's estimate of a new turn's tokens (it learns the ratio from
 #: the previous prompt): the budget is at most 8/9 of what the window holds after the
-#: reply (the inverse of `local.context_size`)
+#: reply (`local.context_size` leaves the embedded model's server more room still)
 ESTIMATE_HEADROOM = 9 / 8
 #: reply room when no reply limit is set and the server's context is known
 DEFAULT_REPLY_ROOM = 1024

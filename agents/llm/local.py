@@ -73,10 +73,11 @@ def gguf_path() -> Path:
 
 
 def context_size(prompt_budget: int, reply_tokens: int) -> int:
-    """The server context for prompts of up to `prompt_budget` tokens: the budget, an
-    eighth more for the agent's estimate of a new turn's tokens (it learns the ratio from
-    the previous prompt), and the reply, rounded up to whole KiB."""
-    need = prompt_budget + prompt_budget // 8 + reply_tokens
+    """The server context for prompts of up to `prompt_budget` tokens: twice the budget
+    (a history cut as far as it goes, rules, recap and a whole observation, may still
+    exceed a small budget, and a new turn's tokens are estimated) and the reply, rounded
+    up to whole KiB. Only the context in use costs time; the rest is cache memory."""
+    need = 2 * prompt_budget + reply_tokens
     return -(-need // 1024) * 1024
 
 

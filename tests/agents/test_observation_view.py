@@ -16,6 +16,7 @@ from textenvs.agents.llm.observation_view import (
     VIEW_NOTE,
     changes_view,
     sections,
+    short_title,
 )
 from textenvs.core.registry import SCENARIOS, make
 from textenvs.evals.episode import context_for
@@ -31,18 +32,19 @@ def rebuild(previous: str, view: str) -> str:
     for part in view.split("\n\n")[1:]:
         unchanged, gone = UNCHANGED.split("{}"), GONE.split("{}")
         if part.startswith(unchanged[0]) and part.endswith(unchanged[1]):
-            count = part.count(" | ") + 1
+            count = part.count(", ") + 1
             rebuilt += old[at : at + count]
             at += count
         elif part.startswith(gone[0]) and part.endswith(gone[1]):
-            at += part.count(" | ") + 1
+            at += part.count(", ") + 1
         elif part.startswith(NEW_SECTION + "\n"):
             rebuilt.append(part.removeprefix(NEW_SECTION + "\n"))
         else:  # the changed lines of the next section
             before = old[at].split("\n")
             at += 1
-            lines: list[str] = []
-            for line in part.split("\n"):
+            title, *rest = part.split("\n")
+            lines = [before[0] if title == short_title(before[0]) else title]
+            for line in rest:
                 if line.startswith("... ") and line.endswith(("line as before", "lines as before")):
                     count = int(line.split()[1])
                     lines += before[len(lines) : len(lines) + count]
@@ -88,3 +90,15 @@ def test_the_view_sends_a_fraction_of_repetitive_observations(name: str) -> None
     texts = played_observations(f"textenvs/{name}-v2", 0, "scripted")
     views = [changes_view(a, b) for a, b in itertools.pairwise(texts)]
     assert sum(map(len, views)) <= SHARE_SENT[name] * sum(map(len, texts[1:]))
+
+
+def test_a_section_put_in_front_leaves_the_next_one_paired_by_name() -> None:
+    map_section = "Map:\n" + "\n".join([". . . . . . . ."] * 8)
+    previous = f"Camps: 0/2\nSteps left: 39\nStrength: 9\n\n{map_section}"
+    current = f"Last step:\n  A held.\n\nCamps: 0/2\nSteps left: 38\nStrength: 9\n\n{map_section}"
+    view = changes_view(previous, current)
+    assert GONE.split("{")[0] not in view
+    assert f"{NEW_SECTION}\nLast step:\n  A held." in view
+    assert "Camps ...\nSteps left: 38\n... 1 line as before" in view
+    assert view.endswith(UNCHANGED.format("Map"))
+    assert rebuild(previous, view) == current
