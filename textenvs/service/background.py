@@ -10,6 +10,9 @@ from typing import Any
 
 import uvicorn
 
+#: seconds uvicorn waits at exit for open connections and request tasks before cancelling
+SHUTDOWN_GRACE_S = 3.0
+
 
 @contextmanager
 def serve_in_thread(
@@ -17,7 +20,14 @@ def serve_in_thread(
 ) -> Iterator[str]:
     """Serve `app` with uvicorn on `host` and `port` (0: chosen by the OS); yields the base URL.
     `settings` go to `uvicorn.Config` (e.g. `http=guarded_protocol(...)`)."""
-    settings = {"log_level": "warning", "lifespan": "on", **settings}
+    # a connection or request task still open at exit is cancelled after a short grace
+    # rather than waited on (a loaded test run once held a stop for the whole join timeout)
+    settings = {
+        "log_level": "warning",
+        "lifespan": "on",
+        "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
+        **settings,
+    }
     config = uvicorn.Config(app, host=host, port=port, **settings)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="textenvs-service", daemon=True)
