@@ -29,9 +29,11 @@ def textenvs_eval(server: OpenAIServer, out: Path, env: str, seeds: str, *extra:
 
 
 def vf_eval(env_config: Any, server: OpenAIServer | str, out: Path, *, rollouts: int = 1,
-            concurrency: int | None = None) -> list[Any]:  # fmt: skip
+            concurrency: int | None = None, served: bool = True) -> list[Any]:  # fmt: skip
     """verifiers' eval runner (what its eval CLI runs) on `env_config` with the model on
-    `server` (or at that base URL); the episodes, one trace each."""
+    `server` (or at that base URL); the episodes, one trace each. `served`: the env runs
+    in verifiers' env-server worker pool (its default, the path trainers use), else in
+    this process (`--no-serve`, seconds faster to start)."""
     from verifiers.v1 import EvalClientConfig
     from verifiers.v1.cli.eval.runner import run_eval
     from verifiers.v1.configs.cli.eval import EvalConfig
@@ -42,4 +44,6 @@ def vf_eval(env_config: Any, server: OpenAIServer | str, out: Path, *, rollouts:
     config = EvalConfig(env=env_config, model="test-model", client=client,
                         num_rollouts=rollouts, max_concurrent=concurrency, push=False,
                         rich=None, output_dir=out)  # fmt: skip
+    if not served:
+        config.serve = None
     return asyncio.run(run_eval(config))

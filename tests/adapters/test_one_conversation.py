@@ -58,7 +58,9 @@ def via_inspect(server: OpenAIServer, tmp: Path, envs: str, seeds: str,
 def via_verifiers(server: OpenAIServer, tmp: Path, envs: str, seeds: str,
                   settings: dict[str, Any]) -> None:  # fmt: skip
     env = textenvs.load_environment(env=envs, seeds=seeds, **settings)
-    episodes = vf_eval(env.config, server, tmp, concurrency=1)
+    # in-process: the requests are the same in verifiers' worker pool, and
+    # test_verifiers.py plays through the pool
+    episodes = vf_eval(env.config, server, tmp, concurrency=1, served=False)
     assert len(episodes) == len(list(env.taskset))
     assert all(trace.ok for episode in episodes for trace in episode.traces)
 

@@ -105,7 +105,8 @@ def test_eval_split_runs_without_warnings(
         warnings.simplefilter("always")
         config = taskset_config(env="treasure-hunt", seeds="0-3", eval_seeds="100-101",
                                 split="eval")  # fmt: skip
-        episodes = vf_eval(config, model_server, tmp_path)
+        # in this process, where its warnings and log records can be seen
+        episodes = vf_eval(config, model_server, tmp_path, served=False)
     assert sorted(e.traces[0].task.data.seed for e in episodes) == [100, 101]
     train = vf.load_environment(taskset_config(env="treasure-hunt", seeds="0-3"))
     assert [task.data.seed for task in train.taskset] == [0, 1, 2, 3]
