@@ -3,13 +3,13 @@
 `--base-url` given several times (or `--base-urls FILE`) fills `LLMConfig.base_urls`.
 Every request of every LLM agent in this process goes through one `EndpointPool` per
 URL list: it picks the up endpoint with the fewest requests in flight (ties: the one that
-has served fewest), and when a request to it fails in a transient way (connection
-refused, timeout, 408/429/5xx) it marks that endpoint down for a cool-off (2 s, doubling
-to 60 s while it keeps failing) and sends the same request to the next one at once. When
-every endpoint has failed the request, the fault goes to the agent's own retry loop
-(`faults.py`), whose next attempt starts with the endpoint that comes back first. Fatal
-answers (401, 404, a context overflow) are the model's answer, not the endpoint's, and are
-never failed over.
+has answered fastest of late, then the one that has served fewest), and when a request
+to it fails in a transient way (connection refused, timeout, 408/429/5xx) it marks that
+endpoint down for a cool-off (2 s, doubling to 60 s while it keeps failing) and sends
+the same request to the next one at once. When every endpoint has failed the request,
+the fault goes to the agent's own retry loop (`faults.py`), whose next attempt starts
+with the endpoint that comes back first. Fatal answers (401, 404, a context overflow)
+are the model's answer, not the endpoint's, and are never failed over.
 
 `{node_ip}` in a URL is replaced where the agent runs by `$TEXTENVS_NODE_IP` (a Ray
 actor sets it to its node's address), else 127.0.0.1: `--base-url
@@ -37,6 +37,8 @@ log = logging.getLogger("textenvs.agents.llm")
 
 DOWN_FIRST_S = 2.0
 DOWN_MAX_S = 60.0
+#: weight of the newest request in an endpoint's moving average latency
+LATENCY_WEIGHT = 0.2
 
 
 @dataclass
@@ -45,6 +47,7 @@ class Endpoint:
     in_flight: int = 0
     served: int = 0
     failures: int = 0  # in a row; reset by a success
+    latency_s: float = 0.0  # moving average of successful requests (0: none yet)
     down_until: float = 0.0  # time.monotonic()
 
 
@@ -66,18 +69,22 @@ class EndpointPool:
             candidates = candidates or self.endpoints
             up = [e for e in candidates if e.down_until <= now]
             if up:
-                chosen = min(up, key=lambda e: (e.in_flight, e.served))
+                chosen = min(up, key=lambda e: (e.in_flight, e.latency_s, e.served))
             else:
                 chosen = min(candidates, key=lambda e: e.down_until)
             chosen.in_flight += 1
             return chosen
 
-    def done(self, endpoint: Endpoint, *, ok: bool, down: bool = False) -> None:
-        """A request to `endpoint` ended; `down`: it failed in a way that says the
-        endpoint (not the request) is the problem."""
+    def done(
+        self, endpoint: Endpoint, *, ok: bool, down: bool = False, took_s: float = 0.0
+    ) -> None:
+        """A request to `endpoint` ended after `took_s`; `down`: it failed in a way that
+        says the endpoint (not the request) is the problem."""
         with self._lock:
             endpoint.in_flight -= 1
             if ok:
+                weight = LATENCY_WEIGHT if endpoint.served else 1.0
+                endpoint.latency_s += weight * (took_s - endpoint.latency_s)
                 endpoint.served += 1
                 endpoint.failures = 0
                 endpoint.down_until = 0.0
@@ -115,6 +122,7 @@ async def complete(client: openai.AsyncOpenAI, request: dict[str, Any], cfg: LLM
         endpoint = pool.pick(tried)
         tried.append(endpoint)
         ok = down = False
+        started = time.monotonic()
         try:
             target = parse_base_url(endpoint.url)  # user info and query: see base_url.py
             key = client.api_key if client.api_key != "EMPTY" else None
@@ -131,4 +139,4 @@ async def complete(client: openai.AsyncOpenAI, request: dict[str, Any], cfg: LLM
             log.warning("endpoint %s failed (%s); trying another", redact_url(endpoint.url),
                         type(exc).__name__)  # fmt: skip
         finally:  # a cancelled request is counted out too
-            pool.done(endpoint, ok=ok, down=down)
+            pool.done(endpoint, ok=ok, down=down, took_s=time.monotonic() - started)

@@ -16,6 +16,7 @@ import pytest
 from tests.support.openai_server import OpenAIServer, server_error, text
 from textenvs.agents import make_agent
 from textenvs.agents.llm.config import NODE_IP_ENV, LLMConfig
+from textenvs.agents.llm.endpoints import EndpointPool
 from textenvs.evals import runner, store
 
 ENV = "treasure-hunt"
@@ -45,9 +46,23 @@ def test_requests_go_to_the_least_loaded_endpoint(tmp_path: Path) -> None:
         served = (len(slow.requests), len(fast.requests))
     assert summary["complete"] and summary["by_env"][ENV]["agent_errors"] == 0
     assert sum(served) == 4 * 30
-    # the slow server holds its requests longer, so it is the busier one more often:
-    # round-robin would split them evenly
+    # the slow server holds its requests longer and loses ties to the faster one, so it
+    # takes only the overflow: round-robin would split them evenly
     assert served[1] > 2 * served[0] > 0, served
+
+
+def test_a_tie_goes_to_the_endpoint_that_answered_faster() -> None:
+    pool = EndpointPool(["http://slow/v1", "http://fast/v1"])
+    slow, fast = pool.endpoints
+    for endpoint, took_s in ((slow, 0.9), (fast, 0.1)):
+        assert pool.pick([e for e in pool.endpoints if e is not endpoint]) is endpoint
+        pool.done(endpoint, ok=True, took_s=took_s)
+    assert pool.pick() is fast  # both idle: the faster one
+    assert pool.pick() is slow  # the faster one is busy: fewest in flight first
+    pool.done(fast, ok=True, took_s=5.0)  # it slowed down: its average follows
+    pool.done(slow, ok=True, took_s=0.9)
+    assert fast.latency_s == pytest.approx(0.1 + 0.2 * (5.0 - 0.1))
+    assert pool.pick() is slow
 
 
 def test_a_refused_endpoint_is_failed_over_and_cooled_off(tmp_path: Path) -> None:
