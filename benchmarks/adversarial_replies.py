@@ -38,6 +38,9 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     "conduit cells": ("conduit ", "B2 > ", "B3"),
     "think blocks": ("", "<think>", ""),
     "dashes": ("north", " - ", "east"),
+    # many asides and many command phrases: each aside was once tested against every phrase
+    "bracketed commands": ("", "(north) ", ""),
+    "asides between commands": ("", "(a) wait ", ""),
 }
 
 

@@ -12,6 +12,7 @@ I reach the gold"). Any other word is reported, never skipped.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from collections.abc import Hashable, Iterable
@@ -187,10 +188,17 @@ def mask_remarks(folded: str, found: list[Found[A]]) -> str:
     """`folded` with its parenthetical remarks masked: a bracketed aside ("north (toward
     the gold)") that names no command phrase, no number, and no word that could schedule,
     repeat, extend or cancel an order (`REMARK_BLOCKERS`). Any other aside is read."""
+    # an aside overlaps a phrase when one that starts before the aside ends reaches past
+    # its start: phrases sorted by start and the furthest end so far answer that in
+    # log time (testing every pair was quadratic on long replies)
+    ordered = sorted(found, key=lambda f: f.start)
+    starts = [f.start for f in ordered]
+    reach = list(itertools.accumulate((f.end for f in ordered), max))
     spans = []
     for match in _PARENTHESIS.finditer(folded):
         start, end = match.span()
-        if any(f.start < end and start < f.end for f in found):
+        before = bisect.bisect_left(starts, end)  # phrases starting before the aside ends
+        if before and reach[before - 1] > start:
             continue
         words = WORD.findall(match.group(0))
         if any(w in REMARK_BLOCKERS or len(w) == 1 or any(c.isdigit() for c in w) for w in words):
