@@ -41,6 +41,7 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     # many asides and many command phrases: each aside was once tested against every phrase
     "bracketed commands": ("", "(north) ", ""),
     "asides between commands": ("", "(a) wait ", ""),
+    "orders and conditions": ("Action: ", "A north. if b. ", ""),
 }
 
 

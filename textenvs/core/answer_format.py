@@ -34,7 +34,7 @@ _LABEL = r"(?:(?:final|my|next|chosen|best)[ \t]+){0,2}(?:action|command|answer|
 _INTERJECTION = r"(?:wait|ok|okay|so|hmm+|alright|actually|well|fine|right|sorry)"
 _ACTION_LINE = re.compile(
     rf"(?:^|(?<=[.!?])[ \t]|^[ \t*_]*{_INTERJECTION}[ \t]*[,.!])"
-    rf"[ \t>*#_`{{\"'-]*{_LABEL}[\"'*_` \t]*[:=][*_` \t]*(.*)$",
+    rf"[ \t>*#_`{{\"'-]*{_LABEL}[\"'*_` \t]*[:=][*_` \t]*(?P<content>.*)$",
     re.IGNORECASE | re.MULTILINE,
 )
 # The opening line of a code fence names its language ("```text"): not part of the reply.
@@ -116,7 +116,7 @@ def action_lines(text: str) -> list[str]:
     that follow, up to a blank line, are its content."""
     lines: list[str] = []
     for match in _ACTION_LINE.finditer(text):
-        content = match.group(1)
+        content = match.group("content")
         if not content.strip(_EDGE_NOISE):
             start = match.end()
             while text.startswith("\n", start):
@@ -143,7 +143,9 @@ def command_of_json(data: Any) -> str | None:
 
     Reasoning keys are not read; argument keys (`cells`, `material`, ...) follow the
     action; a one-letter key is a squad (`{"a": "north"}` is `a north`); any other key is
-    kept with its value, so the command is rejected rather than read without it."""
+    kept with its value, so the command is rejected rather than read without it. An
+    `arguments` (or `parameters`) object is read as the command only where the object
+    names no action itself (a tool call's shape); beside an action it is such a key."""
     if not isinstance(data, dict):
         return None
     arguments = data.get("arguments", data.get("parameters"))
@@ -152,9 +154,9 @@ def command_of_json(data: Any) -> str | None:
             arguments = json.loads(arguments)
         except (ValueError, RecursionError):
             return None
-    if isinstance(arguments, dict):
-        return command_of_json(arguments)
     action = next((key for key in ACTION_KEYS if key in data), None)
+    if isinstance(arguments, dict) and action is None:  # a tool call's shape
+        return command_of_json(arguments)
     squads = [key for key in data if isinstance(key, str) and len(key) == 1]
     if action is None and not squads:
         return None
@@ -181,7 +183,9 @@ def json_command(text: str) -> tuple[str, int, int] | None:
         return None
     body = _TOOL_TAGS.sub(" ", text[start : end + 1])
     try:
-        data = json.loads(body)
+        # strict=False: a raw line break inside a string (models write them in
+        # `reasoning`) leaves the object readable, so its action is what is read
+        data = json.loads(body, strict=False)
     except (ValueError, RecursionError):
         return None
     command = command_of_json(data)

@@ -6,11 +6,13 @@ and hypotheses.
 environment could carry out as written: it does not check conditions, and a question or a
 hypothesis orders nothing. Such a clause is not read (masked: replaced by `MASK`
 characters of the same length, so positions still line up), and so are quoted text and
-the rest of a clause after a negation ("not north but east" is `east`). A reply whose only
-command sits in such a clause is rejected with a reason rather than executed
-unconditionally. Reading resumes after a word that draws the conclusion ("If I go north I
-hit the wall, so east" is `east`), and after an `if` that only asks whether ("check if
-north is open") at the end of that clause.
+the rest of a clause after a negation ("not north but east" is `east`), unless the
+negation cancels or postpones the order ("north, not yet", "north, but I can't"): then
+its words are read and reject the reply. A reply whose only command sits in such a
+clause is rejected with a reason rather than executed unconditionally. Reading resumes
+after a word that draws the conclusion ("If I go north I hit the wall, so east" is
+`east`), and after an `if` that only asks whether ("check if north is open") at the end
+of that clause.
 
 Every pattern here is linear in the text: none can backtrack over a run of user text.
 """
@@ -34,6 +36,16 @@ _NEGATORS = (
 _NEGATED = re.compile(
     rf"\b(?:{_NEGATORS})\b.*?(?=[.;:!?,(\n]|\b(?:but|so|instead|therefore|because|hence"
     r"|thus|then|which)\b|$)",
+    re.IGNORECASE,
+)
+# A negation that cancels or postpones the order rather than naming what not to do: one
+# that ends its clause at once ("north, but I can't") or with a time ("north, not yet",
+# "north (not now)"), or puts it off ("not until I reveal"); "(not yet excavated)"
+# describes. It is read, so its words reject the reply instead of leaving the order to run.
+_CANCELLING = re.compile(
+    r"(?:not|never|no)\s+(?:(?:yet|now|today|right\s+now|this\s+turn|just\s+yet"
+    r"|at\s+the\s+moment|so\s+fast)[\s)\]]*$|until\b|till\b)"
+    r"|(?:cannot|can'?t|don'?t|doesn'?t|didn'?t|won'?t|shouldn'?t|mustn'?t)[\s)\]]*$",
     re.IGNORECASE,
 )
 # A sentence: up to its end mark or the end of a line.
@@ -89,6 +101,23 @@ def _condition_spans(folded: str) -> list[tuple[int, int]]:
     return spans
 
 
+def orders_before_conditions(folded: str) -> list[tuple[int, int]]:
+    """The stretches of `folded` (lower case) that a condition later in their sentence
+    governs: from the sentence's start to the marker ("c attack" in "c attack if
+    possible"; nothing in "if c is adjacent, it wins"). Sorted, not overlapping."""
+    markers = list(_CONDITION.finditer(folded))
+    marker_at = [m.start() for m in markers]
+    spans = []
+    for sentence in _SENTENCE.finditer(folded):
+        start, end = sentence.span()
+        marker = _first(marker_at, markers, start, end)
+        if marker is not None and marker.start() > start:
+            window = folded[max(start, marker.start() - 40) : marker.start()]
+            if not (marker.group(0) == "if" and _ASKING.search(window)):
+                spans.append((start, marker.start()))
+    return spans
+
+
 def _masked(text: str, spans: list[tuple[int, int]]) -> str:
     """`text` with every span replaced by `MASK` characters (linear in the text)."""
     if not spans:
@@ -109,7 +138,7 @@ def mask_unread(text: str, folded: str, *, keep_quotes: bool = False) -> str:
     replaced by `MASK` characters. `folded` is `text` folded to lower case, position by
     position."""
     spans = [] if keep_quotes else [m.span() for m in _QUOTED.finditer(text)]
-    spans += [m.span() for m in _NEGATED.finditer(text)]
+    spans += [m.span() for m in _NEGATED.finditer(text) if not _CANCELLING.match(m.group(0))]
     text = _masked(text, spans)
     if spans:
         folded = "".join(MASK if ch == MASK else f for ch, f in zip(text, folded, strict=True))

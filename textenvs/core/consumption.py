@@ -82,6 +82,24 @@ REMARK_BLOCKERS = TEMPORAL | frozenset({
     "correction", "either", "maybe", "perhaps", "except", "but", "not",
 })  # fmt: skip
 _CLAUSE_BREAK = re.compile(r"[\n.;:!?,()\x1f]")
+# A comma before a word that sequences orders ends a reason clause: "north, which is
+# safe, then east" gives a reason and then a later order, which must be read (and
+# rejects the reply). A comma between digits ("the camp is at (3,0)") ends nothing.
+_SEQUENCING_COMMA = re.compile(
+    r",(?=[ \t]*(?:and[ \t]+)?(?:then|later|afterwards?|after[ \t]+that"
+    r"|next[ \t]+(?:turn|step|move|round)|followed[ \t]+by)\b)",
+    re.IGNORECASE,
+)
+_DIGIT_COMMA = re.compile(r"(?<=\d),(?=[ \t]?\d)")
+#: where a reason clause after an order ends (with a comma too in listed grammars, and
+#: at a comma before a word that sequences orders always)
+REASON_STOPS = "\n.;!?)\x1f"
+
+
+def reason_ends(text: str, *, listed: bool = False) -> list[int]:
+    """For each position of `text`, where a reason clause starting there ends."""
+    text = _SEQUENCING_COMMA.sub("\n", _DIGIT_COMMA.sub(" ", text))
+    return _next_stop(text, REASON_STOPS + ("," if listed else ""))
 
 
 @dataclass(frozen=True)
@@ -149,7 +167,7 @@ def account(
     command), a trailing reason also ends at a comma. Linear in the text."""
     found = sorted(found, key=lambda f: f.start)
     covered = _coverage(len(folded), found)
-    trailing_end = _next_stop(folded, "\n.;!?)\x1f" + ("," if listed else ""))
+    trailing_end = reason_ends(folded, listed=listed)
     leading_end = _next_stop(folded, "\n.;:!?)\x1f,")
     sentence = _sentence_starts(folded)
     every_word = list(WORD.finditer(folded))

@@ -15,7 +15,8 @@ reason that says what was found and how to write it. The shared policy, in four 
    clauses that are not read.
 4. Strict consumption (`core.consumption`) of every command part: each word is part of a
    command phrase, a filler word, or inside a clause that is not read (quotes, negations,
-   questions, conditions: `core.clauses`; reasons). Any other word (an unknown verb, a
+   questions, conditions: `core.clauses`; reasons, to the end of their clause, so what
+   follows a reason is read). Any other word (an unknown verb, a
    typo, "then", "next turn", "later", unsupported list or range syntax) rejects the
    reply, naming the word. Among the orders that remain:
    - an order written with an argument it cannot take (`excavate B3 C3`, `submit FAAE`)
@@ -23,7 +24,8 @@ reason that says what was found and how to write it. The shared policy, in four 
    - two different commands, or commands written as successive steps ("north, then
      north", orders in two sentences), reject the reply;
    - in scenarios whose one command carries several orders (Squad Recon) the orders are
-     merged by the scenario, which rejects conflicts.
+     merged by the scenario, which rejects conflicts; an order on a condition beside
+     others rejects the reply (left unread, its unit would hold).
 
 Every step is linear in the length of the reply. Scenarios with simple vocabularies use
 `PhraseGrammar` (`core.phrases`); richer ones (parameters, several orders in one reply)
@@ -32,6 +34,7 @@ pass their own `exact`/`scan` functions to `resolve` or `read`.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import itertools
 import re
@@ -47,7 +50,7 @@ from textenvs.core.answer_format import (
     normalise,
     prepare,
 )
-from textenvs.core.clauses import MASK, mask_unread
+from textenvs.core.clauses import MASK, mask_unread, orders_before_conditions
 from textenvs.core.consumption import (
     FILLERS,
     TEMPORAL,
@@ -58,6 +61,7 @@ from textenvs.core.consumption import (
     mask_remarks,
     negated_predicate,
     non_overlapping,
+    reason_ends,
 )
 from textenvs.core.parse_error import ParseError, excerpt
 
@@ -180,16 +184,20 @@ def read(
     orders: list[A] = []
     in_sequence = skipped = False
     ordering_sentences = 0
-    unread = ""
+    unread = conditional = ""
     segments = marked or [m.group(0) for m in _SENTENCE.finditer(cleaned)]
     for segment in segments:
         if not WORD.search(segment):
             continue  # punctuation only: nothing to read
         original = fold(segment)
         visible = mask_unread(segment, original, keep_quotes=bool(marked))
+        if listed and not conditional:
+            conditional = _conditional_order(segment, original, scan)
         one = exact(normalise(segment)) if marked or MASK not in visible else None
-        if one is None and (reason := _REASON.search(segment)):
-            # "Action: A, because bit 3 is set": the command before a reason, alone
+        reason = None if one is not None else _REASON.search(segment)
+        if reason and not WORD.search(segment, reason_ends(segment, listed=listed)[reason.end()]):
+            # "Action: A, because bit 3 is set": the command before a reason that runs to
+            # the end of the part; anything after the reason's clause is read below
             one = exact(normalise(segment[: reason.start()]))
         if one is not None:
             orders.append(one)
@@ -226,6 +234,14 @@ def read(
             gap = folded[before.end : after.start]
             in_sequence = in_sequence or bool(_STEPS.search(gap))
             in_sequence = in_sequence or (not listed and bool(_LISTED.fullmatch(gap)))
+    if conditional and orders:
+        # one order of several held back on a condition would leave its unit to hold,
+        # whatever the condition: the reply must decide
+        raise ParseError(
+            f"'{excerpt(conditional)}' is an order on a condition, and the environment "
+            "checks no conditions: give every order outright in one command.",
+            valid,
+        )
     if not marked and not listed and ordering_sentences > 1:
         in_sequence = True  # "North. North." is two turns
     # A word nothing accounts for rejects the reply; where the orders are rejected anyway
@@ -233,6 +249,21 @@ def read(
     if unread and orders and (listed or not (in_sequence or len(set(orders)) > 1)):
         raise unread_word(unread, where, valid)
     return Reading(orders, where, in_sequence, skipped, whole)
+
+
+def _conditional_order(segment: str, folded: str, scan: Callable[[str], list[Found[A]]]) -> str:
+    """The first command phrase of `segment` that a condition after it governs ("C
+    attack if possible", "C attack unless it is stronger"), as written; empty if none.
+    (An order asked as a question is no order: "A north? B east." leaves A to hold.)"""
+    spans = orders_before_conditions(folded)
+    if not spans:
+        return ""
+    ends = [end for _, end in spans]
+    for item in non_overlapping(scan(segment)):
+        index = bisect.bisect_right(ends, item.start)  # the first span ending after it
+        if index < len(spans) and spans[index][0] <= item.start:
+            return segment[item.start : item.end]
+    return ""
 
 
 def nothing_found(

@@ -27,31 +27,31 @@ class Scenario:
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "treasure-hunt",
-        "textenvs/TreasureHunt-v2",
+        "textenvs/TreasureHunt-v3",
         "textenvs.scenarios.treasure_hunt.env:TreasureHuntEnv",
         "Inverted-Symbol Treasure Hunt Grid",
     ),
     Scenario(
         "magnetic-field",
-        "textenvs/MagneticField-v2",
+        "textenvs/MagneticField-v3",
         "textenvs.scenarios.magnetic_field.env:MagneticFieldEnv",
         "Magnetic Field Pattern Recognition",
     ),
     Scenario(
         "em-anomaly",
-        "textenvs/EMAnomaly-v2",
+        "textenvs/EMAnomaly-v3",
         "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
         "Electromagnetic Field Anomaly Mapping",
     ),
     Scenario(
         "squad-recon",
-        "textenvs/SquadRecon-v2",
+        "textenvs/SquadRecon-v3",
         "textenvs.scenarios.squad_recon.env:SquadReconEnv",
         "Squad Reconnaissance and Elimination",
     ),
     Scenario(
         "megacity",
-        "textenvs/Megacity-v2",
+        "textenvs/Megacity-v3",
         "textenvs.scenarios.megacity.env:MegacityEnv",
         "Subterranean Megacity",
     ),

@@ -20,7 +20,7 @@ from textenvs.scenarios.em_anomaly.state import (
 
 
 class EMAnomalyEnv(TextEnv[EMState, Action]):
-    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v2`, `em-anomaly`).
+    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v3`, `em-anomaly`).
 
     ## Description
     A 15x15 laboratory floor has insulating walls on 45 tiles (20%) and one hidden
@@ -115,11 +115,19 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
       X — Y`), a one-line JSON action with reasoning keys and `<tool_call>` wrappers are read.
       Each step's info records the command executed (`read_as`). Rules and rendering
       unchanged.
+    - v3: a reason clause no longer hides what follows it (`Action: north, because it is
+      safe, then east` was read as `north`; now its second command rejects it); a negation
+      that cancels or postpones the order is read and rejects the reply (`north, not yet`,
+      `north (not now)`, `north, but I can't` ran the order); a JSON action whose reasoning
+      has a raw line break is read as JSON (an `Action:` line quoted in the reasoning was
+      run instead), and an `arguments` object beside an action rejects the reply. Found by
+      an adversarial review. Rules, rendering and baselines unchanged (re-measured under v3
+      over seeds 0-999).
     """
 
     name = "em-anomaly"
     title = "Electromagnetic Field Anomaly Mapping"
-    version = "2"
+    version = "3"
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
     observation_model = EMObservation

@@ -20,7 +20,7 @@ from textenvs.scenarios.magnetic_field.state import (
 
 
 class MagneticFieldEnv(TextEnv[MagneticState, Action]):
-    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v2`, `magnetic-field`).
+    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v3`, `magnetic-field`).
 
     ## Description
     A static 9x9 "magnetic field" of 0 (empty), 1 (field line) and 2 (intersection) hides
@@ -134,11 +134,19 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
       decoration inside the read windows too; the final observation shows the score per
       slot and the true window bits; strict `level`; step index 0-39 throughout.
     - v0: first release (a random table; every used pattern hinted at every level).
+    - v3: a reason clause no longer hides what follows it (`Action: north, because it is
+      safe, then east` was read as `north`; now its second command rejects it); a negation
+      that cancels or postpones the order is read and rejects the reply (`north, not yet`,
+      `north (not now)`, `north, but I can't` ran the order); a JSON action whose reasoning
+      has a raw line break is read as JSON (an `Action:` line quoted in the reasoning was
+      run instead), and an `arguments` object beside an action rejects the reply. Found by
+      an adversarial review. Rules, rendering and baselines unchanged (re-measured under v3
+      over seeds 0-999).
     """
 
     name = "magnetic-field"
     title = "Magnetic Field Pattern Recognition"
-    version = "2"
+    version = "3"
     max_steps = STEP_BUDGET
     action_schema = MagneticFieldAction
     observation_model = MagneticObservation

@@ -50,7 +50,7 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v2`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v3`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,
@@ -177,11 +177,19 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       filler word or a clause that is not read; an unknown or scheduling word rejects
       the reply (`excavate B3..B5` was read as `excavate B3`); the action schema written
       as JSON text is read; each step's info records the command executed (`read_as`).
+    - v3: a reason clause no longer hides what follows it (`Action: north, because it is
+      safe, then east` was read as `north`; now its second command rejects it); a negation
+      that cancels or postpones the order is read and rejects the reply (`north, not yet`,
+      `north (not now)`, `north, but I can't` ran the order); a JSON action whose reasoning
+      has a raw line break is read as JSON (an `Action:` line quoted in the reasoning was
+      run instead), and an `arguments` object beside an action rejects the reply. Found by
+      an adversarial review. Rules, rendering and baselines unchanged (re-measured under v3
+      over seeds 0-999).
     """
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "2"
+    version = "3"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation

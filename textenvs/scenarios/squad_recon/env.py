@@ -22,7 +22,7 @@ ORDER_WORDS = "north|south|east|west|hold|attack"
 
 
 class SquadReconEnv(TextEnv[ReconState, Orders]):
-    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v2`, `squad-recon`).
+    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v3`, `squad-recon`).
 
     ## Description
     A 15x15 battlefield of open ground, walls and forest hides two enemy camps of
@@ -119,11 +119,21 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
       negation across a dash (`Not X — Y`), a one-line JSON action with reasoning keys and
       `<tool_call>` wrappers are read. Each step's info records the command executed
       (`read_as`). Rules and rendering unchanged.
+    - v3: a reason clause no longer hides what follows it (`Action: north, because it is
+      safe, then east` was read as `north`; now its second command rejects it); a negation
+      that cancels or postpones the order is read and rejects the reply (`north, not yet`,
+      `north (not now)`, `north, but I can't` ran the order); a JSON action whose reasoning
+      has a raw line break is read as JSON (an `Action:` line quoted in the reasoning was
+      run instead), and an `arguments` object beside an action rejects the reply. Found by
+      an adversarial review. An order on a condition beside others (`A north; B east; C
+      attack if possible`) rejects the reply (the squad was left to hold); one asked as a
+      question is still no order. Rules, rendering and baselines unchanged (re-measured
+      under v3 over seeds 0-999).
     """
 
     name = "squad-recon"
     title = "Squad Reconnaissance and Elimination"
-    version = "2"
+    version = "3"
     max_steps = STEP_BUDGET
     action_schema = SquadReconAction
     observation_model = ReconObservation

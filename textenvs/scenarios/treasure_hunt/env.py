@@ -19,7 +19,7 @@ from textenvs.scenarios.treasure_hunt.state import (
 
 
 class TreasureHuntEnv(TextEnv[TreasureState, Action]):
-    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v2`, `treasure-hunt`).
+    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v3`, `treasure-hunt`).
 
     ## Description
     An 8x8 grid hides one Bomb, ten Flowers and 53 Empty tiles. The symbols are inverted:
@@ -89,11 +89,19 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
       X — Y`), a one-line JSON action with reasoning keys and `<tool_call>` wrappers are read.
       Each step's info records the command executed (`read_as`). Rules and rendering
       unchanged.
+    - v3: a reason clause no longer hides what follows it (`Action: north, because it is
+      safe, then east` was read as `north`; now its second command rejects it); a negation
+      that cancels or postpones the order is read and rejects the reply (`north, not yet`,
+      `north (not now)`, `north, but I can't` ran the order); a JSON action whose reasoning
+      has a raw line break is read as JSON (an `Action:` line quoted in the reasoning was
+      run instead), and an `arguments` object beside an action rejects the reply. Found by
+      an adversarial review. Rules, rendering and baselines unchanged (re-measured under v3
+      over seeds 0-999).
     """
 
     name = "treasure-hunt"
     title = "Inverted-Symbol Treasure Hunt Grid"
-    version = "2"
+    version = "3"
     max_steps = STEP_BUDGET
     action_schema = TreasureHuntAction
     observation_model = TreasureObservation
