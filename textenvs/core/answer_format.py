@@ -145,7 +145,7 @@ def command_of_json(data: Any) -> str | None:
     action; a one-letter key is a squad (`{"a": "north"}` is `a north`); any other key is
     kept with its value, so the command is rejected rather than read without it. An
     `arguments` (or `parameters`) object is read as the command only where the object
-    names no action itself (a tool call's shape); beside an action it is such a key."""
+    names no action or squad itself (a tool call's shape); beside one it is such a key."""
     if not isinstance(data, dict):
         return None
     arguments = data.get("arguments", data.get("parameters"))
@@ -155,9 +155,9 @@ def command_of_json(data: Any) -> str | None:
         except (ValueError, RecursionError):
             return None
     action = next((key for key in ACTION_KEYS if key in data), None)
-    if isinstance(arguments, dict) and action is None:  # a tool call's shape
-        return command_of_json(arguments)
     squads = [key for key in data if isinstance(key, str) and len(key) == 1]
+    if isinstance(arguments, dict) and action is None and not squads:  # a tool call's shape
+        return command_of_json(arguments)
     if action is None and not squads:
         return None
     parts: list[str] = []

@@ -43,9 +43,10 @@ _NEGATED = re.compile(
 # "north (not now)"), or puts it off ("not until I reveal"); "(not yet excavated)"
 # describes. It is read, so its words reject the reply instead of leaving the order to run.
 _CANCELLING = re.compile(
-    r"(?:not|never|no)\s+(?:(?:yet|now|today|right\s+now|this\s+turn|just\s+yet"
-    r"|at\s+the\s+moment|so\s+fast)[\s)\]]*$|until\b|till\b)"
-    r"|(?:cannot|can'?t|don'?t|doesn'?t|didn'?t|won'?t|shouldn'?t|mustn'?t)[\s)\]]*$",
+    r"(?:not|never|no)\s+(?:(?:yet|now|today|right\s+now|this\s+(?:turn|time)|just\s+yet"
+    r"|for\s+now|at\s+the\s+moment|so\s+fast)[\s)\]]*$|until\b|till\b|before\b)"
+    r"|never\s+mind\b"
+    r"|(?:cannot|can'?t|don'?t|doesn'?t|didn'?t|won'?t|shouldn'?t|mustn'?t)(?:\s+yet)?[\s)\]]*$",
     re.IGNORECASE,
 )
 # A sentence: up to its end mark or the end of a line.

@@ -91,9 +91,22 @@ _SEQUENCING_COMMA = re.compile(
     re.IGNORECASE,
 )
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=[ \t]?\d)")
+# Inside a reason, a word that sequences orders ends it where an order follows ("north
+# because it is safe then east"); "north because then I reach the gold" stays a reason.
+_SEQUENCING = re.compile(
+    r"\b(?:then|later|afterwards?|after\s+that|next\s+(?:turn|step|move|round)|followed\s+by)\b",
+    re.IGNORECASE,
+)
 #: where a reason clause after an order ends (with a comma too in listed grammars, and
 #: at a comma before a word that sequences orders always)
 REASON_STOPS = "\n.;!?)\x1f"
+
+
+def reason_is_last(text: str, start: int, *, listed: bool = False) -> bool:
+    """Whether the reason clause starting at `start` is the end of `text`: nothing is
+    written after its clause, and it has no word that could sequence a further order."""
+    end = reason_ends(text, listed=listed)[start]
+    return not WORD.search(text, end) and not _SEQUENCING.search(text, start, end)
 
 
 def reason_ends(text: str, *, listed: bool = False) -> list[int]:
@@ -170,6 +183,8 @@ def account(
     trailing_end = reason_ends(folded, listed=listed)
     leading_end = _next_stop(folded, "\n.;:!?)\x1f,")
     sentence = _sentence_starts(folded)
+    sequencing = [m.start() for m in _SEQUENCING.finditer(folded)]
+    found_starts = [f.start for f in found]
     every_word = list(WORD.finditer(folded))
     next_word = {id(a): b for a, b in itertools.pairwise(every_word)}
     words = [w for w in every_word if not covered[w.start()]]
@@ -187,6 +202,12 @@ def account(
         following = next_word.get(id(match))
         if _starts_reason(word, following, folded, covered, ordered_before, trailing_end[at]):
             dropped_until = (trailing_end if ordered_before else leading_end)[at]
+            # ... but not past a sequencing word with an order after it
+            step = bisect.bisect_left(sequencing, at)
+            if step < len(sequencing) and sequencing[step] < dropped_until:
+                after = bisect.bisect_right(found_starts, sequencing[step])
+                if after < len(found_starts) and found_starts[after] < dropped_until:
+                    dropped_until = sequencing[step]
             while index < len(words) and words[index].start() < dropped_until:
                 index += 1
             continue

@@ -61,7 +61,7 @@ from textenvs.core.consumption import (
     mask_remarks,
     negated_predicate,
     non_overlapping,
-    reason_ends,
+    reason_is_last,
 )
 from textenvs.core.parse_error import ParseError, excerpt
 
@@ -195,7 +195,7 @@ def read(
             conditional = _conditional_order(segment, original, scan)
         one = exact(normalise(segment)) if marked or MASK not in visible else None
         reason = None if one is not None else _REASON.search(segment)
-        if reason and not WORD.search(segment, reason_ends(segment, listed=listed)[reason.end()]):
+        if reason and reason_is_last(segment, reason.end(), listed=listed):
             # "Action: A, because bit 3 is set": the command before a reason that runs to
             # the end of the part; anything after the reason's clause is read below
             one = exact(normalise(segment[: reason.start()]))
