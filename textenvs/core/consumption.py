@@ -82,21 +82,17 @@ REMARK_BLOCKERS = TEMPORAL | frozenset({
     "correction", "either", "maybe", "perhaps", "except", "but", "not",
 })  # fmt: skip
 _CLAUSE_BREAK = re.compile(r"[\n.;:!?,()\x1f]")
-# A comma before a word that sequences orders ends a reason clause: "north, which is
-# safe, then east" gives a reason and then a later order, which must be read (and
-# rejects the reply). A comma between digits ("the camp is at (3,0)") ends nothing.
-_SEQUENCING_COMMA = re.compile(
-    r",(?=[ \t]*(?:and[ \t]+)?(?:then|later|afterwards?|after[ \t]+that"
-    r"|next[ \t]+(?:turn|step|move|round)|followed[ \t]+by)\b)",
-    re.IGNORECASE,
+# Words that sequence orders. A comma before one ends a reason clause ("north, which is
+# safe, then east": a reason, then a later order, which must be read and rejects the
+# reply), and so does one inside a reason where an order follows it ("north because it
+# is safe then east"; "north because then I reach the gold" stays a reason). A comma
+# between digits ("the camp is at (3,0)") ends nothing.
+_SEQUENCE_WORDS = (
+    r"(?:then|later|afterwards?|after\s+that|next\s+(?:turn|step|move|round)|followed\s+by)\b"
 )
+_SEQUENCING = re.compile(rf"\b{_SEQUENCE_WORDS}", re.IGNORECASE)
+_SEQUENCING_COMMA = re.compile(rf",(?=[ \t]*(?:and[ \t]+)?{_SEQUENCE_WORDS})", re.IGNORECASE)
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=[ \t]?\d)")
-# Inside a reason, a word that sequences orders ends it where an order follows ("north
-# because it is safe then east"); "north because then I reach the gold" stays a reason.
-_SEQUENCING = re.compile(
-    r"\b(?:then|later|afterwards?|after\s+that|next\s+(?:turn|step|move|round)|followed\s+by)\b",
-    re.IGNORECASE,
-)
 #: where a reason clause after an order ends (with a comma too in listed grammars, and
 #: at a comma before a word that sequences orders always)
 REASON_STOPS = "\n.;!?)\x1f"

@@ -16,9 +16,9 @@ reason that says what was found and how to write it. The shared policy, in four 
 4. Strict consumption (`core.consumption`) of every command part: each word is part of a
    command phrase, a filler word, or inside a clause that is not read (quotes, negations,
    questions, conditions: `core.clauses`; reasons, to the end of their clause, so what
-   follows a reason is read). Any other word (an unknown verb, a
-   typo, "then", "next turn", "later", unsupported list or range syntax) rejects the
-   reply, naming the word. Among the orders that remain:
+   follows a reason is read). Any other word (an unknown verb, a typo, "then", "next
+   turn", "later", unsupported list or range syntax) rejects the reply, naming the word.
+   Among the orders that remain:
    - an order written with an argument it cannot take (`excavate B3 C3`, `submit FAAE`)
      rejects the reply with that order's own reason; it is never shortened;
    - two different commands, or commands written as successive steps ("north, then
