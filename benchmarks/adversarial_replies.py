@@ -42,6 +42,7 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     "bracketed commands": ("", "(north) ", ""),
     "asides between commands": ("", "(a) wait ", ""),
     "orders and conditions": ("Action: ", "A north. if b. ", ""),
+    "lines below Action lines": ("", "Action: north\nthis is fine\n", ""),
 }
 
 

@@ -384,8 +384,9 @@ N, S, E, W, H, X = Order.NORTH, Order.SOUTH, Order.EAST, Order.WEST, Order.HOLD,
         ("all hold", {"A": H, "B": H, "C": H}),
         ("hold", {"A": H, "B": H, "C": H}),
         ("all squads attack; A attack", {"A": X, "B": X, "C": X}),
-        # the Action line is authoritative: the bold text after it is not read
-        ("Action: A north\n**A south**", {"A": N}),
+        # the Action line is authoritative: the bold text after it is not read (a line
+        # below it that is by itself a command rejects the reply: see the corpus)
+        ("Action: A north\n**A south would be blocked**", {"A": N}),
     ],
 )
 def test_parser_reads_orders(text: str, expected: dict[str, Order]) -> None:

@@ -12,11 +12,14 @@
   Now: north") or after an interjection ("Wait, Action: north"); or a JSON object with an
   action (`{"reasoning": "...", "action": "north"}`), also inside a `<tool_call>` wrapper
   or as the tool's own schema (`{"action": "support", "cells": ["C2"], "material": ...}`).
-  When a reply has one, nothing else in it is read.
+  When a reply has one, nothing else in it is read (`lines_below_actions` gives the
+  parser the lines right below each marked line, so an order there rejects the reply
+  rather than being dropped).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import unicodedata
@@ -190,6 +193,22 @@ def json_command(text: str) -> tuple[str, int, int] | None:
         return None
     command = command_of_json(data)
     return None if command is None else (command, start, end + 1)
+
+
+def lines_below_actions(cleaned: str) -> list[str]:
+    """The lines right below each non-empty `Action:` line (outside a JSON action), up to
+    a blank line or the next label: where a model may go on listing orders ("Action: A
+    north" then "B east") that the marked command does not hold."""
+    found = json_command(cleaned)
+    text = cleaned if found is None else cleaned[: found[1]] + "\n" + cleaned[found[2] :]
+    lines: list[str] = []
+    matches = list(_ACTION_LINE.finditer(text))
+    for match, following in itertools.zip_longest(matches, matches[1:]):
+        if not match.group("content").strip(_EDGE_NOISE):
+            continue  # an empty Action: takes the lines below as its content
+        stop = following.start() if following else len(text)  # each stretch read once
+        lines += ("\n" + text[match.end() + 1 : stop]).split("\n\n", 1)[0].splitlines()
+    return lines
 
 
 def marked_commands(cleaned: str) -> list[str]:

@@ -6,7 +6,8 @@ reason that says what was found and how to write it. The shared policy, in four 
 
 1. The answer format (`core.answer_format`): the reply is cleaned and bounded; a marked
    command (`Action: <command>` and the other labels, or a JSON action) is authoritative:
-   when a reply has one, only that is read.
+   when a reply has one, only that is read, and a line right below it that is by itself
+   a command rejects the reply (the marked line was not the final word).
 2. Otherwise, if the whole reply is one command (ignoring case, markdown and punctuation
    at the edges), that is it.
 3. Otherwise the reply is prose, read sentence by sentence. A sentence with no order in it
@@ -46,6 +47,7 @@ from textenvs.core.answer_format import (
     MAX_COMMAND_CHARS,
     clean,
     fold,
+    lines_below_actions,
     marked_commands,
     normalise,
     prepare,
@@ -181,6 +183,14 @@ def read(
         if action is not None:
             return Reading([action], "the reply", False, False, whole)
     where = "the marked parts of the reply (Action: lines)" if marked else "the reply"
+    for line in lines_below_actions(cleaned) if marked else ():
+        if _is_command(line, exact):
+            raise ParseError(
+                f"'{excerpt(line.strip())}', below the Action: line, is an order that line "
+                "does not hold, and only the Action: line is read: put the whole command on "
+                "one final line 'Action: <command>'.",
+                valid,
+            )
     orders: list[A] = []
     in_sequence = skipped = False
     ordering_sentences = 0
@@ -249,6 +259,14 @@ def read(
     if unread and orders and (listed or not (in_sequence or len(set(orders)) > 1)):
         raise unread_word(unread, where, valid)
     return Reading(orders, where, in_sequence, skipped, whole)
+
+
+def _is_command(line: str, exact: Callable[[str], A | None]) -> bool:
+    """Whether `line` is, by itself, exactly one command."""
+    try:
+        return bool(line.strip()) and exact(normalise(line)) is not None
+    except ParseError:
+        return False
 
 
 def _conditional_order(segment: str, folded: str, scan: Callable[[str], list[Found[A]]]) -> str:

@@ -180,11 +180,12 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     - v3: a reason clause no longer hides what follows it (`Action: north, because it is
       safe, then east` was read as `north`; now its second command rejects it); a negation
       that cancels or postpones the order is read and rejects the reply (`north, not yet`,
-      `north (not now)`, `north, but I can't` ran the order); a JSON action whose reasoning
-      has a raw line break is read as JSON (an `Action:` line quoted in the reasoning was
-      run instead), and an `arguments` object beside an action rejects the reply. Found by
-      an adversarial review. Rules, rendering and baselines unchanged (re-measured under v3
-      over seeds 0-999).
+      `north (not now)`, `north, but I can't` ran the order); a line right below an
+      `Action:` line that is by itself a command rejects the reply (`Action: north` then
+      `east` ran north); a JSON action whose reasoning has a raw line break is read as JSON
+      (an `Action:` line quoted in the reasoning was run instead), and an `arguments` object
+      beside an action rejects the reply. Found by an adversarial review. Rules, rendering
+      and baselines unchanged (re-measured under v3 over seeds 0-999).
     """
 
     name = "megacity"
