@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 START_TIMEOUT_S = 120.0
+WORKER_PORTS = 200
 
 
 def free_port() -> int:
@@ -38,16 +39,23 @@ class LocalCluster:
 
     def start(self) -> LocalCluster:
         ray = str(Path(sys.executable).with_name("ray"))
+        names = ["node-manager", "object-manager", "dashboard-agent-listen",
+                 "dashboard-agent-grpc", "runtime-env-agent", "metrics-export"]  # fmt: skip
+        ports = {name: free_port() for name in names}
+        # the workers' range must hold none of the other ports (Ray refuses to start):
+        # a free port picked at random once fell inside it
+        taken = {self.port, *ports.values()}
         worker_lo = free_port()
+        for _ in range(50):
+            if not any(worker_lo <= port <= worker_lo + WORKER_PORTS for port in taken):
+                break
+            worker_lo = free_port()
         command = [
             ray, "start", "--head", "--block", "--disable-usage-stats",
             f"--port={self.port}", "--node-ip-address=127.0.0.1", f"--num-cpus={self.cpus}",
             "--include-dashboard=false", f"--temp-dir={self.temp_dir}",
-            f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}",
-            f"--dashboard-agent-listen-port={free_port()}",
-            f"--dashboard-agent-grpc-port={free_port()}",
-            f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}",
-            f"--min-worker-port={worker_lo}", f"--max-worker-port={worker_lo + 200}",
+            *(f"--{name}-port={port}" for name, port in ports.items()),
+            f"--min-worker-port={worker_lo}", f"--max-worker-port={worker_lo + WORKER_PORTS}",
         ]  # fmt: skip
         with open(self.log, "wb") as log:
             self._proc = subprocess.Popen(
