@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 
 #: Stands in for text that is not read. Cleaning turns every control character into a
 #: space, so it never occurs in a reply; scanners treat it as a wall.
@@ -75,25 +76,37 @@ def _first(
     return matches[index] if index < len(starts) and starts[index] < hi else None
 
 
+def _sentence_markers(
+    folded: str,
+) -> Iterator[tuple[int, int, re.Match[str] | None, bool]]:
+    """Each sentence of `folded` as its span, its first condition marker (None if it has
+    none) and whether that marker is an `if` that only asks whether ("check if north is
+    open"). The marker pattern runs once over the whole text."""
+    markers = list(_CONDITION.finditer(folded))
+    marker_at = [m.start() for m in markers]
+    for sentence in _SENTENCE.finditer(folded):
+        start, end = sentence.span()
+        marker = _first(marker_at, markers, start, end)
+        asking = False
+        if marker is not None and marker.group(0) == "if":
+            asking = bool(_ASKING.search(folded[max(start, marker.start() - 40) : marker.start()]))
+        yield start, end, marker, asking
+
+
 def _condition_spans(folded: str) -> list[tuple[int, int]]:
     # Each pattern runs once over the whole text; sentences look their matches up.
-    markers = list(_CONDITION.finditer(folded))
     conclusions = list(_CONCLUSION.finditer(folded))
     clause_ends = list(_CLAUSE_END.finditer(folded))
-    marker_at = [m.start() for m in markers]
     conclusion_at = [m.start() for m in conclusions]
     clause_end_at = [m.start() for m in clause_ends]
     spans = []
-    for sentence in _SENTENCE.finditer(folded):
-        start, end = sentence.span()
+    for start, end, marker, asking in _sentence_markers(folded):
         question = folded.rfind("?", start, end)
         if question >= 0:
             spans.append((start, question + 1))
-        marker = _first(marker_at, markers, start, end)
         if marker is None:
             continue
-        window = folded[max(start, marker.start() - 40) : marker.start()]
-        if marker.group(0) == "if" and _ASKING.search(window):
+        if asking:
             clause = _first(clause_end_at, clause_ends, marker.end(), end)
             spans.append((marker.start(), clause.start() if clause else end))
             continue
@@ -106,17 +119,11 @@ def orders_before_conditions(folded: str) -> list[tuple[int, int]]:
     """The stretches of `folded` (lower case) that a condition later in their sentence
     governs: from the sentence's start to the marker ("c attack" in "c attack if
     possible"; nothing in "if c is adjacent, it wins"). Sorted, not overlapping."""
-    markers = list(_CONDITION.finditer(folded))
-    marker_at = [m.start() for m in markers]
-    spans = []
-    for sentence in _SENTENCE.finditer(folded):
-        start, end = sentence.span()
-        marker = _first(marker_at, markers, start, end)
-        if marker is not None and marker.start() > start:
-            window = folded[max(start, marker.start() - 40) : marker.start()]
-            if not (marker.group(0) == "if" and _ASKING.search(window)):
-                spans.append((start, marker.start()))
-    return spans
+    return [
+        (start, marker.start())
+        for start, _, marker, asking in _sentence_markers(folded)
+        if marker is not None and not asking and marker.start() > start
+    ]
 
 
 def _masked(text: str, spans: list[tuple[int, int]]) -> str:
