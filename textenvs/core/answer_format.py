@@ -12,7 +12,7 @@
   Now: north") or after an interjection ("Wait, Action: north"); or a JSON object with an
   action (`{"reasoning": "...", "action": "north"}`), also inside a `<tool_call>` wrapper
   or as the tool's own schema (`{"action": "support", "cells": ["C2"], "material": ...}`).
-  When a reply has one, nothing else in it is read (`lines_below_actions` gives the
+  When a reply has one, nothing else in it is read (`marked_commands` also gives the
   parser the lines right below each marked line, so an order there rejects the reply
   rather than being dropped).
 """
@@ -114,21 +114,27 @@ def prepare(text: str, valid: Sequence[str]) -> tuple[str, str]:
     return cleaned, whole
 
 
-def action_lines(text: str) -> list[str]:
-    """The contents of the `Action: <command>` lines. Under an empty `Action:` the lines
-    that follow, up to a blank line, are its content."""
-    lines: list[str] = []
-    for match in _ACTION_LINE.finditer(text):
+def action_lines(text: str) -> tuple[list[str], list[str]]:
+    """The contents of the `Action: <command>` lines, and the lines right below each
+    non-empty one, up to a blank line or the next label (where a model may go on listing
+    orders, "Action: A north" then "B east", that the marked line does not hold). Under an
+    empty `Action:` the lines that follow, up to a blank line, are its content."""
+    contents: list[str] = []
+    below: list[str] = []
+    matches = list(_ACTION_LINE.finditer(text))
+    for match, following in itertools.zip_longest(matches, matches[1:]):
         content = match.group("content")
-        if not content.strip(_EDGE_NOISE):
+        if content.strip(_EDGE_NOISE):
+            stop = following.start() if following else len(text)  # each stretch read once
+            below += ("\n" + text[match.end() + 1 : stop]).split("\n\n", 1)[0].splitlines()
+        else:
             start = match.end()
             while text.startswith("\n", start):
                 start += 1
             blank = text.find("\n\n", start)
-            below = text[start : blank if blank >= 0 else len(text)]
-            content = _ACTION_LINE.split(below, maxsplit=1)[0]
-        lines.append(content)
-    return lines
+            content = _ACTION_LINE.split(text[start : blank if blank >= 0 else len(text)], 1)[0]
+        contents.append(content)
+    return contents, below
 
 
 def _words(value: Any) -> str | None:
@@ -195,26 +201,12 @@ def json_command(text: str) -> tuple[str, int, int] | None:
     return None if command is None else (command, start, end + 1)
 
 
-def lines_below_actions(cleaned: str) -> list[str]:
-    """The lines right below each non-empty `Action:` line (outside a JSON action), up to
-    a blank line or the next label: where a model may go on listing orders ("Action: A
-    north" then "B east") that the marked command does not hold."""
-    found = json_command(cleaned)
-    text = cleaned if found is None else cleaned[: found[1]] + "\n" + cleaned[found[2] :]
-    lines: list[str] = []
-    matches = list(_ACTION_LINE.finditer(text))
-    for match, following in itertools.zip_longest(matches, matches[1:]):
-        if not match.group("content").strip(_EDGE_NOISE):
-            continue  # an empty Action: takes the lines below as its content
-        stop = following.start() if following else len(text)  # each stretch read once
-        lines += ("\n" + text[match.end() + 1 : stop]).split("\n\n", 1)[0].splitlines()
-    return lines
-
-
-def marked_commands(cleaned: str) -> list[str]:
-    """The command parts a reply marks (module docstring); empty if it marks none."""
+def marked_commands(cleaned: str) -> tuple[list[str], list[str]]:
+    """The command parts a reply marks (module docstring; empty if it marks none), and
+    the lines right below its `Action:` lines (`action_lines`)."""
     found = json_command(cleaned)
     if found is None:
         return action_lines(cleaned)
     command, start, end = found
-    return [command, *action_lines(cleaned[:start] + "\n" + cleaned[end:])]
+    contents, below = action_lines(cleaned[:start] + "\n" + cleaned[end:])
+    return [command, *contents], below

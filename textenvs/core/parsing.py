@@ -47,7 +47,6 @@ from textenvs.core.answer_format import (
     MAX_COMMAND_CHARS,
     clean,
     fold,
-    lines_below_actions,
     marked_commands,
     normalise,
     prepare,
@@ -175,7 +174,7 @@ def read(
     first word nothing accounts for.
     """
     cleaned, whole = prepare(text, valid)
-    marked = marked_commands(cleaned)
+    marked, below_marked = marked_commands(cleaned)
     # "north?" is the command, edge punctuation aside; "Should A go north?" is a question.
     asks = cleaned.rstrip(_EDGE_NOISE.replace("?", "")).endswith("?") and " " in whole
     if not marked and not asks:
@@ -183,7 +182,7 @@ def read(
         if action is not None:
             return Reading([action], "the reply", False, False, whole)
     where = "the marked parts of the reply (Action: lines)" if marked else "the reply"
-    for line in lines_below_actions(cleaned) if marked else ():
+    for line in below_marked:
         if _is_command(line, exact):
             raise ParseError(
                 f"'{excerpt(line.strip())}', below the Action: line, is an order that line "
