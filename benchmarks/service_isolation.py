@@ -14,8 +14,13 @@ as the server answers one of:
 Prints the victim's p50/p99 per flood and the ratio to the quiet run (targets: p99 within
 50 ms under adversarial commands; at most 2x the quiet p99 under a reset flood).
 
+`--attacks` runs attacks on any tenant instead (`benchmarks/service_attacks.py`: memory
+around each attack, the bystander's latency against a quiet run on the same server, and
+the share of its fresh requests served).
+
     python -m benchmarks.service_isolation                  # 10 s per flood, 100 steps/s
     python -m benchmarks.service_isolation --duration 2 --floods resets   # smoke
+    python -m benchmarks.service_isolation --attacks all --duration 8
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import service_attacks
 from benchmarks._common import table
 from benchmarks.service_load import _exchange, serving
 
@@ -112,7 +118,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=100.0, help="victim steps/s (100)")
     p.add_argument("--duration", type=float, default=10.0, help="seconds per flood (10)")
     p.add_argument("--connections", type=int, default=4, help="flooder connections (4)")
+    p.add_argument(
+        "--attacks",
+        help="comma list of attacks on any tenant, or 'all': "
+        + ", ".join(service_attacks.ATTACKS),
+    )
+    p.add_argument("--attack-only", help=argparse.SUPPRESS)  # the attacker process
+    p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.attack_only:
+        sent = service_attacks.run_attacker(args.attack_only, args.port, args.duration)
+        print(json.dumps({"sent": sent}))
+        return 0
+    if args.attacks:
+        return _attacks(args)
     with tempfile.TemporaryDirectory() as tmp:
         tokens = Path(tmp) / "tokens"
         tokens.write_text("".join(f"{name} {token}\n" for name, token in TOKENS.items()))
@@ -131,6 +150,26 @@ def main(argv: list[str] | None = None) -> int:
     print(
         table(["flood", "victim p50 ms", "victim p99 ms", "p99 / quiet", "flood requests"], cells)
     )
+    return 0
+
+
+def _attacks(args: argparse.Namespace) -> int:
+    names = list(service_attacks.ATTACKS) if args.attacks == "all" else args.attacks.split(",")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = Path(tmp) / "tokens"
+        tokens.write_text("".join(f"{n} {t}\n" for n, t in service_attacks.TOKENS.items()))
+        for name in names:
+            r = service_attacks.measure(name, args.duration, args.rate, str(tokens))
+            rows.append([name, f"{r['peak_mb']:+.0f}", f"{r['after_mb']:+.0f}",
+                         f"{r['quiet_p50']:.1f}", f"{r['p50']:.1f}",
+                         f"{r['p50'] / r['quiet_p50']:.1f}x", f"{r['p99_ratio']:.1f}x",
+                         f"{r['failures']:.0f}", f"{100 * r['served']:.0f}%",
+                         f"{r['sent']:.0f}"])  # fmt: skip
+            print(name, json.dumps(r), flush=True)
+    header = ["attack", "RSS peak MB", "RSS after MB", "quiet p50 ms", "p50 ms",
+              "p50 / quiet", "p99 / quiet", "failed steps", "fresh served", "attacker"]  # fmt: skip
+    print(table(header, rows))
     return 0
 
 
