@@ -8,12 +8,24 @@ HTTP protocol class (httptools or h11) so that:
 - a request's headers and body must arrive within `read_timeout` seconds of the connection
   opening (or of the previous response); otherwise the connection is closed;
 - at most `max_connections` connections (WebSockets included) are open: a new connection
-  over the cap evicts the connection that has waited longest for its request (a silent or
-  dripping one) and, when every connection is busy with a request, is itself closed.
-  So a flood of silent connections cannot lock out `/v1/health` or anyone else (the app
-  keeps a quarter of the cap free of WebSockets, see `sockets.py`);
+  over the cap evicts a connection holding only a refused request (one waiting out its
+  pause before a 401 or 429, see `park`), else the one that has waited longest for its
+  request (a silent or dripping one), and when every connection is busy with accepted
+  work it is itself closed. So neither a flood of silent connections nor one of refused
+  requests can lock out `/v1/health` or anyone else (the app keeps a quarter of the cap
+  free of WebSockets, see `sockets.py`, and each client's requests in flight to its
+  share, see `guards.py`);
 - a request line and headers over `max_header_bytes` get `431` and the connection closes
-  (httptools would otherwise buffer a header of any size).
+  (httptools would otherwise buffer a header of any size); only the head counts, not
+  body bytes that arrive in the same read;
+- a connection reads no further than the request being answered (HTTP pipelining): with
+  httptools, which parses every request in a read at once, at most `MAX_PIPELINED`
+  requests wait behind it; past that the connection reads nothing more and closes once
+  they are answered (h11 reads one request at a time by itself).
+
+So what one connection makes the server hold is one request (its body at most
+`--max-body-bytes`), a few pipelined heads and one socket read; WebSockets are bounded
+the same way by `ws_reading.py`.
 
 `uvicorn_settings(...)` gives uvicorn's settings with it; `textenvs serve` uses them.
 """
@@ -27,8 +39,16 @@ from typing import Any
 
 import uvicorn.protocols.http.h11_impl as h11_impl
 import uvicorn.protocols.http.httptools_impl as httptools_impl
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
+from textenvs.service.ws_reading import OneMessageAtATime
+
+#: requests a connection may have read and waiting behind the one being answered
+MAX_PIPELINED = 8
+#: ASGI scope extension this protocol offers the app: `await park(seconds)` waits out a
+#: refused request's pause with the connection marked as holding only refused work
+PARK = "textenvs.park"
 
 
 def base_protocol(http: str) -> type[asyncio.Protocol]:
@@ -68,22 +88,31 @@ def guarded_protocol(
     ).encode()
     too_large = TOO_LARGE % (len(body), body)
 
-    class GuardedProtocol(base):  # type: ignore[valid-type, misc]
+    httptools = issubclass(base, httptools_impl.HttpToolsProtocol)
+    bases = (BoundedPipeline, base) if httptools else (base,)
+
+    class GuardedProtocol(*bases):  # type: ignore[misc]
         waiting_since: float | None = None  # when it started waiting for a request
+        parked_since: float | None = None  # when its request, refused, began its pause
         _read_timer: asyncio.TimerHandle | None = None
         _header_bytes = 0  # of the request being read, before its headers are complete
+        _head_tail = b""  # the last bytes of that head so far (its end may span two reads)
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.app = offering_park(self.app, self.park)
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._wait_for_request()
             if len(self.connections) > max_connections:
-                victim = _longest_waiting(self.connections)
+                victim = _victim(self.connections)
                 (victim or self).transport.close()
 
         def data_received(self, data: bytes) -> None:
             cycle = self.cycle
             if cycle is None or cycle.response_complete:  # still reading a request head
-                self._header_bytes += len(data)
+                self._header_bytes += self._head_part(data)
                 if self._header_bytes > max_header_bytes:
                     self.transport.write(too_large)
                     self.transport.close()
@@ -91,15 +120,33 @@ def guarded_protocol(
             super().data_received(data)
             cycle = self.cycle
             if cycle is not None and not cycle.response_complete:
-                self._header_bytes = 0  # the head is read: what follows is the body
+                self._header_bytes, self._head_tail = 0, b""  # the head is read
             reading = cycle is None or cycle.response_complete or cycle.more_body
             if not reading and self.waiting_since is not None:
                 self._stop_waiting()
+
+        def _head_part(self, data: bytes) -> int:
+            """How many of `data`'s bytes belong to the head being read (body bytes sent
+            in the same read as the end of the head do not count)."""
+            seen = self._head_tail + data
+            end = seen.find(b"\r\n\r\n")
+            counted = len(data) if end < 0 else end + 4 - len(self._head_tail)
+            self._head_tail = seen[-3:]
+            return counted
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
             if not self.transport.is_closing():
                 self._wait_for_request()
+
+        async def park(self, seconds: float) -> None:
+            """Waits `seconds` before a refused request is answered; meanwhile this
+            connection is the first to go when a newcomer finds the cap full."""
+            self.parked_since = time.monotonic()
+            try:
+                await asyncio.sleep(seconds)
+            finally:
+                self.parked_since = None
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_waiting()
@@ -126,9 +173,77 @@ def guarded_protocol(
     return GuardedProtocol
 
 
-def _longest_waiting(connections: set[Any]) -> Any | None:
-    waiting = [c for c in connections if getattr(c, "waiting_since", None) is not None]
-    return min(waiting, key=lambda c: c.waiting_since, default=None)
+class BoundedPipeline(httptools_impl.HttpToolsProtocol):
+    """httptools parses every request of a socket read at once and uvicorn queues them all
+    (250 KB of pipelined `GET /v1/health` behind one slow request were 16 MB of queued
+    requests): at most `MAX_PIPELINED` wait here; past that the rest of the read is
+    dropped, nothing more is read, and the connection closes after the last queued one is
+    answered (RFC 9112 lets a server close; the client retries the rest). Nothing more is
+    read either while the last request read is whole and unanswered."""
+
+    _pipeline_full = False
+
+    def data_received(self, data: bytes) -> None:
+        if not self._pipeline_full:
+            super().data_received(data)
+            self._read_no_further()
+
+    def on_headers_complete(self) -> None:
+        if self._pipeline_full:
+            return
+        if len(self.pipeline) >= MAX_PIPELINED:
+            self._pipeline_full = True
+            self.cycle.keep_alive = False  # closes after the last request it accepted
+            self.flow.pause_reading()
+            return
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self._pipeline_full:  # else a dropped request's body
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self._pipeline_full:
+            super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._read_no_further()
+
+    def handle_websocket_upgrade(self) -> None:
+        if self._pipeline_full or not (self.cycle is None or self.cycle.response_complete):
+            self.transport.close()  # an upgrade pipelined behind a request: refused
+            return
+        super().handle_websocket_upgrade()
+
+    def _read_no_further(self) -> None:
+        """Pauses reading while the last request read is unanswered and needs no more
+        bytes (whole, or queued behind another): what follows it is read once it is
+        answered. (The app reading its body resumes reading, as in uvicorn.)"""
+        cycle = self.cycle
+        unanswered = cycle is not None and not cycle.response_complete
+        if unanswered and (not cycle.more_body or self.pipeline):
+            self.flow.pause_reading()
+
+
+def offering_park(app: ASGIApp, park: Any) -> ASGIApp:
+    """`app` with `park` offered in each request's scope (`scope["extensions"][PARK]`)."""
+
+    async def with_park(scope: Scope, receive: Receive, send: Send) -> None:
+        scope.setdefault("extensions", {})[PARK] = park
+        await app(scope, receive, send)
+
+    return with_park
+
+
+def _victim(connections: set[Any]) -> Any | None:
+    """The connection a newcomer over the cap closes: the one parked longest (its request
+    was refused anyway), else the one waiting longest for its request, else none."""
+    for mark in ("parked_since", "waiting_since"):
+        marked = [c for c in connections if getattr(c, mark, None) is not None]
+        if marked:
+            return min(marked, key=lambda c: getattr(c, mark))
+    return None
 
 
 def uvicorn_settings(
@@ -148,6 +263,8 @@ def uvicorn_settings(
         "http": protocol,
         "h11_max_incomplete_event_size": max_header_bytes,
         "timeout_keep_alive": keep_alive_timeout,
+        "ws": OneMessageAtATime,  # see ws_reading.py
+        "ws_per_message_deflate": False,
         "ws_max_size": max_body_bytes,  # one WebSocket message, like one request body
         "backlog": max(2048, max_connections),
     }

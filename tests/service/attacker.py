@@ -1,0 +1,254 @@
+"""Helpers for attacks on the service over real loopback sockets: a `textenvs serve`
+process (its RSS can be measured), raw HTTP requests, and WebSocket frames built once and
+sent as they are (as an attacker would, without a client library's manners)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import selectors
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789ab"}
+ENV = "treasure-hunt"
+
+
+@contextmanager
+def serve_process(tmp: Path, *options: str, log: Path | None = None) -> Iterator[tuple[str, int]]:
+    """`textenvs serve` (tokens of alice and bob) in a process of its own; yields (base
+    URL, pid). Its log goes to `log` when given."""
+    tokens = tmp / "tokens"
+    tokens.write_text("".join(f"{name} {token}\n" for name, token in TOKENS.items()))
+    port = free_port()
+    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "textenvs.cli", "serve", "--port", str(port),
+         "--token-file", str(tokens), "--log-level", "info" if log else "warning", *options],
+        stdout=out, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not answers(port):
+            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}", proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        if log:
+            out.close()  # type: ignore[union-attr]
+
+
+def every_route(routes: list[Any]) -> Iterator[Any]:
+    """Every route of an app, included routers and mounts opened (FastAPI keeps an
+    included router whole, as `original_router`)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None) or getattr(route, "routes", None)
+        if inner is None:
+            yield route
+        else:
+            yield from every_route(getattr(inner, "routes", inner))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            return sock.recv(12).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+
+
+def rss_kb(pid: int) -> int:
+    match = re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())
+    assert match is not None
+    return int(match.group(1))
+
+
+class PeakRss:
+    """The highest RSS of process `pid` from now until `stop()`, sampled every 10 ms."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak = pid, rss_kb(pid)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, rss_kb(self.pid))
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def request(method: str, path: str, body: bytes = b"", token: str | None = None) -> bytes:
+    """One raw HTTP/1.1 request (with `token` as a bearer token)."""
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    if token:
+        head += f"Authorization: Bearer {token}\r\n"
+    if body or method in ("POST", "PUT"):
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    return (head + "\r\n").encode() + body
+
+
+def read_answers(sock: socket.socket, timeout: float = 10.0) -> bytes:
+    """Everything the server sends until it closes the connection (or `timeout`)."""
+    return read_all([sock], timeout)[0]
+
+
+def read_response(sock: socket.socket, timeout: float = 10.0) -> bytes:
+    """One HTTP response (head and Content-Length body) from `sock`."""
+    sock.settimeout(timeout)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed before a whole answer: {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = re.search(rb"(?i)content-length: *(\d+)", head)
+    while length and len(body) < int(length.group(1)):
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def read_all(socks: list[socket.socket], seconds: float) -> list[bytes]:
+    """What the server sends on each socket until it closes it or `seconds` pass."""
+    answers = {sock: b"" for sock in socks}
+    open_ = set(socks)
+    deadline = time.monotonic() + seconds
+    with selectors.DefaultSelector() as selector:
+        for sock in socks:
+            selector.register(sock, selectors.EVENT_READ)
+        while open_ and (left := deadline - time.monotonic()) > 0:
+            for key, _ in selector.select(left):
+                sock = key.fileobj
+                try:
+                    chunk = sock.recv(65536)  # type: ignore[union-attr]
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except ConnectionResetError:
+                    chunk = b""
+                if chunk:
+                    answers[sock] += chunk  # type: ignore[index]
+                else:
+                    selector.unregister(sock)
+                    open_.discard(sock)  # type: ignore[arg-type]
+    return [answers[sock] for sock in socks]
+
+
+async def exchange(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: bytes
+) -> tuple[int, bytes]:
+    """Sends one request and reads its answer: (status, body)."""
+    writer.write(raw)
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = re.search(rb"(?i)content-length: *(\d+)", head)
+    body = await reader.readexactly(int(length.group(1))) if length else b""
+    return int(head[9:12]), body
+
+
+async def websocket(
+    port: int, name: str, *, offer_deflate: bool = False, path: str = f"/openenv/{ENV}/ws"
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, object]:
+    """Opens a WebSocket as `name` (sans-I/O: frames can be built once and sent raw);
+    returns (reader, writer, the websockets protocol after the handshake)."""
+    from websockets.client import ClientProtocol
+    from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
+    from websockets.http11 import Response
+    from websockets.uri import parse_uri
+
+    uri = parse_uri(f"ws://{name}:{TOKENS[name]}@127.0.0.1:{port}{path}")
+    deflate = [ClientPerMessageDeflateFactory(client_no_context_takeover=True)]
+    protocol = ClientProtocol(uri, extensions=deflate if offer_deflate else None, max_size=None)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    protocol.send_request(protocol.connect())
+    writer.write(b"".join(protocol.data_to_send()))
+    while True:
+        events = protocol.events_received()
+        response = next((e for e in events if isinstance(e, Response)), None)
+        if response is not None:
+            assert response.status_code == 101, response.status_code
+            return reader, writer, protocol
+        data = await reader.read(65536)
+        assert data, "the server closed the handshake"
+        protocol.receive_data(data)
+
+
+def fresh_requests(url: str, count: int) -> float:
+    """The share of `count` requests on new connections (health and an authenticated
+    read in turn) answered 200."""
+    served = 0
+    for i in range(count):
+        headers = {"Authorization": f"Bearer {TOKENS['bob']}"}
+        path = "/v1/health" if i % 2 else f"/v1/envs/{ENV}"
+        try:
+            with httpx.Client(base_url=url, timeout=5) as http:
+                served += http.get(path, headers=headers).status_code == 200
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    return served / count
+
+
+class Flood:
+    """`connections` connections sending `raw` again and again, each as soon as its last
+    one is answered (a closed one is opened again), in a thread of its own."""
+
+    def __init__(self, url: str, raw: bytes, connections: int) -> None:
+        self.port = int(url.rsplit(":", 1)[1])
+        self.raw, self.connections = raw, connections
+        self.answers: list[int] = []  # statuses
+        self.codes: set[bytes] = set()  # error codes
+        self.stopping = False
+        self.thread = threading.Thread(target=asyncio.run, args=(self._run(),), daemon=True)
+
+    def __enter__(self) -> Flood:
+        self.thread.start()
+        time.sleep(1.5)  # under way: every connection has sent its first request
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stopping = True
+        self.thread.join(timeout=30)
+
+    async def _run(self) -> None:
+        await asyncio.gather(*(self._connection() for _ in range(self.connections)))
+
+    async def _connection(self) -> None:
+        while not self.stopping:
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+                try:
+                    while not self.stopping:
+                        status, body = await exchange(reader, writer, self.raw)
+                        self.answers.append(status)
+                        self.codes.update(re.findall(rb'"code":"(\w+)"', body))
+                finally:
+                    writer.close()
+            except (OSError, asyncio.IncompleteReadError):
+                await asyncio.sleep(0.01)
+
+
+def text_frame(protocol: object, text: str) -> bytes:
+    """`text` as the client frame `protocol` would send (compressed if it negotiated it)."""
+    protocol.send_text(text.encode())  # type: ignore[attr-defined]
+    return b"".join(protocol.data_to_send())  # type: ignore[attr-defined]
