@@ -77,9 +77,12 @@ def test_every_check_passes_with_and_without_a_token(thorough: bool) -> None:
         case.call_and_validate(headers={"Authorization": f"Bearer {token}"}, timeout=30)
         case.call_and_validate(timeout=30)
 
-    app = create_app(max_sessions=50, idle_timeout=60, tokens={"alice": token})
+    # refusals unpaused: the calls without a token are all 401s
+    app = create_app(max_sessions=50, idle_timeout=60, tokens={"alice": token}, refusal_pause=0)
     with serve_in_thread(app) as url:
-        schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
+        schema = schemathesis.openapi.from_url(
+            f"{url}/openapi.json", headers={"Authorization": f"Bearer {token}"}
+        )
         acceptance = schema.config.checks.positive_data_acceptance
         acceptance.expected_statuses = [*acceptance.expected_statuses, "422"]
         for_every_case(schema, examples, every_check)

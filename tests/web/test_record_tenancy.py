@@ -11,7 +11,6 @@ import httpx
 import pytest
 
 from tests.web.conftest import PILOT_SEEDS, reference_episode
-from textenvs.service import app as service_app
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.service.tenancy import ClientLimits
@@ -23,7 +22,12 @@ TOKENS = {"alice": "alice-token-0123456789", "mallory": "mallory-token-012345678
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     recorder = HumanRecorder(tmp_path, [parse_baseline_set("pilot=3-4")])
-    app = create_app(tokens=TOKENS, recorder=recorder, limits=ClientLimits(max_sessions=2))
+    app = create_app(
+        tokens=TOKENS,
+        recorder=recorder,
+        limits=ClientLimits(max_sessions=2),
+        refusal_pause=0.1,  # the pause is not what these tests test
+    )
     with serve_in_thread(app) as url:
         yield url, tmp_path
 
@@ -60,11 +64,8 @@ def test_a_client_sees_and_uses_only_its_own_runs(served: tuple[str, Path]) -> N
     assert not (root / "pilot-ada").exists()
 
 
-def test_rejected_requests_make_no_folder_and_hold_no_file(
-    served: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_rejected_requests_make_no_folder_and_hold_no_file(served: tuple[str, Path]) -> None:
     url, root = served
-    monkeypatch.setattr(service_app, "TARPIT_S", 0.1)  # the pause is not what is tested
     with client(url, "mallory") as mallory:
         for name in ("one", "two"):  # her whole session allowance
             assert mallory.post(

@@ -25,7 +25,14 @@ from starlette.routing import Match
 
 from textenvs import __version__
 from textenvs.core import registry
-from textenvs.service.guards import LOOPBACK_NAMES, Guard, error_response
+from textenvs.service.guards import (
+    LOOPBACK_NAMES,
+    REFUSAL_PAUSE_S,
+    Guard,
+    error_response,
+    service_error_response,
+)
+from textenvs.service.logs import hide_query_strings
 from textenvs.service.memory import SessionFreezer
 from textenvs.service.models import (
     ERRORS,
@@ -45,12 +52,11 @@ from textenvs.service.operations import Operations, safe, validation_details
 from textenvs.service.reading import DEFAULT_TIMEOUT_S, CommandReader
 from textenvs.service.sessions import ServiceError, Session, SessionStore
 from textenvs.service.sockets import DEFAULT_SOCKET_IDLE_S, SocketCount, socket_limits
-from textenvs.service.tenancy import Client, ClientLimits, Credentials
+from textenvs.service.tenancy import AdmittedRoute, Client, ClientLimits, Credentials, admits
 from textenvs.service.web.record import HumanRecorder
 
 log = logging.getLogger("textenvs.service")
 
-TARPIT_S = 1.0  # before a 429 (the client would have to wait for Retry-After anyway)
 DEFAULT_MAX_BODY_BYTES = 256 * 1024  # a maximal command, JSON-escaped, fits with room
 SessionId = Annotated[
     str, Path(pattern=SESSION_ID_PATTERN, description="the id returned when the session was made")
@@ -77,6 +83,7 @@ def create_app(
     max_connections: int = 1024,
     socket_idle_timeout: float = DEFAULT_SOCKET_IDLE_S,
     freeze_gc: bool = False,
+    refusal_pause: float = REFUSAL_PAUSE_S,
 ) -> FastAPI:
     """The service app.
 
@@ -86,7 +93,9 @@ def create_app(
     `"*"` allows any). `limits` apply to each client; `max_sessions` to the whole server.
     The play page is at `/play/`; with a `recorder`, its finished episodes become eval runs.
     A command not read within `command_timeout` seconds is a 422 that changes nothing.
-    WebSockets take at most three quarters of `max_connections`, each client its share.
+    WebSockets take at most three quarters of `max_connections`, each client its share,
+    and each client's requests in flight that share too. Refusals (401, 429) are answered
+    after `refusal_pause` seconds (see `guards.py`).
     `freeze_gc` keeps long-lived objects out of garbage collections (process-wide, for a
     server process of its own: see `memory.py`).
     """
@@ -108,6 +117,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        hide_query_strings()  # after uvicorn configured its loggers
         reaper = asyncio.create_task(store.reap_forever())
         if ops.freezer is not None:
             ops.freezer.start()
@@ -136,7 +146,15 @@ def create_app(
     hosts = None
     if not credentials.required:
         hosts = frozenset(h.lower() for h in (allowed_hosts or ())) | LOOPBACK_NAMES
-    app.add_middleware(Guard, max_bytes=max_body_bytes, allowed_hosts=hosts)
+    sockets_in_all, per_client_share = socket_limits(max_connections, len(tokens))
+    app.add_middleware(
+        Guard,
+        max_bytes=max_body_bytes,
+        credentials=credentials,
+        in_flight=per_client_share,
+        allowed_hosts=hosts,
+        pause=refusal_pause,
+    )
     _handle_errors(app)
 
     @app.get("/v1/health", response_model=Health, tags=["service"])
@@ -145,7 +163,7 @@ def create_app(
             status="ok", version=__version__, sessions=len(store), max_sessions=max_sessions
         )
 
-    v1 = APIRouter(prefix="/v1", responses=ERRORS)
+    v1 = APIRouter(prefix="/v1", responses=ERRORS, route_class=AdmittedRoute)
 
     @v1.get("/envs", response_model=ScenarioList, tags=["scenarios"])
     async def list_envs(client: Client) -> ScenarioList:
@@ -157,6 +175,7 @@ def create_app(
         return ops.info(env)
 
     @v1.post("/sessions", status_code=201, response_model=SessionCreated, tags=["sessions"])
+    @admits(ops.admit_ahead)
     async def create_session(body: CreateSession, client: Client) -> SessionCreated:
         """A new session playing `env` from `seed`; returns its id and first observation."""
         session = ops.create(client, body.env.value, body.seed, body.options)
@@ -177,12 +196,14 @@ def create_app(
     # The hot path returns ready-made JSON: `response_model` documents it, FastAPI neither
     # validates nor re-encodes it (a returned Response is sent as is).
     @v1.post("/sessions/{session_id}/step", response_model=StepResult, tags=["sessions"])
+    @admits(ops.steps.ahead)
     async def step(body: StepRequest, session_id: SessionId, client: Client) -> Response:
         """One turn, from free-text `command` or structured `action`. An unreadable command
         is a wasted turn (as in the local env); a malformed request changes nothing."""
         return json_response(await ops.step(client, session_id, body.command, body.action))
 
     @v1.post("/sessions/{session_id}/reset", response_model=SessionView, tags=["sessions"])
+    @admits(ops.resets.ahead)
     async def reset(body: ResetSession, session_id: SessionId, client: Client) -> SessionView:
         """Start a new episode in the same session (same env)."""
         return _view(await ops.reset(client, session_id, body.seed, body.options))
@@ -195,8 +216,8 @@ def create_app(
     app.include_router(v1)
     from textenvs.service.openenv import openenv_router
 
-    sockets = SocketCount(*socket_limits(max_connections, len(tokens)), socket_idle_timeout)
-    app.include_router(openenv_router(ops, credentials, sockets))
+    sockets = SocketCount(sockets_in_all, per_client_share, socket_idle_timeout, refusal_pause)
+    app.include_router(openenv_router(ops, sockets))
     from textenvs.service.web import play_router
 
     app.include_router(play_router(ops, recorder))
@@ -207,11 +228,7 @@ def create_app(
 def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
-        if exc.status == 429:
-            # Answer a client over its limits slowly: a flood of rejected requests then
-            # costs the server one answer per connection per TARPIT_S, not all its time.
-            await asyncio.sleep(TARPIT_S)
-        return error_response(exc.status, exc.code, exc.message, exc.details, headers=exc.headers)
+        return service_error_response(exc)  # a 429 waits out its pause in the guard
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

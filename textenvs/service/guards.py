@@ -1,9 +1,21 @@
-"""Pure ASGI middleware in front of every route: Host allow-list, body size, crash guard.
+"""Pure ASGI middleware in front of every route, in this order, all before a body is read:
 
 - Every request needs exactly one well-formed `Host` (a name or address and an optional
   port, nothing else); a server without tokens serves only the host names it was told
   (loopback by default), so a web page cannot reach it through DNS rebinding (a browser
   sends the attacker's name).
+- Authentication: with tokens, every request but `PUBLIC_PATHS` (health, and the play
+  page's own files, which a browser loads before the page can ask for a token) needs one
+  (a 401 otherwise; a WebSocket is refused with 403). Routes read the client from the
+  scope (`CLIENT`), so no route, present or future, can be reached without one.
+- Each client's requests in flight: at most its share of the connection cap (as for
+  WebSockets, see `sockets.py`); past it a `429 too_many_requests`. So whatever one client
+  keeps in flight, the rest of the cap is left for the others.
+- Refused requests (401 and 429, from here or from a route) are answered after a pause
+  (`REFUSAL_PAUSE_S`), their body never read, and meanwhile the connection is marked as
+  holding only refused work (the connection cap evicts it first, see `connections.py`)
+  and no longer counts as in flight: a flood of refusals costs the server one answer per
+  connection per pause, and takes no room from anyone.
 - Bodies over `max_bytes` get a 413 before any parsing, chunked uploads included.
 - An exception that escapes a route becomes a JSON 500 and the connection stays usable
   (Starlette's outermost handler re-raises, and the server then drops the connection).
@@ -11,19 +23,30 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from collections.abc import Awaitable
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from textenvs.core.parsing import excerpt
+from textenvs.service.connections import PARK
+from textenvs.service.sessions import ServiceError
+from textenvs.service.tenancy import CLIENT, Credentials
 
 log = logging.getLogger("textenvs.service")
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+#: seconds before a refused request (401, 429) is answered
+REFUSAL_PAUSE_S = 1.0
+PAUSED_STATUSES = frozenset({401, 429})
+#: paths served without a token: liveness, and the play page's static files (no data)
+PUBLIC_PATHS = re.compile(r"/v1/health|/|/play/?|/play/static/[^/]+")
+RETRY = {"Retry-After": "1"}
 
 
 def error_response(
@@ -55,15 +78,44 @@ def the_host(headers: list[tuple[bytes, bytes]]) -> str | None:
     return host_name(hosts[0]) if len(hosts) == 1 else None
 
 
+class InFlight:
+    """Requests each client has in flight, against a share each."""
+
+    def __init__(self, per_client: int) -> None:
+        self.per_client = per_client
+        self._count: Counter[str] = Counter()
+
+    def take(self, client: str) -> bool:
+        if self._count[client] >= self.per_client:
+            return False
+        self._count[client] += 1
+        return True
+
+    def release(self, client: str) -> None:
+        self._count[client] -= 1
+        if not self._count[client]:
+            del self._count[client]
+
+
 class Guard:
-    """Host allow-list (when `allowed_hosts` is not None), body limit and crash guard."""
+    """Host allow-list (when `allowed_hosts` is not None), authentication, requests in
+    flight per client, paused refusals, body limit and crash guard."""
 
     def __init__(
-        self, app: ASGIApp, max_bytes: int, allowed_hosts: frozenset[str] | None = None
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        credentials: Credentials,
+        in_flight: int,
+        allowed_hosts: frozenset[str] | None = None,
+        pause: float = REFUSAL_PAUSE_S,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.credentials = credentials
+        self.in_flight = InFlight(in_flight)
         self.allowed_hosts = allowed_hosts
+        self.pause = pause
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -82,12 +134,57 @@ class Guard:
             )
             await error_response(400, "bad_host", message)(scope, receive, send)
             return
+        if PUBLIC_PATHS.fullmatch(scope["path"]):
+            await self._sized(scope, receive, send)
+            return
+        try:
+            client = self.credentials.client_for(_header(scope, b"authorization"))
+        except ServiceError as exc:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})  # the server sends 403
+                return
+            await service_error_response(exc)(scope, receive, self._pausing(scope, send))
+            return
+        scope[CLIENT] = client
+        if scope["type"] == "websocket":  # counted by the socket's route (sockets.py)
+            await self.app(scope, receive, send)
+            return
+        if not self.in_flight.take(client):
+            message = f"this client has its {self.in_flight.per_client} requests in flight"
+            refusal = error_response(429, "too_many_requests", message, headers=RETRY)
+            await refusal(scope, receive, self._pausing(scope, send))
+            return
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                self.in_flight.release(client)
+
+        try:
+            await self._sized(scope, receive, self._pausing(scope, send, release))
+        finally:
+            release()
+
+    def _pausing(self, scope: Scope, send: Send, release: Callable[[], None] | None = None) -> Send:
+        """`send`, but a refusal (`PAUSED_STATUSES`) waits `pause` seconds first, with its
+        connection parked and its place in flight given back (`release`)."""
+
+        async def pausing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] in PAUSED_STATUSES:
+                if release is not None:
+                    release()
+                park = scope.get("extensions", {}).get(PARK)
+                await (park(self.pause) if park else asyncio.sleep(self.pause))
+            await send(message)
+
+        return pausing_send
+
+    async def _sized(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
             await self.app(scope, receive, send)
             return
-        await self._http(scope, receive, send)
-
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         for name, value in scope["headers"]:
             if name == b"content-length":
                 if not value.isdigit():
@@ -147,3 +244,14 @@ class Guard:
     def _too_big(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         message = f"request bodies are limited to {self.max_bytes} bytes"
         return error_response(413, "payload_too_large", message)(scope, receive, send)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def service_error_response(exc: ServiceError) -> JSONResponse:
+    return error_response(exc.status, exc.code, exc.message, exc.details, headers=exc.headers)

@@ -29,6 +29,15 @@ SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _few_fields(cls, data: Any) -> Any:
+        """More fields than the model has is one error, not one per field (20,000 unknown
+        fields made 20,000 errors, 50 ms of server time for one request)."""
+        if isinstance(data, dict) and len(data) > len(cls.model_fields):
+            raise ValueError(f"at most {len(cls.model_fields)} fields ({len(data)} given)")
+        return data
+
 
 def check_text(value: str) -> str:
     """Reject characters that no typed command contains (see the module docstring)."""

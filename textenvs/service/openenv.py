@@ -22,7 +22,9 @@ reset, step and state), and `POST mcp` answers MCP's JSON-RPC 2.0 (`initialize`,
 `tools/list`: no tools, since every action needs a session), so `openenv validate --url
 http://host:8000/openenv/<scenario>` passes. The typed client is `openenv_client.py`.
 Tokens: OpenEnv's client sends no headers, but a URL `ws://name:token@host/...` becomes a Basic
-Authorization header, which the server accepts as well as `Bearer`.
+Authorization header, which the server accepts as well as `Bearer`. Every message counts
+against its client's limits (a reset as a reset, any other as a step); one over a limit
+is answered `rate_limited` after the same pause as an HTTP 429.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from textenvs.service.models import ERRORS, JsonObject, Request, Seed, StepReque
 from textenvs.service.operations import Operations, reset_env, safe
 from textenvs.service.sessions import ServiceError, Session
 from textenvs.service.sockets import MAX_MESSAGE_DEPTH, SocketCount, depth_at_most
-from textenvs.service.tenancy import Client, Credentials, current_client
+from textenvs.service.tenancy import CLIENT, AdmittedRoute, Client, admits, current_client
 
 EnvPath = Path(max_length=100, description="scenario name, e.g. 'treasure-hunt'")
 #: the OpenEnv HTTP API these endpoints implement (`info.version` of their OpenAPI)
@@ -88,11 +90,11 @@ def _error(code: str, message: str) -> dict[str, Any]:
     return {"type": "error", "data": {"code": code, "message": message}}
 
 
-def openenv_router(ops: Operations, credentials: Credentials, sockets: SocketCount) -> APIRouter:
-    router = APIRouter(prefix=PREFIX, tags=["openenv"], responses=ERRORS)
+def openenv_router(ops: Operations, sockets: SocketCount) -> APIRouter:
+    router = APIRouter(prefix=PREFIX, tags=["openenv"], responses=ERRORS, route_class=AdmittedRoute)
     authenticated = [Depends(current_client)]
 
-    @router.get("/health")
+    @router.get("/health", dependencies=authenticated)
     async def health(env: str = EnvPath) -> dict[str, str]:
         ops.info(env)
         return {"status": "healthy"}
@@ -119,6 +121,7 @@ def openenv_router(ops: Operations, credentials: Credentials, sockets: SocketCou
         }
 
     @router.post("/reset", response_model=OpenEnvResult)
+    @admits(ops.resets.ahead)
     async def reset(
         client: Client, body: OpenEnvReset | None = None, env: str = EnvPath
     ) -> dict[str, Any]:
@@ -144,7 +147,7 @@ def openenv_router(ops: Operations, credentials: Credentials, sockets: SocketCou
             "client does) or the /v1/sessions endpoints",
         )
 
-    @router.get("/openapi.json", include_in_schema=False)
+    @router.get("/openapi.json", include_in_schema=False, dependencies=authenticated)
     async def openapi(request: FastAPIRequest, env: str = EnvPath) -> dict[str, Any]:
         """This scenario's OpenEnv endpoints, with paths relative to the prefix."""
         info = ops.info(env)
@@ -156,14 +159,14 @@ def openenv_router(ops: Operations, credentials: Credentials, sockets: SocketCou
         info = ops.info(env)
         try:
             message = json.loads(await request.body())
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than Python's JSON reader goes
             return _rpc_error(None, -32700, "parse error: the body is not JSON")
         return mcp_answer(message, info.name, info.version)
 
     @router.websocket("/ws")
     async def session_socket(websocket: WebSocket, env: str) -> None:
+        client = websocket.scope[CLIENT]  # authenticated by the guard before the handshake
         try:
-            client = credentials.client_for(websocket.headers.get("authorization"))
             name = ops.info(env).name
         except ServiceError:
             await websocket.close(code=1008)  # before accepting: the client sees a 403
@@ -216,6 +219,8 @@ def mcp_answer(message: Any, name: str, version: Any) -> dict[str, Any]:
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
         return _rpc_error(None, -32600, "invalid request: a JSON-RPC 2.0 object with a method")
     request_id, method = message.get("id"), message["method"]
+    if not (request_id is None or isinstance(request_id, str | int | float)):
+        return _rpc_error(None, -32600, "invalid request: an id is a string, number or null")
     if method == "initialize":
         result: dict[str, Any] = {
             "protocolVersion": MCP_PROTOCOL_VERSION,
@@ -248,6 +253,7 @@ class SocketSession:
     ) -> None:
         self.ops, self.client, self.session, self.socket = ops, client, session, socket
         self.idle_timeout = sockets.idle_timeout
+        self.refusal_pause = sockets.refusal_pause
         self.episode_id: str | None = None
 
     async def run(self) -> None:
@@ -269,70 +275,91 @@ class SocketSession:
                 await self.socket.close(code=1003, reason="only JSON text frames are accepted")
                 return
             try:
-                message = json.loads(frame["text"])
-                if not isinstance(message, dict):
-                    raise ValueError("not an object")
-            except RecursionError:
-                message = None
-            except ValueError:
-                await self.socket.send_json(_error("INVALID_JSON", "the message is not JSON"))
-                continue
-            if message is None or not depth_at_most(message, MAX_MESSAGE_DEPTH):
-                reason = f"messages are nested at most {MAX_MESSAGE_DEPTH} deep"
-                await self.socket.close(code=1009, reason=reason)
-                return
-            if message.get("type") == "close":
-                await self.socket.close()
-                return
-            try:
-                reply = await self._answer(message)
+                reply = await self._reply(frame["text"])
             except ServiceError as exc:
+                if exc.status == 429:  # as over HTTP: a refusal is answered after a pause
+                    await asyncio.sleep(self.refusal_pause)
                 reply = _error(exc.code, exc.message)
                 if exc.code == "unknown_session":  # expired under us
                     await self.socket.send_json(reply)
                     await self.socket.close(code=1000)
                     return
-            except ValidationError as exc:
-                first = exc.errors()[0] if exc.errors() else {}
-                where = ".".join(str(p) for p in first.get("loc", ()))
-                text = safe(f"invalid message ({where}): {first.get('msg', '')}", 300)
-                reply = _error("VALIDATION_ERROR", text)
+            if reply is None:  # closed
+                return
             await self.socket.send_json(reply)
 
-    async def _answer(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def _reply(self, text: str) -> dict[str, Any] | None:
+        """The answer to one message; None once the socket is closed."""
+        try:
+            message = json.loads(text)
+            if not isinstance(message, dict):
+                raise ValueError("not an object")
+        except RecursionError:
+            message = None
+        except ValueError:
+            self.ops.steps.check(self.client)  # a malformed message counts too
+            return _error("INVALID_JSON", "the message is not JSON")
+        if message is None or not depth_at_most(message, MAX_MESSAGE_DEPTH):
+            reason = f"messages are nested at most {MAX_MESSAGE_DEPTH} deep"
+            await self.socket.close(code=1009, reason=reason)
+            return None
+        if message.get("type") == "close":
+            await self.socket.close()
+            return None
+        try:
+            request = self._request(message)
+        except ValidationError as exc:
+            first = exc.errors()[0] if exc.errors() else {}
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            text = safe(f"invalid message ({where}): {first.get('msg', '')}", 300)
+            return _error("VALIDATION_ERROR", text)
+        return await self._answer(message["type"], request)
+
+    def _request(self, message: dict[str, Any]) -> BaseModel | None:
+        """The message's validated data (None for `state`); a malformed message counts
+        against the client's limits as one of its kind (a reset, else a step)."""
         kind = message.get("type")
-        data = message.get("data") or {}
-        if not isinstance(data, dict):
-            raise ServiceError(422, "VALIDATION_ERROR", "'data' must be an object")
+        try:
+            data = message.get("data") or {}
+            if not isinstance(data, dict):
+                raise ServiceError(422, "VALIDATION_ERROR", "'data' must be an object")
+            if kind == "reset":
+                return OpenEnvReset.model_validate(data)
+            if kind == "step":
+                return StepRequest.model_validate(data)
+            if kind == "state":
+                return None
+            raise ServiceError(422, "UNKNOWN_TYPE", safe(f"unknown message type: {kind!s}", 100))
+        except (ServiceError, ValidationError):
+            (self.ops.resets if kind == "reset" else self.ops.steps).check(self.client)
+            raise
+
+    async def _answer(self, kind: str, request: BaseModel | None) -> dict[str, Any]:
         session_id = self.session.id
-        if kind == "reset":
-            request = OpenEnvReset.model_validate(data)
+        if isinstance(request, OpenEnvReset):
             session = await self.ops.reset(self.client, session_id, request.seed, request.options)
             self.episode_id = request.episode_id
             return {"type": "observation", "data": _result(session.observation, session.info)}
-        if kind == "step":
-            request = StepRequest.model_validate(data)
+        if isinstance(request, StepRequest):
             result = await self.ops.step(self.client, session_id, request.command, request.action)
-            reward = result["reward"]
             data = _result(
                 result["observation"],
                 result["info"],
-                reward,
+                result["reward"],
                 terminated=result["terminated"],
                 truncated=result["truncated"],
             )
             return {"type": "observation", "data": data}
-        if kind == "state":
-            session = self.ops.store.get(session_id, self.client)
-            state = OpenEnvState(
-                episode_id=self.episode_id,
-                step_count=session.env.steps_used,
-                env=session.env_name,
-                seed=session.seed,
-                done=session.env.done,
-            )
-            return {"type": "state", "data": state.model_dump()}
-        raise ServiceError(422, "UNKNOWN_TYPE", safe(f"unknown message type: {kind!s}", 100))
+        self.ops.steps.check(self.client)  # `state` counts as a step
+        session = self.ops.store.get(session_id, self.client)
+        state = OpenEnvState(
+            episode_id=self.episode_id,
+            step_count=session.env.steps_used,
+            env=session.env_name,
+            seed=session.seed,
+            done=session.env.done,
+        )
+        return {"type": "state", "data": state.model_dump()}
 
     def _time_left(self) -> float | None:
         """Seconds until the session would expire if no step or reset came."""

@@ -80,6 +80,11 @@ class Operations:
         self.store.reserve(client)
         self.creates.check(client)
 
+    def admit_ahead(self, client: str) -> None:
+        """`admit`'s refusal, taking nothing: a create refused before its body is read."""
+        self.store.reserve(client)
+        self.creates.ahead(client)
+
     def create(
         self,
         client: str,

@@ -30,13 +30,19 @@ DEFAULT_SOCKET_IDLE_S = 120.0
 
 class SocketCount:
     def __init__(
-        self, max_sockets: int, per_client: int, idle_timeout: float = DEFAULT_SOCKET_IDLE_S
+        self,
+        max_sockets: int,
+        per_client: int,
+        idle_timeout: float = DEFAULT_SOCKET_IDLE_S,
+        refusal_pause: float = 1.0,
     ) -> None:
         self.max_sockets = max_sockets
         self.per_client = per_client
         #: a socket that sends no message for this long is closed (1001), so an idle
         #: socket cannot hold a connection slot for the session's whole idle timeout
         self.idle_timeout = idle_timeout
+        #: seconds before a message over a limit is answered `rate_limited`
+        self.refusal_pause = refusal_pause
         self._open: Counter[str] = Counter()
 
     @contextmanager

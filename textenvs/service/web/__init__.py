@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from textenvs.service.models import ERRORS, EnvName, Request, Seed, SessionCreated
 from textenvs.service.operations import Operations
 from textenvs.service.sessions import ServiceError, Session
-from textenvs.service.tenancy import Client
+from textenvs.service.tenancy import AdmittedRoute, Client, admits
 from textenvs.service.web.record import NAME_PATTERN, HumanRecorder
 
 STATIC = {"app.js": "text/javascript", "style.css": "text/css", "index.html": "text/html"}
@@ -90,7 +90,7 @@ def _created(session: Session, recording: Recording | None) -> PlaySession:
 
 
 def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
-    router = APIRouter(tags=["play"], responses=ERRORS)
+    router = APIRouter(tags=["play"], responses=ERRORS, route_class=AdmittedRoute)
 
     @router.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:
@@ -120,6 +120,7 @@ def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
         )
 
     @router.post("/play/api/sessions", status_code=201, response_model=PlaySession)
+    @admits(ops.admit_ahead)
     async def create(body: PlayRequest, client: Client) -> PlaySession:
         """`POST /v1/sessions` for a person: with recording on, a player name is required,
         and with `set` the seed is the set's next one for this player."""
