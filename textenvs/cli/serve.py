@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="serve every scenario over HTTP (see docs/service.md)",
         description="Serve every scenario as HTTP sessions under /v1 and as OpenEnv "
         "environments under /openenv/ENV (OpenAPI at /openapi.json, interactive docs at "
-        "/docs), with a page for people to play them at /play/. Binds to loopback unless "
+        "/docs; with tokens, every route but /v1/health and the play page's files needs "
+        "one), with a page for people to play them at /play/. Binds to loopback unless "
         "told otherwise. Limits marked 'per client' apply "
         "to each credential (to everyone together when no token is set).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -111,7 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--max-body-bytes",
         type=positive_int,
         default=256 * 1024,
-        help="larger request bodies get 413",
+        help="larger request bodies get 413, larger WebSocket messages close the socket (1009)",
     )
     conn.add_argument(
         "--max-header-bytes",
@@ -136,8 +137,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=positive_int,
         default=_default_max_connections(),
         help="open connections at most (WebSockets included; default: below the "
-        "file-descriptor limit); over it, the connection waiting longest for its request "
-        "is closed",
+        "file-descriptor limit); over it, a connection holding only a refused request, else "
+        "the one waiting longest for its request, is closed; each client's WebSockets and "
+        "requests in flight take at most its share of three quarters of it",
     )
     conn.add_argument(
         "--command-timeout",
