@@ -19,7 +19,11 @@ from typing import Any
 
 import httpx
 
-TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789ab"}
+TOKENS = {
+    "alice": "alice-token-0123456789",
+    "bob": "bob-token-0123456789ab",
+    "carol": "carol-token-0123456789",
+}
 ENV = "treasure-hunt"
 
 

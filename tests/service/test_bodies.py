@@ -18,6 +18,7 @@ from tests.service.attacker import ENV, TOKENS, every_route, read_response, requ
 from textenvs.service.app import DEFAULT_MAX_BODY_BYTES, create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.service.connections import uvicorn_settings
+from textenvs.service.tenancy import ClientLimits
 
 BOB = {"Authorization": f"Bearer {TOKENS['bob']}"}
 #: refusals of a body by its size or its framing: none is right for these
@@ -26,7 +27,8 @@ REFUSALS = (b"400", b"413", b"431")
 
 @pytest.fixture(scope="module", params=["httptools", "h11"])
 def url(request: pytest.FixtureRequest) -> Iterator[str]:
-    app = create_app(tokens=TOKENS, refusal_pause=0)
+    unlimited = ClientLimits(body_bytes_per_second=0)  # bodies, not their rate, are tested
+    app = create_app(tokens=TOKENS, limits=unlimited, refusal_pause=0)
     with serve_in_thread(app, **uvicorn_settings(request.param)) as base:
         yield base
 

@@ -49,6 +49,7 @@ def test_refused_requests_are_answered_without_their_body(url: str) -> None:
         ("/v1/sessions", WRONG, b"401", b"unauthorized"),
         ("/v1/sessions", None, b"401", b"unauthorized"),
         ("/v1/sessions", TOKENS["bob"], b"429", b"too_many_sessions"),
+        ("/play/api/sessions", TOKENS["bob"], b"429", b"too_many_sessions"),
         (f"/openenv/{ENV}/mcp", WRONG, b"401", b"unauthorized"),
     ]
     for path, token, status, code in cases:
@@ -96,6 +97,35 @@ def test_unauthenticated_floods_slow_no_one(url: str) -> None:
     assert one.answers and set(one.answers + other.answers) == {401}
     ratio = statistics.median(loud) / statistics.median(quiet)
     assert ratio <= SLOWDOWN_TARGET, f"the bystander's median rose {ratio:.1f}x"
+
+
+def test_what_a_clients_bodies_cost_is_bounded_by_its_allowance() -> None:
+    """256 bytes of body a second, 64 KB at once (16 bodies of the 4 KB limit): a flood
+    of invalid bodies from four connections gets only as many parsed (422) as the
+    allowance pays for, then 429s answered before the body is read."""
+    rate = 256
+    limits = ClientLimits(body_bytes_per_second=rate)
+    app = create_app(tokens=TOKENS, limits=limits, max_body_bytes=4096, refusal_pause=PAUSE)
+    body = json.dumps({"env": ENV, **{f"f{i}": 0 for i in range(400)}}).encode()[:4096]
+    body = body[: body.rindex(b",")] + b"}"  # 4 KB of unknown fields
+    with serve_in_thread(app) as base:
+        started = time.monotonic()
+        with Flood(base, request("POST", "/v1/sessions", body, TOKENS["carol"]), 4) as flood:
+            time.sleep(2)
+        seconds = time.monotonic() - started
+        port = int(base.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(request("POST", "/v1/sessions", body, TOKENS["carol"])[: -len(body)])
+            answer = read_response(sock)  # its body never sent
+        ws = base.replace("http://", f"ws://carol:{TOKENS['carol']}@") + f"/openenv/{ENV}/ws"
+        with connect(ws) as sock:  # WebSocket messages draw on the same allowance
+            sock.send('{"type": "state", "pad": "' + "x" * 4000 + '"}')
+            assert "rate_limited" in sock.recv(timeout=10)
+    parsed = flood.answers.count(422)
+    affordable = (64 * 1024 + rate * seconds) / len(body)
+    assert 16 <= parsed <= affordable + 1, (parsed, affordable)
+    assert set(flood.answers) == {422, 429}
+    assert answer.startswith(b"HTTP/1.1 429") and b"rate_limited" in answer
 
 
 def test_websocket_refusals_come_after_the_pause(url: str) -> None:

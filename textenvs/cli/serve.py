@@ -96,6 +96,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="steps per client per second (0: no limit); over a limit is a 429 + Retry-After",
     )
     limits.add_argument(
+        "--body-bytes-per-second",
+        type=non_negative_float,
+        default=1024 * 1024,
+        help="request body and WebSocket message bytes per client per second, as a burst "
+        "of a second's allowance or 16 largest bodies (0: no limit)",
+    )
+    limits.add_argument(
         "--idle-timeout",
         type=non_negative_float,
         default=600.0,
@@ -220,6 +227,7 @@ def _serve(args: argparse.Namespace) -> int:
             creates_per_minute=args.creates_per_minute,
             resets_per_minute=args.resets_per_minute,
             steps_per_second=args.steps_per_second,
+            body_bytes_per_second=args.body_bytes_per_second,
         ),
         allowed_hosts=args.allowed_host,
         max_body_bytes=args.max_body_bytes,

@@ -112,7 +112,7 @@ def create_app(
         max_lifetime=max_lifetime,
         max_per_owner=per_client if per_client < max_sessions else 0,  # 0: the server's cap
     )
-    ops = Operations(store, limits, CommandReader(command_timeout))
+    ops = Operations(store, limits, CommandReader(command_timeout), max_body_bytes)
     ops.freezer = SessionFreezer() if freeze_gc else None
 
     @contextlib.asynccontextmanager
@@ -152,6 +152,7 @@ def create_app(
         max_bytes=max_body_bytes,
         credentials=credentials,
         in_flight=per_client_share,
+        bodies=ops.bodies,
         allowed_hosts=hosts,
         pause=refusal_pause,
     )

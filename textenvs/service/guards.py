@@ -16,7 +16,9 @@
   holding only refused work (the connection cap evicts it first, see `connections.py`)
   and no longer counts as in flight: a flood of refusals costs the server one answer per
   connection per pause, and takes no room from anyone.
-- Bodies over `max_bytes` get a 413 before any parsing, chunked uploads included.
+- Bodies over `max_bytes` get a 413 before any parsing, chunked uploads included, and
+  each body's bytes count against its client's allowance (`bodies`, a 429 past it):
+  parsing costs the server about what a client sends, valid or not.
 - An exception that escapes a route becomes a JSON 500 and the connection stays usable
   (Starlette's outermost handler re-raises, and the server then drops the connection).
 """
@@ -36,7 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from textenvs.core.parsing import excerpt
 from textenvs.service.connections import PARK
 from textenvs.service.sessions import ServiceError
-from textenvs.service.tenancy import CLIENT, Credentials
+from textenvs.service.tenancy import CLIENT, Credentials, RateLimiter
 
 log = logging.getLogger("textenvs.service")
 
@@ -107,12 +109,14 @@ class Guard:
         max_bytes: int,
         credentials: Credentials,
         in_flight: int,
+        bodies: RateLimiter,
         allowed_hosts: frozenset[str] | None = None,
         pause: float = REFUSAL_PAUSE_S,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.credentials = credentials
+        self.bodies = bodies  # body bytes per client
         self.in_flight = InFlight(in_flight)
         self.allowed_hosts = allowed_hosts
         self.pause = pause
@@ -194,6 +198,8 @@ class Guard:
                 if int(value) > self.max_bytes:
                     await self._too_big(scope, receive, send)
                     return
+                if not await self._afforded(int(value), scope, receive, send):
+                    return
                 # The server delivers at most Content-Length bytes: no need to count them.
                 await self._guarded(scope, receive, send)
                 return
@@ -212,6 +218,8 @@ class Guard:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
+        if not await self._afforded(size, scope, receive, send):
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -222,6 +230,18 @@ class Guard:
             return await receive()
 
         await self._guarded(scope, replay, send)
+
+    async def _afforded(self, size: int, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Takes a body's bytes from its client's allowance (what parsing it will cost),
+        or answers 429 and returns False."""
+        client = scope.get(CLIENT)
+        try:
+            if client is not None and size:
+                self.bodies.check(client, size)
+        except ServiceError as exc:
+            await service_error_response(exc)(scope, receive, send)
+            return False
+        return True
 
     async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False

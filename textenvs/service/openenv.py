@@ -37,7 +37,9 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Path, WebSocket, WebSocketDisconnect
 from fastapi import Request as FastAPIRequest
+from fastapi.responses import Response
 from pydantic import BaseModel, Field, ValidationError
+from pydantic_core import to_json
 
 from textenvs.core import registry
 from textenvs.service.models import ERRORS, JsonObject, Request, Seed, StepRequest
@@ -111,14 +113,18 @@ def openenv_router(ops: Operations, sockets: SocketCount) -> APIRouter:
             "documentation_url": None,
         }
 
-    @router.get("/schema", dependencies=authenticated)
-    async def schema(env: str = EnvPath) -> dict[str, Any]:
-        ops.info(env)
-        return {
-            "action": StepRequest.model_json_schema(),
-            "observation": OpenEnvObservation.model_json_schema(),
-            "state": OpenEnvState.model_json_schema(),
-        }
+    # Documents that never change, encoded once (JSON schemas took 5-20 ms to build: a
+    # flood of them would have been a cheap way to load the server).
+    documents: dict[tuple[str, str], bytes] = {}
+
+    def document(kind: str, name: str, build: Any) -> Response:
+        if (kind, name) not in documents:
+            documents[kind, name] = to_json(build())
+        return Response(documents[kind, name], media_type="application/json")
+
+    @router.get("/schema", dependencies=authenticated, response_model=dict[str, Any])
+    async def schema(env: str = EnvPath) -> Response:
+        return document("schema", ops.info(env).name, openenv_schemas)
 
     @router.post("/reset", response_model=OpenEnvResult)
     @admits(ops.resets.ahead)
@@ -148,10 +154,11 @@ def openenv_router(ops: Operations, sockets: SocketCount) -> APIRouter:
         )
 
     @router.get("/openapi.json", include_in_schema=False, dependencies=authenticated)
-    async def openapi(request: FastAPIRequest, env: str = EnvPath) -> dict[str, Any]:
+    async def openapi(request: FastAPIRequest, env: str = EnvPath) -> Response:
         """This scenario's OpenEnv endpoints, with paths relative to the prefix."""
-        info = ops.info(env)
-        return openenv_openapi(request.app.openapi(), f"textenvs {info.name} (OpenEnv)")
+        name = ops.info(env).name
+        title = f"textenvs {name} (OpenEnv)"
+        return document("openapi", name, lambda: openenv_openapi(request.app.openapi(), title))
 
     @router.post("/mcp", include_in_schema=False, dependencies=authenticated)
     async def mcp(request: FastAPIRequest, env: str = EnvPath) -> dict[str, Any]:
@@ -187,6 +194,14 @@ def openenv_router(ops: Operations, sockets: SocketCount) -> APIRouter:
             pass
 
     return router
+
+
+def openenv_schemas() -> dict[str, Any]:
+    return {
+        "action": StepRequest.model_json_schema(),
+        "observation": OpenEnvObservation.model_json_schema(),
+        "state": OpenEnvState.model_json_schema(),
+    }
 
 
 def openenv_openapi(document: dict[str, Any], title: str) -> dict[str, Any]:
@@ -290,6 +305,7 @@ class SocketSession:
 
     async def _reply(self, text: str) -> dict[str, Any] | None:
         """The answer to one message; None once the socket is closed."""
+        self.ops.bodies.check(self.client, len(text))  # what reading it costs, before it
         try:
             message = json.loads(text)
             if not isinstance(message, dict):

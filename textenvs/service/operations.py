@@ -15,7 +15,7 @@ from textenvs.service.memory import SessionFreezer
 from textenvs.service.models import ScenarioInfo
 from textenvs.service.reading import CommandReader, step_parsed
 from textenvs.service.sessions import ServiceError, Session, SessionStore
-from textenvs.service.tenancy import ClientLimits, limiters
+from textenvs.service.tenancy import ClientLimits, body_bytes_limiter, limiters
 
 # What a scenario raises for options it rejects; the message is meant for the caller.
 OPTION_ERRORS = (ValueError, TypeError, KeyError, ArithmeticError)
@@ -58,10 +58,15 @@ def scenario_info(scenario: registry.Scenario) -> ScenarioInfo:
 
 class Operations:
     def __init__(
-        self, store: SessionStore, limits: ClientLimits, reader: CommandReader | None = None
+        self,
+        store: SessionStore,
+        limits: ClientLimits,
+        reader: CommandReader | None = None,
+        max_body_bytes: int = 256 * 1024,
     ) -> None:
         self.store = store
         self.creates, self.resets, self.steps = limiters(limits)
+        self.bodies = body_bytes_limiter(limits, max_body_bytes)  # and WebSocket messages
         self.reader = reader or CommandReader()
         self.freezer: SessionFreezer | None = None  # see memory.py
         self._catalogue: dict[str, ScenarioInfo] = {}

@@ -162,6 +162,8 @@ class ClientLimits:
     creates_per_minute: float = 1200.0
     resets_per_minute: float = 6000.0
     steps_per_second: float = 5000.0
+    #: request bodies and WebSocket messages, in bytes: what parsing costs the server
+    body_bytes_per_second: float = 1024 * 1024
 
 
 @dataclass
@@ -176,19 +178,19 @@ class TokenBucket:
     def __post_init__(self) -> None:
         self.tokens = self.capacity
 
-    def take(self) -> float:
-        """0.0 if a token was taken, else the seconds until one will be there."""
-        wait = self.wait()
+    def take(self, cost: float = 1.0) -> float:
+        """0.0 if `cost` tokens were taken, else the seconds until they will be there."""
+        wait = self.wait(cost)
         if not wait:
-            self.tokens -= 1.0
+            self.tokens -= cost
         return wait
 
-    def wait(self) -> float:
-        """0.0 if a token is there, else the seconds until one will be."""
+    def wait(self, cost: float = 1.0) -> float:
+        """0.0 if `cost` tokens are there, else the seconds until they will be."""
         now = time.monotonic()
         self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
         self.updated = now
-        return 0.0 if self.tokens >= 1.0 else (1.0 - self.tokens) / self.rate
+        return 0.0 if self.tokens >= cost else (cost - self.tokens) / self.rate
 
 
 class RateLimiter:
@@ -200,10 +202,10 @@ class RateLimiter:
         self.what = what
         self._buckets: dict[str, TokenBucket] = {}
 
-    def check(self, client: str) -> None:
-        """Takes one of `client`'s requests, or raises a 429 when none is left."""
+    def check(self, client: str, cost: float = 1.0) -> None:
+        """Takes `cost` of `client`'s allowance, or raises a 429 when it is not there."""
         if self.per_second > 0:
-            self._refuse(self._bucket(client).take())
+            self._refuse(self._bucket(client).take(min(cost, self.burst)))
 
     def ahead(self, client: str) -> None:
         """A 429 now if `check` would refuse `client`, taking nothing (for a request to be
@@ -225,6 +227,13 @@ class RateLimiter:
                 f"too many {self.what}; retry after the Retry-After header's seconds",
                 headers={"Retry-After": str(max(1, math.ceil(wait)))},
             )
+
+
+def body_bytes_limiter(limits: ClientLimits, max_body_bytes: int) -> RateLimiter:
+    """Body and message bytes per client: a second's allowance or 16 of the largest
+    bodies as a burst, whichever is more."""
+    rate = limits.body_bytes_per_second
+    return RateLimiter(rate, max(rate, 16.0 * max_body_bytes), "request bytes")
 
 
 def limiters(limits: ClientLimits) -> tuple[RateLimiter, RateLimiter, RateLimiter]:
