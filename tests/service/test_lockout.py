@@ -1,18 +1,22 @@
 """Issue 35's lockout: one client keeps the whole connection cap busy (refused requests
 waiting out their pause, or requests of its own in flight) and other clients' fresh
-requests must still be served."""
+requests must still be served; and a client's many connections win it no more turns."""
 
 from __future__ import annotations
 
 import json
 import socket
+import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.service.attacker import ENV, TOKENS, Flood, fresh_requests, request
+from tests.service.attacker import ENV, TOKENS, Flood, fresh_requests, request, serve_process
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.service.connections import uvicorn_settings
@@ -65,3 +69,56 @@ def test_a_clients_requests_in_flight_take_only_its_share(url: str) -> None:
     finally:
         for sock in held:
             sock.close()
+
+
+FLOOD_SCRIPT = """
+import asyncio, sys, time
+port, token, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+auth = f"Authorization: Bearer {token}\\r\\n"
+raw = (f"GET /v1/envs HTTP/1.1\\r\\nHost: x\\r\\n{auth}\\r\\n").encode()
+async def connection(deadline):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    while time.monotonic() < deadline:
+        writer.write(raw)
+        head = await reader.readuntil(b"\\r\\n\\r\\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\\r\\n")[0])
+        await reader.readexactly(length)
+async def main():
+    deadline = time.monotonic() + seconds
+    await asyncio.gather(*(connection(deadline) for _ in range(32)))
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_a_client_with_many_connections_gets_no_more_turns(tmp_path: Path) -> None:
+    """Carol floods cheap reads (every scenario's rules) from 32 connections, from a
+    process of her own; Alice's reads, timed before, during and after, keep their median
+    within 5x: clients take turns, whatever their connection counts."""
+    with serve_process(tmp_path) as (url, _):
+        port = url.rsplit(":", 1)[1]
+        headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=30) as http:
+            sid = http.post("/v1/sessions", json={"env": ENV}).json()["session_id"]
+
+            def reads(count: int) -> list[float]:
+                times = []
+                for _ in range(count):
+                    started = time.perf_counter()
+                    assert http.get(f"/v1/sessions/{sid}").status_code == 200
+                    times.append(time.perf_counter() - started)
+                return times
+
+            quiet = reads(60)
+            flood = subprocess.Popen(
+                [sys.executable, "-c", FLOOD_SCRIPT, port, TOKENS["carol"], "30"]
+            )
+            try:
+                time.sleep(1.0)  # under way
+                loud = reads(60)
+            finally:
+                flood.kill()
+                flood.wait()
+            quiet += reads(60)
+    ratio = statistics.median(loud) / statistics.median(quiet)
+    assert ratio <= 5, f"Alice's median rose {ratio:.1f}x"

@@ -153,6 +153,7 @@ def create_app(
         credentials=credentials,
         in_flight=per_client_share,
         bodies=ops.bodies,
+        turns=ops.turns,
         allowed_hosts=hosts,
         pause=refusal_pause,
     )

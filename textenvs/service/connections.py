@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import uvicorn.protocols.http.h11_impl as h11_impl
@@ -90,10 +89,14 @@ def guarded_protocol(
 
     httptools = issubclass(base, httptools_impl.HttpToolsProtocol)
     bases = (BoundedPipeline, base) if httptools else (base,)
+    # The connections a newcomer over the cap may close, oldest first (dicts keep their
+    # order): the first parked one, else the one waiting longest for its request. (A
+    # scan of every connection per newcomer cost more than the newcomer's request when a
+    # flood of connections came in.)
+    parked: dict[asyncio.Protocol, None] = {}
+    waiting: dict[asyncio.Protocol, None] = {}
 
     class GuardedProtocol(*bases):  # type: ignore[misc]
-        waiting_since: float | None = None  # when it started waiting for a request
-        parked_since: float | None = None  # when its request, refused, began its pause
         _read_timer: asyncio.TimerHandle | None = None
         _header_bytes = 0  # of the request being read, before its headers are complete
         _head_tail = b""  # the last bytes of that head so far (its end may span two reads)
@@ -106,8 +109,8 @@ def guarded_protocol(
             super().connection_made(transport)
             self._wait_for_request()
             if len(self.connections) > max_connections:
-                victim = _victim(self.connections)
-                (victim or self).transport.close()
+                victim = next(iter(parked), None) or next(iter(waiting), self)
+                victim.transport.close()  # type: ignore[attr-defined]
 
         def data_received(self, data: bytes) -> None:
             cycle = self.cycle
@@ -122,7 +125,7 @@ def guarded_protocol(
             if cycle is not None and not cycle.response_complete:
                 self._header_bytes, self._head_tail = 0, b""  # the head is read
             reading = cycle is None or cycle.response_complete or cycle.more_body
-            if not reading and self.waiting_since is not None:
+            if not reading and self in waiting:
                 self._stop_waiting()
 
         def _head_part(self, data: bytes) -> int:
@@ -142,23 +145,31 @@ def guarded_protocol(
         async def park(self, seconds: float) -> None:
             """Waits `seconds` before a refused request is answered; meanwhile this
             connection is the first to go when a newcomer finds the cap full."""
-            self.parked_since = time.monotonic()
+            parked[self] = None
             try:
                 await asyncio.sleep(seconds)
             finally:
-                self.parked_since = None
+                parked.pop(self, None)
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._stop_waiting()
+            self._forget()
             super().connection_lost(exc)
+
+        def handle_websocket_upgrade(self, *args: Any) -> None:
+            self._forget()  # the connection is the WebSocket protocol's from now on
+            super().handle_websocket_upgrade(*args)
+
+        def _forget(self) -> None:
+            self._stop_waiting()
+            parked.pop(self, None)
 
         def _wait_for_request(self) -> None:
             self._stop_waiting()
-            self.waiting_since = time.monotonic()
+            waiting[self] = None  # the newest
             self._read_timer = self.loop.call_later(read_timeout, self._read_timed_out)
 
         def _stop_waiting(self) -> None:
-            self.waiting_since = None
+            waiting.pop(self, None)
             if self._read_timer is not None:
                 self._read_timer.cancel()
                 self._read_timer = None
@@ -234,16 +245,6 @@ def offering_park(app: ASGIApp, park: Any) -> ASGIApp:
         await app(scope, receive, send)
 
     return with_park
-
-
-def _victim(connections: set[Any]) -> Any | None:
-    """The connection a newcomer over the cap closes: the one parked longest (its request
-    was refused anyway), else the one waiting longest for its request, else none."""
-    for mark in ("parked_since", "waiting_since"):
-        marked = [c for c in connections if getattr(c, mark, None) is not None]
-        if marked:
-            return min(marked, key=lambda c: getattr(c, mark))
-    return None
 
 
 def uvicorn_settings(

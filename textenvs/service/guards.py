@@ -10,7 +10,8 @@
   scope (`CLIENT`), so no route, present or future, can be reached without one.
 - Each client's requests in flight: at most its share of the connection cap (as for
   WebSockets, see `sockets.py`); past it a `429 too_many_requests`. So whatever one client
-  keeps in flight, the rest of the cap is left for the others.
+  keeps in flight, the rest of the cap is left for the others. Clients then take turns
+  starting their requests (`fairness.py`).
 - Refused requests (401 and 429, from here or from a route) are answered after a pause
   (`REFUSAL_PAUSE_S`), their body never read, and meanwhile the connection is marked as
   holding only refused work (the connection cap evicts it first, see `connections.py`)
@@ -37,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from textenvs.core.parsing import excerpt
 from textenvs.service.connections import PARK
+from textenvs.service.fairness import Turns
 from textenvs.service.sessions import ServiceError
 from textenvs.service.tenancy import CLIENT, Credentials, RateLimiter
 
@@ -49,6 +51,7 @@ PAUSED_STATUSES = frozenset({401, 429})
 #: paths served without a token: liveness, and the play page's static files (no data)
 PUBLIC_PATHS = re.compile(r"/v1/health|/|/play/?|/play/static/[^/]+")
 RETRY = {"Retry-After": "1"}
+PUBLIC = " public"  # the turns of requests without a client (no client name has a space)
 
 
 def error_response(
@@ -110,6 +113,7 @@ class Guard:
         credentials: Credentials,
         in_flight: int,
         bodies: RateLimiter,
+        turns: Turns,
         allowed_hosts: frozenset[str] | None = None,
         pause: float = REFUSAL_PAUSE_S,
     ) -> None:
@@ -117,6 +121,7 @@ class Guard:
         self.max_bytes = max_bytes
         self.credentials = credentials
         self.bodies = bodies  # body bytes per client
+        self.turns = turns
         self.in_flight = InFlight(in_flight)
         self.allowed_hosts = allowed_hosts
         self.pause = pause
@@ -139,6 +144,7 @@ class Guard:
             await error_response(400, "bad_host", message)(scope, receive, send)
             return
         if PUBLIC_PATHS.fullmatch(scope["path"]):
+            await self.turns.take(PUBLIC)  # all who send no token take turns as one
             await self._sized(scope, receive, send)
             return
         try:
@@ -158,6 +164,7 @@ class Guard:
             refusal = error_response(429, "too_many_requests", message, headers=RETRY)
             await refusal(scope, receive, self._pausing(scope, send))
             return
+        await self.turns.take(client)
         done = False
 
         def release() -> None:

@@ -289,6 +289,7 @@ class SocketSession:
             if frame.get("text") is None:  # a binary frame
                 await self.socket.close(code=1003, reason="only JSON text frames are accepted")
                 return
+            await self.ops.turns.take(self.client)  # clients take turns (fairness.py)
             try:
                 reply = await self._reply(frame["text"])
             except ServiceError as exc:

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from textenvs.core import registry
 from textenvs.core.parsing import excerpt
+from textenvs.service.fairness import Turns
 from textenvs.service.memory import SessionFreezer
 from textenvs.service.models import ScenarioInfo
 from textenvs.service.reading import CommandReader, step_parsed
@@ -67,6 +68,7 @@ class Operations:
         self.store = store
         self.creates, self.resets, self.steps = limiters(limits)
         self.bodies = body_bytes_limiter(limits, max_body_bytes)  # and WebSocket messages
+        self.turns = Turns()  # clients take turns starting requests (fairness.py)
         self.reader = reader or CommandReader()
         self.freezer: SessionFreezer | None = None  # see memory.py
         self._catalogue: dict[str, ScenarioInfo] = {}
