@@ -25,6 +25,8 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from benchmarks.service_load import ROOT, _exchange, _rss_kb, serving
 
@@ -173,11 +175,13 @@ class PeakRss:
         return self.peak
 
 
-def measure(name: str, duration: float, rate: float, token_file: str) -> dict[str, float]:
-    """One attack against a fresh server: memory, the bystander's latency (quiet, then
-    under attack) and the share of its fresh requests served."""
+def measure(
+    name: str, duration: float, rate: float, token_file: str, root: Path = ROOT
+) -> dict[str, float]:
+    """One attack against a fresh server (of checkout `root`): memory, the bystander's
+    latency (quiet, then under attack) and the share of its fresh requests served."""
     spec = ATTACKS[name]
-    with serving("--token-file", token_file, *spec.options) as (url, pid):
+    with serving("--token-file", token_file, *spec.options, root=root) as (url, pid):
         port = int(url.rsplit(":", 1)[1])
         quiet = asyncio.run(bystander(port, rate, duration))
         before = _rss_kb(pid)
@@ -245,10 +249,10 @@ async def _answered_until(deadline: float, port: int, raw: bytes, connections: i
 WS_MESSAGE_BYTES = 256 * 1024 - 64  # just under the default --max-body-bytes
 
 
-async def _ws_frames(port: int, messages: list[str], compress: bool) -> tuple[bytes, ...]:
+async def _ws_frames(port: int, messages: list[str], compress: bool) -> tuple[Any, ...]:
     """Opens an OpenEnv WebSocket (sans-I/O, so that a frame is built once and sent many
-    times: the attacker spends nothing); returns the connection and each message as a
-    frame ready to send (deflated on its own when the server accepts compression)."""
+    times: the attacker spends nothing); returns the connection, whether the server took
+    compression, and each message as a frame ready to send (deflated on its own if so)."""
     from websockets.client import ClientProtocol
     from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
     from websockets.http11 import Response
@@ -269,12 +273,13 @@ async def _ws_frames(port: int, messages: list[str], compress: bool) -> tuple[by
     for message in messages:
         protocol.send_text(message.encode())
         frames.append(b"".join(protocol.data_to_send()))
-    return reader, writer, *frames  # type: ignore[return-value]
+    return reader, writer, bool(protocol.extensions), *frames  # type: ignore[return-value]
 
 
 @attack(
     "ws-deflate",
-    "8 WebSockets, each 1,000 compressed 256 KB messages behind a slow step",
+    "8 WebSockets, each 1,000 compressed 256 KB messages behind a slow step (24, 6 MB, "
+    "when the server takes no compression)",
 )
 async def ws_deflate(port: int, duration: float) -> int:
     slow = json.dumps({"type": "step", "data": {"command": "\ufdfa" * 1000}})
@@ -284,14 +289,15 @@ async def ws_deflate(port: int, duration: float) -> int:
 
     async def one() -> int:
         try:
-            _, writer, slow_frame, frame = await _ws_frames(port, [slow, message], True)
-            writer.write(slow_frame + frame * 1000)  # 2.4 MB for eight when deflated
+            _, writer, compressed, slow_frame, frame = await _ws_frames(port, [slow, message], True)
+            count = 1000 if compressed else 24
+            writer.write(slow_frame + frame * count)  # 2.4 MB for eight when deflated
             await writer.drain()
             await asyncio.sleep(deadline - time.perf_counter())  # read nothing, hold it
             writer.close()
         except OSError:
             return 0
-        return len(frame) * 1000
+        return len(frame) * count
 
     return sum(await asyncio.gather(*(one() for _ in range(8))))
 
@@ -368,6 +374,12 @@ attack("wrong-token-fields", "8 connections: creates of 20,000 unknown fields, w
 attack("invalid-fields", "8 connections: creates of 20,000 unknown fields, valid token")(
     _flood(FIELDS, TOKENS["flooder"])
 )
+
+
+@attack("reads", "64 connections: GET /v1/envs (every scenario's rules), valid token")
+async def reads(port: int, duration: float) -> int:
+    raw = request("GET", "/v1/envs", token=TOKENS["flooder"])
+    return await _answered_until(time.perf_counter() + duration, port, raw, 64)
 
 
 @attack(

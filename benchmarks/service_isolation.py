@@ -21,6 +21,7 @@ the share of its fresh requests served).
     python -m benchmarks.service_isolation                  # 10 s per flood, 100 steps/s
     python -m benchmarks.service_isolation --duration 2 --floods resets   # smoke
     python -m benchmarks.service_isolation --attacks all --duration 8
+    python -m benchmarks.service_isolation --attacks all --baseline ../old-checkout --repeat 3
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -120,8 +122,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--connections", type=int, default=4, help="flooder connections (4)")
     p.add_argument(
         "--attacks",
-        help="comma list of attacks on any tenant, or 'all': "
-        + ", ".join(service_attacks.ATTACKS),
+        help="comma list of attacks on any tenant, or 'all': " + ", ".join(service_attacks.ATTACKS),
+    )
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        help="with --attacks: also run each against the server of this checkout (a "
+        "row each, side by side)",
+    )
+    p.add_argument(
+        "--repeat", type=int, default=1, help="with --attacks: runs per row (medians shown)"
     )
     p.add_argument("--attack-only", help=argparse.SUPPRESS)  # the attacker process
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -155,18 +165,27 @@ def main(argv: list[str] | None = None) -> int:
 
 def _attacks(args: argparse.Namespace) -> int:
     names = list(service_attacks.ATTACKS) if args.attacks == "all" else args.attacks.split(",")
+    servers = [("", service_attacks.ROOT)]
+    if args.baseline:
+        servers.insert(0, (f" ({args.baseline.name})", args.baseline.resolve()))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tokens = Path(tmp) / "tokens"
         tokens.write_text("".join(f"{n} {t}\n" for n, t in service_attacks.TOKENS.items()))
         for name in names:
-            r = service_attacks.measure(name, args.duration, args.rate, str(tokens))
-            rows.append([name, f"{r['peak_mb']:+.0f}", f"{r['after_mb']:+.0f}",
-                         f"{r['quiet_p50']:.1f}", f"{r['p50']:.1f}",
-                         f"{r['p50'] / r['quiet_p50']:.1f}x", f"{r['p99_ratio']:.1f}x",
-                         f"{r['failures']:.0f}", f"{100 * r['served']:.0f}%",
-                         f"{r['sent']:.0f}"])  # fmt: skip
-            print(name, json.dumps(r), flush=True)
+            for label, root in servers:
+                runs = []
+                for _ in range(args.repeat):
+                    runs.append(
+                        service_attacks.measure(name, args.duration, args.rate, str(tokens), root)
+                    )
+                    print(name + label, json.dumps(runs[-1]), flush=True)
+                r = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+                ratio = statistics.median(run["p50"] / run["quiet_p50"] for run in runs)
+                rows.append([name + label, f"{r['peak_mb']:+.0f}", f"{r['after_mb']:+.0f}",
+                             f"{r['quiet_p50']:.1f}", f"{r['p50']:.1f}", f"{ratio:.1f}x",
+                             f"{r['p99_ratio']:.1f}x", f"{r['failures']:.0f}",
+                             f"{100 * r['served']:.0f}%", f"{r['sent']:.0f}"])  # fmt: skip
     header = ["attack", "RSS peak MB", "RSS after MB", "quiet p50 ms", "p50 ms",
               "p50 / quiet", "p99 / quiet", "failed steps", "fresh served", "attacker"]  # fmt: skip
     print(table(header, rows))

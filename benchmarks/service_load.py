@@ -137,13 +137,13 @@ def _cpu_s(pid: int) -> float:
 
 
 @contextmanager
-def serving(*options: str) -> Any:
-    """`textenvs serve OPTIONS` in a subprocess on a free port; yields (base URL, pid) once
-    it answers, and stops it afterwards."""
+def serving(*options: str, root: Path = ROOT) -> Any:
+    """`textenvs serve OPTIONS` in a subprocess on a free port (the `textenvs` of checkout
+    `root`); yields (base URL, pid) once it answers, and stops it afterwards."""
     port = _free_port()
     cmd = [sys.executable, "-m", "textenvs.cli", "serve", "--port", str(port)]
     cmd += ["--log-level", "warning", *options]
-    proc = subprocess.Popen(cmd, cwd=ROOT)
+    proc = subprocess.Popen(cmd, cwd=root)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
