@@ -15,8 +15,18 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.types import Receive, Scope, Send
 
-from tests.service.attacker import ENV, TOKENS, Flood, fresh_requests, request, serve_process
+from tests.service.attacker import (
+    ENV,
+    TOKENS,
+    Flood,
+    fresh_requests,
+    read_all,
+    read_response,
+    request,
+    serve_process,
+)
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.service.connections import uvicorn_settings
@@ -69,6 +79,48 @@ def test_a_clients_requests_in_flight_take_only_its_share(url: str) -> None:
     finally:
         for sock in held:
             sock.close()
+
+
+def test_an_evicted_refusal_is_let_go_at_once() -> None:
+    """Refused requests (a wrong token, 60 KB bodies) waiting out a minute's pause fill
+    the cap; newcomers evict them, and the server lets go of their work (the request and
+    its buffered body) at once, not after the pause: else a client opening connection
+    after connection would make it hold one of each per connection per pause."""
+    app = create_app(tokens=TOKENS, max_connections=CAP, refusal_pause=60)
+    running = 0
+
+    async def counted(scope: Scope, receive: Receive, send: Send) -> None:
+        nonlocal running
+        running += scope["type"] == "http"
+        try:
+            await app(scope, receive, send)
+        finally:
+            running -= scope["type"] == "http"
+
+    def settle(expected: int) -> int:
+        deadline = time.monotonic() + 10
+        while running != expected and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return running
+
+    with serve_in_thread(counted, **uvicorn_settings(max_connections=CAP)) as url:
+        address = ("127.0.0.1", int(url.rsplit(":", 1)[1]))
+        refused = request("POST", "/v1/sessions", b"[" + b"0," * 30_000 + b"0]", "wrong-token")
+        parked = [socket.create_connection(address) for _ in range(CAP)]
+        newcomers: list[socket.socket] = []
+        try:
+            for sock in parked:
+                sock.sendall(refused)
+            assert settle(CAP) == CAP  # every refusal waits out its pause
+            for _ in range(CAP):
+                newcomers.append(socket.create_connection(address, timeout=10))
+                newcomers[-1].sendall(request("GET", "/v1/health"))
+                assert read_response(newcomers[-1]).startswith(b"HTTP/1.1 200")
+            assert read_all(parked, 5) == [b""] * CAP  # evicted unanswered
+            assert settle(0) == 0
+        finally:
+            for sock in parked + newcomers:
+                sock.close()
 
 
 FLOOD_SCRIPT = """

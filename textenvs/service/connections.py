@@ -97,6 +97,7 @@ def guarded_protocol(
     waiting: dict[asyncio.Protocol, None] = {}
 
     class GuardedProtocol(*bases):  # type: ignore[misc]
+        _unparked: asyncio.Future[None] | None = None  # set when a parked wait is over
         _read_timer: asyncio.TimerHandle | None = None
         _header_bytes = 0  # of the request being read, before its headers are complete
         _head_tail = b""  # the last bytes of that head so far (its end may span two reads)
@@ -144,12 +145,20 @@ def guarded_protocol(
 
         async def park(self, seconds: float) -> None:
             """Waits `seconds` before a refused request is answered; meanwhile this
-            connection is the first to go when a newcomer finds the cap full."""
+            connection is the first to go when a newcomer finds the cap full (and then
+            the wait ends: nobody is left to answer)."""
             parked[self] = None
+            self._unparked = self.loop.create_future()
+            timer = self.loop.call_later(seconds, self._unpark)
             try:
-                await asyncio.sleep(seconds)
+                await self._unparked
             finally:
+                timer.cancel()
                 parked.pop(self, None)
+
+        def _unpark(self) -> None:
+            if self._unparked is not None and not self._unparked.done():
+                self._unparked.set_result(None)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._forget()
@@ -162,6 +171,7 @@ def guarded_protocol(
         def _forget(self) -> None:
             self._stop_waiting()
             parked.pop(self, None)
+            self._unpark()
 
         def _wait_for_request(self) -> None:
             self._stop_waiting()
