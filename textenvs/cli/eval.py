@@ -19,6 +19,7 @@ from rich.progress import (
 
 import textenvs
 from textenvs.agents.llm.config import strip_credentials
+from textenvs.cli import checkpoint
 from textenvs.cli.common import (
     EXIT_USAGE,
     add_agent_options,
@@ -208,8 +209,17 @@ def agent_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    console = Console(stderr=True)
     local_model = plan_local_servers(args)
+    try:
+        seeds = runner.parse_seeds(args.seeds)
+    except ValueError:
+        seeds = []  # told below, with the other option errors
+    with checkpoint.served(args, seeds, slots=args.concurrency):
+        return _eval_planned(args, local_model)
+
+
+def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
+    console = Console(stderr=True)
     try:
         plan = runner.EvalPlan(
             envs=runner.resolve_envs(args.env),

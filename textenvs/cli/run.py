@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import sys
 
+from textenvs.cli import checkpoint
 from textenvs.cli.common import (
     EXIT_AGENT_ERRORS,
     add_agent_options,
@@ -60,6 +61,13 @@ def _at_least_one(text: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    args.seed = seed_from_args(args.seed)
+    seeds = list(range(args.seed, args.seed + args.trials))
+    with checkpoint.served(args, seeds, slots=1):
+        return _run_on_env(args)
+
+
+def _run_on_env(args: argparse.Namespace) -> int:
     if args.env_url:
         try:
             return _play(args)
