@@ -28,6 +28,7 @@ from textenvs.cli.common import (
     env_options_from_args,
     env_url_argument,
     non_negative,
+    positive,
     preflight,
     scrubber_for,
 )
@@ -86,7 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", default="0-99", help="seeds: N, N-M or a comma list (0-99)")
     p.add_argument(
         "--episodes-per-seed",
-        type=_positive,
+        type=positive,
         default=1,
         metavar="K",
         help="episodes per (env, seed) (1); the same seed gives the same world, so K > 1 "
@@ -94,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--trials",
-        type=_positive,
+        type=positive,
         default=1,
         metavar="K",
         help="trial mode: one agent plays K consecutive episodes (the seeds in groups of K: "
@@ -103,7 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="C",
         help="episodes (with --trials, trial groups) in flight (8; with --model local, 1: "
@@ -134,7 +135,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--max-invalid",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         help="end an episode after N invalid commands in a row (outcome invalid_limit)",
@@ -156,7 +157,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--ray-actors",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         help="with --backend ray: episode actors (default one per cluster CPU, at most C); "
@@ -186,13 +187,6 @@ def _share(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value:g}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
 
 
