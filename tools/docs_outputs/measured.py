@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tools.docs_outputs.regions import regions
+from tools.docs_outputs.shown import paragraph, setup_line
+
 MACHINE = "the shared 2-core development machine"
 REMEASURE = "`python -m tools.docs_outputs --measure {name}` measures {them} again"
 
@@ -62,19 +65,16 @@ def fresh_clone(root: Path, scratch: Path) -> Path:
     return clone
 
 
-def setup_line(root: Path) -> list[str]:
-    """The README's set-up command, as its `&&` steps."""
-    from tools.docs_outputs.shown import SETUP_HEADING
-
-    section = (root / "README.md").read_text(encoding="utf-8").split(SETUP_HEADING, 1)[1]
-    line = re.search(r"```bash\n(.*?)\n```", section, re.DOTALL)
-    assert line is not None, "README.md: no ```bash block in the set-up section"
-    return [step.strip() for step in line[1].split("&&")]
+def shown_output(root: Path) -> str:
+    """What README.md shows the set-up commands print (its `setup-output` region)."""
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    return next(r.content for r in regions(readme) if r.name == "setup-output")
 
 
 def measure_setup(root: Path) -> dict[str, str]:
     """The README's set-up line on a fresh clone, timed in three parts (the install, the
-    eval, the report), and the sizes of what it wrote."""
+    eval, the report), and the sizes of what it wrote. The clone must print what the
+    README shows, or nothing is written."""
     steps = setup_line(root)
     install = next(i for i, step in enumerate(steps) if step.startswith("pip install")) + 1
     activate = ". .venv/bin/activate && "
@@ -82,13 +82,20 @@ def measure_setup(root: Path) -> dict[str, str]:
         clone = fresh_clone(root, Path(scratch))
         clock = Clock()
         install_s, _ = clock.run(" && ".join(steps[:install]), clone)
-        eval_s, report_s = (clock.run(activate + step, clone)[0] for step in steps[install:])
+        (eval_s, evaluated), (report_s, reported) = (
+            clock.run(activate + step, clone) for step in steps[install:]
+        )
+        shown = shown_output(root)
+        if "```\n" + evaluated + reported + "```" != shown:
+            raise RuntimeError(
+                f"the fresh clone printed:\n{evaluated}{reported}\nREADME shows:\n{shown}"
+            )
         sizes = {
             "venv-size": size(clone / ".venv"),
             "run-size": size(clone / "runs" / "scripted"),
             "report-size": size(clone / "reports" / "scripted"),
         }
-    timings = (
+    timings = paragraph(
         f"How long it takes, measured {clock.stated()}, on a clean clone in a fresh venv with "
         f"pip's download cache already warm (a cold cache adds the downloads): the install "
         f"{install_s:.0f} s, the eval {eval_s:.0f} s, the report {report_s:.0f} s. Times and "
@@ -104,12 +111,12 @@ def measure_tests(root: Path) -> dict[str, str]:
     README's test command timed with its count of tests."""
     ci = (root / ".ci" / "run").read_text(encoding="utf-8")
     command = ci.strip().splitlines()[-1]  # the README's test command, verbatim
-    test_part = command.split("&&", 1)[1].strip()
+    install_part, test_part = (part.strip() for part in command.split("&&", 1))
     with tempfile.TemporaryDirectory(prefix="textenvs-measure-") as scratch:
         clone = fresh_clone(root, Path(scratch))
         clock = Clock()
         clock.run("python3 -m venv .venv && .venv/bin/pip install -q --upgrade pip", clone)
-        install_s, _ = clock.run(". .venv/bin/activate && pip install -q -e '.[dev]'", clone)
+        install_s, _ = clock.run(f". .venv/bin/activate && {install_part}", clone)
         venv = size(clone / ".venv")
         suite_s, printed = clock.run(f". .venv/bin/activate && {test_part}", clone)
     counts = dict(
@@ -117,7 +124,7 @@ def measure_tests(root: Path) -> dict[str, str]:
     )
     tests = sum(counts.values())
     return {
-        "test-figures": (
+        "test-figures": paragraph(
             f"Measured {clock.stated()}, on a fresh clone: installing the `dev` extra took "
             f"{install_s / 60:.1f} minutes with a warm cache (the venv grows to {venv}), and "
             f"the command above ran {tests:,} tests ({counts.get('passed', 0):,} passed, "

@@ -22,7 +22,7 @@ _REGION = re.compile(
     r"<!-- end (?P=kind) -->",
     re.DOTALL,
 )
-_STRAY = re.compile(r"<!-- (?:(?:generated|measured): [^>]*|end (?:generated|measured)) -->")
+_STRAY = re.compile(r"<!-- (?:(?:generated|measured): \S+|end (?:generated|measured)) -->")
 
 
 @dataclass(frozen=True)

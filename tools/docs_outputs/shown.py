@@ -26,6 +26,16 @@ from textenvs.evals.bands import BANDS_FILE
 SETUP_HEADING = "## Set-up"
 
 
+def setup_line(root: Path) -> list[str]:
+    """The README's set-up command (the first ```bash block of its set-up section), as
+    its `&&` steps."""
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    line = re.search(r"```bash\n(.*?)\n```", readme.split(SETUP_HEADING, 1)[-1], re.DOTALL)
+    if line is None:
+        raise ValueError("README.md: no ```bash block in the set-up section")
+    return [step.strip() for step in line[1].split("&&")]
+
+
 class Sources:
     """What the regions are generated from, each produced once when first needed (use
     it in a `with` block: the set-up commands' scratch folder goes at its end)."""
@@ -43,12 +53,7 @@ class Sources:
     @cached_property
     def setup_commands(self) -> list[list[str]]:
         """The `textenvs ...` commands of the README's set-up line, as arguments."""
-        readme = (self.root / "README.md").read_text(encoding="utf-8")
-        section = readme.split(SETUP_HEADING, 1)[1]
-        line = re.search(r"```bash\n(.*?)\n```", section, re.DOTALL)
-        if line is None:
-            raise ValueError("README.md: no ```bash block in the set-up section")
-        parts = [part.strip().split() for part in line[1].split("&&")]
+        parts = [step.split() for step in setup_line(self.root)]
         commands = [part[1:] for part in parts if part[0] == "textenvs"]
         if not commands:
             raise ValueError("README.md: the set-up command runs no `textenvs` command")
