@@ -89,3 +89,15 @@ def test_a_measured_figure_must_state_its_date_and_load(tmp_path: Path) -> None:
     write_measured({"setup-timings": stated}, root)
     assert stated in (root / "README.md").read_text(encoding="utf-8")
     assert not any("setup-timings" in p for p in problems(root))
+
+
+def test_a_command_line_with_an_option_its_command_lacks_is_found(tmp_path: Path) -> None:
+    readme = (
+        "```\ntextenvs rules ENV [--trials K]\ntextenvs eval --env all --seeds 0-9\n"
+        "              [--trails K]\n   LLM options: --model M --temprature T\n```\n"
+    )
+    found = [p for p in problems(tiny_docs(tmp_path, readme)) if "has no" in p]
+    assert found == [
+        "README.md: `textenvs eval` has no --trails",
+        "README.md: `textenvs run` has no --temprature",
+    ]

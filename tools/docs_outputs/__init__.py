@@ -15,7 +15,9 @@ Gymnasium and TextArena ids written in the docs follow the registry too (outside
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,6 +87,46 @@ def problems(root: Path = ROOT) -> Iterator[str]:
     every = set(GENERATORS).union(*MEASURED.values())
     for missing in sorted(every - used):
         yield f"no region shows {missing!r}"
+    yield from unknown_flags(root)
+
+
+def unknown_flags(root: Path) -> Iterator[str]:
+    """Options that the docs' command lines give a `textenvs` subcommand it does not
+    take (a synopsis or an example that drifted from `--help`)."""
+    options = subcommand_options()
+    for path in doc_files(root):
+        text = path.read_text(encoding="utf-8")
+        for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, re.DOTALL | re.MULTILINE):
+            command = None
+            for line in block.splitlines():
+                line = line.split(" # ", 1)[0]  # a shell comment
+                start = re.match(r"\s*textenvs ([a-z]+)\b", line)
+                if start:
+                    command = start[1]
+                elif "LLM options:" in line:
+                    command = "run"  # the agent options `run` and `eval` share
+                elif not line.startswith(" "):
+                    command = None
+                for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line) if command else []:
+                    if flag not in options.get(command, ()):
+                        yield f"{path.relative_to(root)}: `textenvs {command}` has no {flag}"
+
+
+def help_text(*argv: str) -> str:
+    """What `textenvs ARGV --help` prints."""
+    from textenvs.cli import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.suppress(SystemExit):
+        main([*argv, "--help"])
+    return printed.getvalue()
+
+
+def subcommand_options() -> dict[str, set[str]]:
+    """Each subcommand's options, as its `--help` lists them."""
+    names = re.findall(r"^    ([a-z]+) ", help_text(), re.MULTILINE)
+    flag = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+    return {name: set(flag.findall(help_text(name))) for name in names}
 
 
 def diff(shown: str, printed: str) -> str:
