@@ -86,7 +86,7 @@ def test_a_measured_figure_must_state_its_date_and_load(tmp_path: Path) -> None:
     readme = "<!-- measured: setup-timings -->\nIt took 21 s.\n<!-- end measured -->\n"
     root = tiny_docs(tmp_path, readme)
     assert any("states no date and load average" in p for p in problems(root))
-    stated = "Measured on 2030-01-02 on a machine at load average 1.0-2.0: 21 s."
+    stated = "Measured on 2030-01-02 on a machine at load average\n1.0-2.0: 21 s."
     write_measured({"setup-timings": stated}, root)
     assert stated in (root / "README.md").read_text(encoding="utf-8")
     assert not any("setup-timings" in p for p in problems(root))

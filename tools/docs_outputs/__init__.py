@@ -35,7 +35,7 @@ MEASURED = {
 #: files whose env ids name the versions their figures were measured on
 HISTORICAL = ("docs/performance.md",)
 #: how a measured block states when and under what load it was measured
-STATED = re.compile(r"\d{4}-\d{2}-\d{2}.*load average \d", re.DOTALL)
+STATED = re.compile(r"\d{4}-\d{2}-\d{2}.*load average\s+\d", re.DOTALL)
 _ENV_ID = re.compile(r"textenvs/[A-Za-z]+-v\d+|textenvs-[a-z]+(?:-[a-z]+)*-v\d+")
 
 

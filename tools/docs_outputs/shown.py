@@ -60,20 +60,19 @@ class Sources:
         return commands
 
     @cached_property
-    def setup(self) -> tuple[str, Path]:
-        """The set-up commands run in a scratch folder: what they print on stdout (the
-        progress bars go to stderr), and the folder."""
-        scratch = Path(self._scratch.name)
+    def setup(self) -> str:
+        """What the set-up commands print on stdout (the progress bars go to stderr), run
+        one after another in a scratch folder as in a fresh clone."""
         printed = []
         for command in self.setup_commands:
             done = subprocess.run(
                 [sys.executable, "-m", "textenvs.cli", *command],
-                cwd=scratch, capture_output=True, text=True, check=False,
+                cwd=self._scratch.name, capture_output=True, text=True, check=False,
             )  # fmt: skip
             if done.returncode != 0:
                 raise RuntimeError(f"textenvs {' '.join(command)} failed:\n{done.stderr}")
             printed.append(done.stdout)
-        return "".join(printed), scratch
+        return "".join(printed)
 
     @cached_property
     def bands(self) -> dict[str, Any]:
@@ -81,7 +80,7 @@ class Sources:
 
     def results_row(self, env: str) -> dict[str, str]:
         """One scenario's row of the printed results table, by column."""
-        lines = self.setup[0].splitlines()
+        lines = self.setup.splitlines()
         header = next(line for line in lines if line.startswith("┃"))
         columns = [cell.strip() for cell in header.strip("┃").split("┃")]
         for line in lines:
@@ -110,7 +109,7 @@ def scenarios(_: Sources) -> str:
 
 
 def setup_output(sources: Sources) -> str:
-    return "```\n" + sources.setup[0] + "```"
+    return "```\n" + sources.setup + "```"
 
 
 def setup_episodes(sources: Sources) -> str:
