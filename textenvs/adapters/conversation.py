@@ -8,9 +8,10 @@ and reply reading. Their options are the `llm` agent's own settings (`LLMConfig`
 `reasks`, with the
 same defaults and validation, so a model's prompts do not depend on where it runs.
 
-One `Conversation` is one episode (text action mode; no trial groups):
+One `Conversation` is one episode (text action mode; no trial groups), and its system
+prompt says so (`episode_system_prompt`: no promise of what a next episode shows):
 
-    conversation = Conversation.for_episode("treasure-hunt", options, settings)
+    conversation = Conversation.for_episode("treasure-hunt", options, env.parse, settings)
     conversation.observe(observation, info)      # each turn
     while True:
         reply, prompt_tokens = ask_model(conversation.request())
@@ -60,6 +61,13 @@ def conversation_settings(**settings: Any) -> LLMConfig:
     return LLMConfig(model="harness", **given)
 
 
+def episode_system_prompt(name: str, settings: LLMConfig) -> str:
+    """The system prompt of one episode played through a `Conversation` with `settings`
+    (its re-asks; text replies; nothing carried to a next episode), for the rules prompt
+    `name` (a scenario, or a variant as `prompt_name` names it)."""
+    return system_prompt(name, settings.prompt_mode())
+
+
 class Conversation:
     """One episode's messages, built and read as the `llm` agent builds and reads them."""
 
@@ -87,7 +95,8 @@ class Conversation:
     ) -> Conversation:
         """The conversation of `env` with reset `options` (the rules prompt follows the
         options, e.g. a magnetic-field level, as in `textenvs eval`)."""
-        return cls(system_prompt(prompt_name(env, dict(options or {}))), parse, settings)
+        system = episode_system_prompt(prompt_name(env, dict(options or {})), settings)
+        return cls(system, parse, settings)
 
     def observe(self, observation: str, info: dict[str, Any]) -> None:
         """Start a turn on `observation` (and note what the last command did)."""

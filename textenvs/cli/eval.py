@@ -29,6 +29,7 @@ from textenvs.cli.common import (
     env_options_from_args,
     env_url_argument,
     non_negative,
+    positive,
     preflight,
     scrubber_for,
 )
@@ -87,7 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", default="0-99", help="seeds: N, N-M or a comma list (0-99)")
     p.add_argument(
         "--episodes-per-seed",
-        type=_positive,
+        type=positive,
         default=1,
         metavar="K",
         help="episodes per (env, seed) (1); the same seed gives the same world, so K > 1 "
@@ -95,7 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--trials",
-        type=_positive,
+        type=positive,
         default=1,
         metavar="K",
         help="trial mode: one agent plays K consecutive episodes (the seeds in groups of K: "
@@ -104,7 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="C",
         help="episodes (with --trials, trial groups) in flight (8; with --model local, 1: "
@@ -135,7 +136,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--max-invalid",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         help="end an episode after N invalid commands in a row (outcome invalid_limit)",
@@ -157,7 +158,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--ray-actors",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         help="with --backend ray: episode actors (default one per cluster CPU, at most C); "
@@ -187,13 +188,6 @@ def _share(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value:g}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
 
 

@@ -15,7 +15,7 @@ from textenvs.cli.common import (
     checked_env_options,
     env_option_argument,
     env_url_argument,
-    non_negative,
+    positive,
     preflight,
     print_outcome,
     print_turn,
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     seed_argument(p)
     p.add_argument(
         "--trials",
-        type=_at_least_one,
+        type=positive,
         default=1,
         metavar="K",
         help="trial mode: the agent plays K consecutive episodes (seeds N, N+1, ..., "
@@ -51,13 +51,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_agent_options(p)
     env_url_argument(p)
     p.set_defaults(handler=_run)
-
-
-def _at_least_one(text: str) -> int:
-    value = non_negative(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def _run(args: argparse.Namespace) -> int:
