@@ -71,7 +71,7 @@ def untrained(tok: PreTrainedTokenizerFast, seed: int = 0) -> LlamaForCausalLM:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=8192,
+        max_position_embeddings=32768,
         tie_word_embeddings=True,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
@@ -92,7 +92,7 @@ def _answer_with(
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     lines = [line for text in observations for line in text.splitlines() if line.strip()]
     model.train()
-    for step in range(60):
+    for step in range(150):
         user = {"role": "user", "content": lines[step % len(lines)]}
         prompt = tok.apply_chat_template([user], add_generation_prompt=True)
         prompt = prompt["input_ids"] if hasattr(prompt, "keys") else prompt

@@ -45,18 +45,23 @@ def test_a_rollout_is_the_conversation_eval_sends_with_only_the_replies_trained(
         ids = rollout.prompt_ids + rollout.completion_ids
         mask = [0] * len(rollout.prompt_ids) + rollout.env_mask
         replies = _runs(ids, mask)  # the model's tokens, reply by reply
+        sampled = [chat.reply_text(reply) for reply in replies]
         for turn in result.turns:
             conversation.observe(observation, info)
             for _ in range(1 + turn.reasks):
-                reply_ids = replies.pop(0)
-                command = conversation.read(chat.reply_text(reply_ids))
+                command = conversation.read(chat.reply_text(replies.pop(0)))
             assert command is not None and turn.command == command
             observation, _, _, _, info = env.step(command)
             assert turn.observation != observation or turn.invalid_action
         assert not replies
-        # what the model read is what the conversation sends, rendered by the template
-        # (up to the end of the last reply's turn, which nothing reads)
-        sent = chat.render(conversation.transcript, reply_next=False)
+        # what the model read is what the conversation sends, rendered by the template,
+        # with each reply as the model wrote it (a reply's surrounding whitespace, which
+        # the conversation strips, stays in the sequence), up to the end of the last turn
+        as_written = [
+            {**m, "content": sampled.pop(0)} if m["role"] == "assistant" else m
+            for m in conversation.transcript
+        ]
+        sent = chat.render(as_written, reply_next=False)
         read = chat.decode(ids)
         assert sent.startswith(read) and chat.reply_closer.endswith(sent[len(read) :])
         assert len(rollout.logprobs) == len(rollout.completion_ids)

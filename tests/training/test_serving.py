@@ -25,7 +25,7 @@ def ask(client: openai.OpenAI, messages: list[dict], **options) -> openai.types.
 
 def test_models_lists_the_context_the_agent_sizes_its_prompts_by(endpoint):
     (entry,) = endpoint.models.list().data
-    assert entry.model_extra["max_model_len"] == 8192
+    assert entry.model_extra["max_model_len"] == 32768
 
 
 def test_a_conversation_turn_by_turn_answers_as_a_fresh_request_would(endpoint, tiny_dir):
@@ -63,7 +63,7 @@ def test_concurrent_conversations_each_get_their_own_answer(endpoint):
     [
         ({"stream": True}, "stream"),
         ({"tools": [{"type": "function", "function": {"name": "act", "parameters": {}}}]}, "tools"),
-        ({"response_format": {"type": "json_object"}}, "response_format"),
+        ({"response_format": {"type": "xml"}}, "response_format"),
         ({"n": 2}, "n"),
     ],
 )
@@ -73,8 +73,32 @@ def test_what_it_cannot_do_is_refused_with_a_400_that_says_so(endpoint, options,
 
 
 def test_a_prompt_over_the_context_is_a_context_length_error(endpoint):
-    too_long = [{"role": "user", "content": "north " * 9000}]
+    too_long = [{"role": "user", "content": "north " * 40000}]
     with pytest.raises(openai.BadRequestError) as caught:
         ask(endpoint, too_long, max_tokens=8)
     assert caught.value.code == "context_length_exceeded"
-    assert "maximum context length is 8192" in str(caught.value)
+    assert "maximum context length is 32768" in str(caught.value)
+
+
+@pytest.mark.parametrize("form", ["json_schema", "json_object"])
+def test_a_response_format_holds_the_reply_to_the_schema(endpoint, form):
+    import json
+
+    import textenvs
+    from textenvs.agents.llm import json_mode
+
+    schema = json_mode.response_schema(textenvs.make("treasure-hunt").action_schema, 0)
+    messages = [SYSTEM, {"role": "user", "content": "Position: x=0, y=0"}]
+    for seed in range(4):
+        reply = (
+            ask(
+                endpoint,
+                messages,
+                temperature=1.0,
+                seed=seed,
+                response_format=json_mode.response_format(schema, form),
+            )
+            .choices[0]
+            .message.content
+        )
+        assert json.loads(reply)["action"] in {"north", "south", "east", "west", "reveal", "wait"}

@@ -55,11 +55,13 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
             f"seeds {shown}: {args.model} was trained on them; evaluate it on held-out "
             "seeds (its textenvs-training.json lists both)",
         )
-    for name, value in (record.get("conversation") or {}).items():
+    trained_with = {**(record.get("conversation") or {})}
+    for name in ("action_mode", "json_reasoning", "max_tokens"):
+        if record.get(name) is not None:
+            trained_with[name] = record[name]
+    for name, value in trained_with.items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)
-    if args.max_tokens is None and record.get("max_tokens"):
-        args.max_tokens = record["max_tokens"]
     print(f"note: serving {args.model} on loopback ({slots} conversation slots)", file=sys.stderr)
     try:
         with serving.serve(args.model, slots=slots) as url:

@@ -89,6 +89,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         "of the same name; default full)",
     )
     p.add_argument(
+        "--action-mode",
+        choices=["text", "json"],
+        default="text",
+        help="how replies carry commands: 'text' (an Action: line) or 'json' (a JSON object "
+        "held to the action schema as it is sampled, as 'textenvs eval --action-mode json' "
+        "asks a server for; the default of --model local)",
+    )
+    p.add_argument(
+        "--json-reasoning",
+        type=int,
+        default=0,
+        metavar="CHARS",
+        help="json mode: most characters of reasoning before the action (default 0: none, as "
+        "for --model local)",
+    )
+    p.add_argument(
         "--reasks",
         type=int,
         default=None,
@@ -160,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
             conversation=_conversation(args),
             train_layers=args.train_layers,
             reward=args.reward,
+            action_mode=args.action_mode,
+            json_reasoning=args.json_reasoning,
             env_url=args.env_url,
             save_every=args.save_every,
             seed=args.seed,

@@ -14,16 +14,19 @@ Qwen2) are such templates; one that rewrites earlier turns (e.g. drops past reas
 is refused with `TemplateError`.
 
 The reply a conversation keeps is the model's visible text, stripped of surrounding
-whitespace (as `textenvs eval` keeps it). When a reply had such whitespace, the
-sequence holds the reply as sampled, and the next segment continues from it: the model
-is trained on the tokens it wrote and reads what it wrote.
+whitespace (as `textenvs eval` keeps it), and that is what the model reads in later turns.
+When a reply had such whitespace, the sequence holds the reply as kept, tokenized anew
+(`rollouts` takes the sampled tokens back), so the prompts stay those eval sends.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformers import PreTrainedTokenizerBase
+
+if TYPE_CHECKING:
+    from textenvs.training.constrained import JsonGrammars
 
 Message = dict[str, Any]
 PROBE = "PROBE-REPLY"
@@ -48,6 +51,16 @@ class ChatTokens:
         #: what the template writes after a reply's text (e.g. "<|im_end|>\n")
         self.reply_closer = rendered[len(opening) + len(PROBE) :]
         self.stop_ids = stop_token_ids(tokenizer)
+        self._json_grammars: JsonGrammars | None = None
+
+    def json_grammars(self) -> JsonGrammars:
+        """What holds json-mode replies to their schema (made on first use: it reads the
+        whole vocabulary)."""
+        if self._json_grammars is None:
+            from textenvs.training.constrained import JsonGrammars
+
+            self._json_grammars = JsonGrammars(self.tokenizer)
+        return self._json_grammars
 
     def render(self, messages: list[Message], *, reply_next: bool) -> str:
         return self.tokenizer.apply_chat_template(
@@ -79,12 +92,12 @@ def stop_token_ids(tokenizer: PreTrainedTokenizerBase) -> set[int]:
 
 
 class GrowingChat:
-    """One conversation's sequence: the text fed so far and where the last reply ended."""
+    """One conversation's sequence: the messages read so far and where the last reply
+    ended."""
 
     def __init__(self, chat: ChatTokens) -> None:
         self.chat = chat
-        #: the conversation as rendered up to the last message the model has read
-        self.rendered = ""
+        #: the messages the model has read (and its replies to them)
         self.messages: list[Message] = []
         #: what of the template's reply closer the model has already written (its stop
         #: token), so the next segment adds only the rest
@@ -109,11 +122,11 @@ class GrowingChat:
         else:
             text = rendered
         self.messages = list(messages)
-        self.rendered = rendered
         return text
 
     def replied(self, content: str, reply_ids: list[int]) -> None:
-        """The model's reply was added to the conversation as `content`."""
+        """The model's reply was added to the conversation as `content`, and the sequence
+        holds it as `reply_ids`."""
         self.messages.append({"role": "assistant", "content": content})
         ended = bool(reply_ids) and reply_ids[-1] in self.chat.stop_ids
         stop_text = self.chat.decode(reply_ids[-1:]) if ended else ""

@@ -14,12 +14,16 @@ positions come from the mask, so a row's positions are exactly those of its toke
 A row can sit a turn out: it then only gains hidden padding. Rows whose episodes have
 ended are dropped (`keep`). Greedy decoding gives the same tokens as decoding each row
 alone.
+
+A reply may be held to a grammar (json action mode: `constrained.py`): at each token the
+grammar says which tokens may come next and the others are never sampled.
 """
 
 from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
@@ -36,19 +40,26 @@ class Sampling:
     top_k: int = 0
 
 
+class Grammar(Protocol):
+    """Holds one reply to a form (e.g. a JSON schema: `constrained.py`)."""
+
+    def allowed(self, vocabulary: int) -> torch.Tensor:
+        """A boolean mask over the vocabulary: the tokens that may come next."""
+        ...
+
+    def consume(self, token: int) -> None: ...
+
+
 @dataclass
 class Reply:
     """One sampled reply: its tokens (ending with an end-of-turn token unless the token
-    limit cut it) and each token's log-probability under the sampling distribution's model
-    (temperature 1, before top-p/top-k), as GRPO's trainer recomputes them."""
+    limit cut it), each token's log-probability under the model at the sampling
+    temperature (before top-p/top-k and any grammar: what GRPO's trainer recomputes),
+    and whether the model chose it (False where a grammar left one token only)."""
 
     ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
-
-    @property
-    def truncated(self) -> bool:
-        return not self.ended
-
+    chosen: list[bool] = field(default_factory=list)
     ended: bool = False
 
 
@@ -99,6 +110,19 @@ class Sequences:
         self.tokens[row] = []
         self.pending[row] = []
 
+    @torch.inference_mode()
+    def rewind(self, row: int, count: int) -> None:
+        """Take back `row`'s last `count` tokens (a reply to be read in another form):
+        they stay in the cache, hidden, and the row goes on from before them."""
+        pending = len(self.pending[row])
+        cached = count - pending
+        if cached > 0:
+            place = self.rows.index(row)
+            columns = self.mask[place].nonzero().squeeze(-1)[-cached:]
+            self.mask[place, columns] = 0
+        del self.tokens[row][-count:]
+        self.pending[row] = []
+
     def holes(self) -> int:
         """Cache columns that no row reads (padding, and restarted rows' old tokens)."""
         return int(self.mask.numel() - self.mask.sum())
@@ -128,10 +152,15 @@ class Sequences:
 
     @torch.inference_mode()
     def extend_and_sample(
-        self, segments: dict[int, list[int]], sampling: Sampling
+        self,
+        segments: dict[int, list[int]],
+        sampling: Sampling,
+        grammars: dict[int, Grammar] | None = None,
     ) -> dict[int, Reply]:
         """Append each row's segment and sample a reply after it (rows not in `segments`
-        sit this call out). Returns the replies by row."""
+        sit this call out), each row held to its grammar if it has one. Returns the
+        replies by row."""
+        grammars = grammars or {}
         if not segments:
             return {}
         feeds = {row: self.pending[row] + list(ids) for row, ids in segments.items()}
@@ -144,13 +173,17 @@ class Sequences:
         replies = {row: Reply() for row in segments}
         live = set(segments)
         for count in range(1, sampling.max_new_tokens + 1):
-            chosen, logprobs = self._sample(logits, sampling)
+            allowed = self._allowed(logits, {row: grammars[row] for row in live if row in grammars})
+            chosen, logprobs = self._sample(logits, allowed, sampling)
             step: dict[int, list[int]] = {}
             for row in sorted(live):
                 place = self.rows.index(row)
                 token = int(chosen[place])
                 replies[row].ids.append(token)
                 replies[row].logprobs.append(float(logprobs[place]))
+                replies[row].chosen.append(allowed is None or int(allowed[place].sum()) > 1)
+                if row in grammars:
+                    grammars[row].consume(token)
                 self.tokens[row].append(token)
                 if token in self.stop_ids:
                     replies[row].ended = True
@@ -190,14 +223,27 @@ class Sequences:
         )
         return out.logits[:, -1, :].float()
 
+    def _allowed(self, logits: torch.Tensor, grammars: dict[int, Grammar]) -> torch.Tensor | None:
+        """The tokens each place may sample next (None: any token, no grammar here)."""
+        if not grammars:
+            return None
+        allowed = torch.ones(logits.shape, dtype=torch.bool, device=logits.device)
+        for row, grammar in grammars.items():
+            allowed[self.rows.index(row)] = grammar.allowed(logits.shape[-1]).to(logits.device)
+        return allowed
+
     def _sample(
-        self, logits: torch.Tensor, sampling: Sampling
+        self, logits: torch.Tensor, allowed: torch.Tensor | None, sampling: Sampling
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The tokens drawn (among the allowed ones) and their log-probabilities under the
+        model alone."""
+        temperature = sampling.temperature if sampling.temperature > 0 else 1.0
+        logprobs = torch.log_softmax(logits / temperature, dim=-1)
+        if allowed is not None:
+            logits = logits.masked_fill(~allowed, float("-inf"))
         if sampling.temperature <= 0:
             chosen = logits.argmax(dim=-1)
-            logprobs = torch.log_softmax(logits, dim=-1)
         else:
-            logprobs = torch.log_softmax(logits / sampling.temperature, dim=-1)
             scores = logits / sampling.temperature
             if sampling.top_k > 0:
                 kth = torch.topk(scores, sampling.top_k, dim=-1).values[:, -1:]

@@ -64,6 +64,10 @@ class TrainSettings:
     max_turns: int | None = None
     #: conversation settings (`adapters.conversation.CONVERSATION_SETTINGS`)
     conversation: dict[str, Any] = field(default_factory=dict)
+    #: "text" or "json" (replies held to the action schema), and in json mode the most
+    #: characters of reasoning before the action (0: none)
+    action_mode: str = "text"
+    json_reasoning: int = 0
     #: train only the top layers (None: all): on a CPU the backward pass is most of a step
     train_layers: int | None = None
     #: "return" (the scenario's reward) or "headline" (the per-episode headline metric)
@@ -104,7 +108,9 @@ class RolloutSource:
         self.chat = chat
         self.make_env = make_env
         self.conversation = conversation_settings(
-            **{"prompt_budget": prompt_budget, **settings.conversation}
+            settings.action_mode,
+            settings.json_reasoning,
+            **{"prompt_budget": prompt_budget, **settings.conversation},
         )
         self.sampling = Sampling(
             max_new_tokens=settings.max_tokens, temperature=settings.temperature

@@ -15,6 +15,7 @@ reward is the episode's return, the scenario's own reward.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from textenvs.agents.llm.config import LLMConfig
 from textenvs.evals import skills
 from textenvs.evals.episode import FAILURE, SUCCESS, TIMEOUT, EpisodeResult, Turn
 from textenvs.training.chat import ChatTokens, GrowingChat
-from textenvs.training.generation import Sampling, Sequences
+from textenvs.training.generation import Grammar, Reply, Sampling, Sequences
 
 #: outcome of an episode the trainer stopped at its turn limit (`max_turns`)
 TURN_LIMIT = "turn_limit"
@@ -105,6 +106,10 @@ class _Episode:
         self.info: dict[str, Any] = {}
         self.done = False
         self.reasks = 0
+        #: the turn in progress's token counts, as a server reports them to `eval`
+        self.usage: dict[str, int] = {}
+        #: (sampled tokens to take back, tokens to read instead) before the next segment
+        self.rewrite: tuple[int, list[int]] | None = None
 
     def start(self) -> None:
         self.observation, self.info = self.env.reset(seed=self.spec.seed, options=self.spec.options)
@@ -120,20 +125,40 @@ class _Episode:
         self.logprobs += [0.0] * len(ids)
         return ids
 
-    def take_reply(
-        self, chat: ChatTokens, reply_ids: list[int], logprobs: list[float]
-    ) -> str | None:
-        """Record the model's reply; the command to step, or None after a re-ask."""
-        self.ids += reply_ids
-        self.model_mask += [1] * len(reply_ids)
-        self.logprobs += logprobs
-        ended = bool(reply_ids) and reply_ids[-1] in chat.stop_ids
-        self.cut_replies += not ended
-        command = self.conversation.read(
-            chat.reply_text(reply_ids), finish_reason="stop" if ended else "length"
-        )
-        visible = self.conversation.transcript[-1 if command is not None else -2]["content"]
-        self.sequence.replied(visible, reply_ids)
+    def grammar(self, chat: ChatTokens) -> Grammar | None:
+        """What holds the next reply to its form (json mode), or None (text)."""
+        schema = self.conversation.response_schema
+        return None if schema is None else chat.json_grammars().for_schema(schema)
+
+    def take_reply(self, chat: ChatTokens, reply: Reply) -> str | None:
+        """Record the model's reply; the command to step, or None after a re-ask. Only
+        the tokens the model chose are trained on (not those a grammar forced)."""
+        # the prompt's size, as a server counts it for `eval`'s agent, which estimates the
+        # next prompts by it (and so cuts history when eval would)
+        self.conversation.sent(len(self.ids))
+        counts = {
+            "prompt_tokens": len(self.ids),
+            "completion_tokens": len(reply.ids),
+            "requests": 1,
+        }
+        self.usage = {k: self.usage.get(k, 0) + v for k, v in counts.items()}
+        self.ids += reply.ids
+        self.model_mask += [int(chosen) for chosen in reply.chosen]
+        self.logprobs += reply.logprobs
+        self.cut_replies += not reply.ended
+        written = chat.reply_text(reply.ids)
+        command = self.conversation.read(written, finish_reason="stop" if reply.ended else "length")
+        kept = self.conversation.transcript[-1 if command is not None else -2]["content"]
+        ids = reply.ids
+        if kept != written:  # the conversation stripped whitespace: read the reply as kept
+            ids = chat.encode(kept) + reply.ids[-1:] * reply.ended
+            del self.ids[-len(reply.ids) :], self.model_mask[-len(reply.ids) :]
+            del self.logprobs[-len(reply.ids) :]
+            self.ids += ids
+            self.model_mask += [1] * len(ids)
+            self.logprobs += [math.nan] * len(ids)  # not sampled in this form
+            self.rewrite = (len(reply.ids), ids)
+        self.sequence.replied(kept, ids)
         if command is None:
             self.reasks += 1
         return command
@@ -155,10 +180,11 @@ class _Episode:
                 raw=raw,
                 read_as=info.get("read_as"),
                 reasks=self.reasks,
+                usage=self.usage,
             )
         )
         result.reasks += self.reasks
-        self.reasks = 0
+        self.reasks, self.usage = 0, {}
         result.total_reward += reward
         result.steps = info["steps_used"]
         result.invalid_actions += int(info["invalid_action"])
@@ -221,16 +247,22 @@ def play(
             generator=generator,
         )
         while live := [i for i, episode in enumerate(episodes) if not episode.done]:
-            segments = {i: episodes[i].next_segment(chat) for i in live}
-            started = time.perf_counter()
-            replies = sequences.extend_and_sample(segments, sampling)
-            timing.generation += time.perf_counter() - started
             sequences.keep(live)  # drop the rows of episodes that ended last turn
+            segments = {i: episodes[i].next_segment(chat) for i in live}
+            for i in live:
+                if episodes[i].rewrite is not None:
+                    taken_back, instead = episodes[i].rewrite
+                    sequences.rewind(i, taken_back)
+                    segments[i] = instead + segments[i]
+                    episodes[i].rewrite = None
+            grammars = {i: g for i in live if (g := episodes[i].grammar(chat)) is not None}
+            started = time.perf_counter()
+            replies = sequences.extend_and_sample(segments, sampling, grammars)
+            timing.generation += time.perf_counter() - started
             started = time.perf_counter()
             for i in live:
                 episode = episodes[i]
-                reply = replies[i]
-                command = episode.take_reply(chat, reply.ids, reply.logprobs)
+                command = episode.take_reply(chat, replies[i])
                 if command is not None:
                     episode.step(command, episode.conversation.transcript[-1]["content"])
             timing.environment += time.perf_counter() - started

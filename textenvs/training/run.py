@@ -65,7 +65,9 @@ def settings_from(
     try:
         if settings.options:
             textenvs.make(settings.env).reset(seed=train_seeds[0], options=settings.options)
-        conversation_settings(**settings.conversation)
+        conversation_settings(
+            settings.action_mode, settings.json_reasoning, **settings.conversation
+        )
         grpo.grpo_config(settings, Path("unused"))
     except ValueError as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None

@@ -9,8 +9,9 @@ are sampled in one batch (`generation.Sequences`). A request that extends no slo
 the slot used longest ago.
 
 Routes: `GET /v1/models` (the model and its context, `max_model_len`, which the agent's
-preflight reads), `POST /v1/chat/completions` (text replies; no streaming, tools or
-`response_format`: a request asking for them is refused with a 400 that says so).
+preflight reads), `POST /v1/chat/completions` (text replies, or JSON held to the schema of
+a `response_format`, in either form the `llm` agent sends; no streaming or tools: a
+request asking for them is refused with a 400 that says so).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from transformers import PreTrainedModel
 
+from textenvs.agents.llm import json_mode
 from textenvs.training import models
 from textenvs.training.chat import ChatTokens
 from textenvs.training.generation import Sampling, Sequences
@@ -64,6 +66,7 @@ class Completion:
 class _Request:
     prompt: str
     sampling: Sampling
+    schema: dict[str, Any] | None = None
     future: concurrent.futures.Future[Completion] = field(default_factory=concurrent.futures.Future)
 
 
@@ -72,6 +75,8 @@ class _Slot:
     text: str = ""  # what the slot's row holds, as text
     tokens: int = 0
     used: float = 0.0
+    #: the last reply as the client will send it back, to read before the next segment
+    refeed: list[int] = field(default_factory=list)
 
 
 class Engine:
@@ -100,9 +105,17 @@ class Engine:
         self._thread = threading.Thread(target=self._serve, name="textenvs-engine", daemon=True)
         self._thread.start()
 
-    def complete(self, messages: list[dict[str, Any]], sampling: Sampling) -> Completion:
-        """The model's reply to `messages` (blocks until it is sampled)."""
-        request = _Request(self.chat.render(messages, reply_next=True), sampling)
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """The model's reply to `messages`, held to the JSON `schema` if one is given
+        (blocks until it is sampled)."""
+        if schema is not None:
+            self.chat.json_grammars().for_schema(schema)  # a bad schema fails here
+        request = _Request(self.chat.render(messages, reply_next=True), sampling, schema)
         self._queue.put(request)
         return request.future.result()
 
@@ -141,28 +154,35 @@ class Engine:
             slot = self.slots[row]
             if not slot.text or not request.prompt.startswith(slot.text):
                 self.sequences.restart(row)
-                slot.text, slot.tokens = "", 0
-            ids = self.chat.encode(request.prompt[len(slot.text) :])
+                slot.text, slot.tokens, slot.refeed = "", 0, []
+            ids = slot.refeed + self.chat.encode(request.prompt[len(slot.text) :])
             requested = slot.tokens + len(ids) + request.sampling.max_new_tokens
             if requested > self.context_window:
+                self.sequences.restart(row)
+                slot.text, slot.tokens, slot.refeed = "", 0, []
                 request.future.set_exception(ContextOverflow(self.context_window, requested))
                 continue
             taken[row] = request
             segments[row] = ids
-            slot.text, slot.tokens = request.prompt, slot.tokens + len(ids)
+            slot.text, slot.tokens, slot.refeed = request.prompt, slot.tokens + len(ids), []
         if not taken:
             return
-        replies = self.sequences.extend_and_sample(segments, requests[0].sampling)
+        grammars = {
+            row: self.chat.json_grammars().for_schema(request.schema)
+            for row, request in taken.items()
+            if request.schema is not None
+        }
+        replies = self.sequences.extend_and_sample(segments, requests[0].sampling, grammars)
         for row, request in taken.items():
             reply = replies[row]
             slot = self.slots[row]
             prompt_tokens = slot.tokens
-            slot.text += self.chat.decode(reply.ids)
-            slot.tokens += len(reply.ids)
+            written = self.chat.reply_text(reply.ids)
+            self._keep_as_sent_back(row, written, reply.ids, reply.ended)
             slot.used = time.monotonic()
             request.future.set_result(
                 Completion(
-                    text=self.chat.reply_text(reply.ids),
+                    text=written,
                     prompt_tokens=prompt_tokens,
                     completion_tokens=len(reply.ids),
                     finish_reason="stop" if reply.ended else "length",
@@ -170,6 +190,22 @@ class Engine:
             )
         if self.sequences.holes() > COMPACT_RATIO * max(1, int(self.sequences.mask.sum())):
             self.sequences.compact()
+
+    def _keep_as_sent_back(self, row: int, written: str, ids: list[int], ended: bool) -> None:
+        """Hold the reply as the client's next request will carry it: clients keep a
+        reply without its surrounding whitespace (the `llm` agent does), so a reply that
+        had some is taken back and read again as kept, and the next request extends the
+        slot instead of starting it over (training reads replies the same way)."""
+        slot = self.slots[row]
+        kept = written.strip()
+        stop = ids[-1:] if ended else []
+        if kept == written:
+            slot.text += self.chat.decode(ids)
+            slot.tokens += len(ids)
+            return
+        self.sequences.rewind(row, len(ids))
+        slot.refeed = self.chat.encode(kept) + stop  # read with the next segment
+        slot.text += kept + self.chat.decode(stop)
 
     def _slot_for(self, prompt: str, taken: dict[int, _Request]) -> int:
         """The free slot whose text the prompt extends furthest, else the one used longest
@@ -207,7 +243,17 @@ class ChatRequest(BaseModel):
     stream: bool = False
 
 
-UNSUPPORTED = ("tools", "functions", "response_format", "logit_bias")
+UNSUPPORTED = ("tools", "functions", "logit_bias")
+
+
+def _schema_of(extra: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a request's `response_format` asks for (None: plain text)."""
+    field = extra.get("response_format")
+    if not field or field.get("type") == "text":
+        return None
+    if field.get("type") not in ("json_schema", "json_object"):
+        raise ValueError(f"type {field.get('type')!r} (json_schema, json_object or text)")
+    return json_mode.schema_of(field) or {"type": "object"}
 
 
 def create_app(engine: Engine, model_name: str, *, default_max_tokens: int = 256) -> FastAPI:
@@ -237,6 +283,10 @@ def create_app(engine: Engine, model_name: str, *, default_max_tokens: int = 256
             return refuse(
                 400, f"this server answers plain text replies only (not: {what})", "unsupported"
             )
+        try:
+            schema = _schema_of(request.model_extra or {})
+        except ValueError as exc:
+            return refuse(400, f"response_format: {exc}", "unsupported")
         sampling = Sampling(
             max_new_tokens=request.max_completion_tokens
             or request.max_tokens
@@ -245,9 +295,11 @@ def create_app(engine: Engine, model_name: str, *, default_max_tokens: int = 256
             top_p=1.0 if request.top_p is None else request.top_p,
         )
         try:
-            done = engine.complete(request.messages, sampling)
+            done = engine.complete(request.messages, sampling, schema)
         except ContextOverflow as exc:
             return refuse(400, str(exc), "context_length_exceeded")
+        except ValueError as exc:  # a schema the grammar compiler cannot use
+            return refuse(400, f"response_format: {exc}", "unsupported")
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
