@@ -51,7 +51,12 @@ from textenvs.core.answer_format import (
     normalise,
     prepare,
 )
-from textenvs.core.clauses import MASK, mask_unread, orders_before_conditions
+from textenvs.core.clauses import (
+    MASK,
+    conditioned_stretches,
+    mask_unread,
+    qualifying_conditions,
+)
 from textenvs.core.consumption import (
     FILLERS,
     TEMPORAL,
@@ -62,9 +67,9 @@ from textenvs.core.consumption import (
     mask_remarks,
     negated_predicate,
     non_overlapping,
-    reason_is_last,
 )
 from textenvs.core.parse_error import ParseError, excerpt
+from textenvs.core.reasons import ReasonReader, reason_is_last
 
 __all__ = [
     "FILLERS",
@@ -174,7 +179,7 @@ def read(
     first word nothing accounts for.
     """
     cleaned, whole = prepare(text, valid)
-    marked, below_marked = marked_commands(cleaned)
+    marked, below_marked = _command_parts(cleaned, exact)
     # "north?" is the command, edge punctuation aside; "Should A go north?" is a question.
     asks = cleaned.rstrip(_EDGE_NOISE.replace("?", "")).endswith("?") and " " in whole
     if not marked and not asks:
@@ -193,22 +198,28 @@ def read(
     orders: list[A] = []
     in_sequence = skipped = False
     ordering_sentences = 0
-    unread = conditional = ""
+    unread = conditional = qualifier = ""
     segments = marked or [m.group(0) for m in _SENTENCE.finditer(cleaned)]
     for segment in segments:
         if not WORD.search(segment):
             continue  # punctuation only: nothing to read
         original = fold(segment)
         visible = mask_unread(segment, original, keep_quotes=bool(marked))
-        if listed and not conditional:
-            conditional = _conditional_order(segment, original, scan)
+        conditional = conditional or _conditional_order(segment, original, scan)
+        qualifiers = qualifying_conditions(original)
+        if orders and qualifiers:
+            qualifier = qualifier or qualifiers[0].group(0)  # "north. If possible."
         one = exact(normalise(segment)) if marked or MASK not in visible else None
         reason = None if one is not None else _REASON.search(segment)
         if reason and reason_is_last(segment, reason.end(), listed=listed):
             # "Action: A, because bit 3 is set": the command before a reason that runs to
-            # the end of the part; anything after the reason's clause is read below
+            # the end of the part, if the reason hides no order (`core.reasons`)
             one = exact(normalise(segment[: reason.start()]))
+            if one is not None:
+                _check_reason(visible, reason.start(), scan, fillers, valid)
         if one is not None:
+            if qualifiers:
+                qualifier = qualifier or qualifiers[0].group(0)  # "north, because ..., if possible"
             orders.append(one)
             ordering_sentences += 1
             continue
@@ -226,6 +237,8 @@ def read(
         for item in found:
             if item.action is None:
                 raise ParseError(item.problem, valid)
+        if found and qualifiers and qualifiers[-1].start() > found[0].start:
+            qualifier = qualifier or qualifiers[-1].group(0)  # "north - if possible"
         negated = [word for item in found if (word := negated_predicate(original, item))]
         unread = unread or next(iter(accounting.unknown + negated), "")
         ordering_sentences += bool(found)
@@ -243,12 +256,22 @@ def read(
             gap = folded[before.end : after.start]
             in_sequence = in_sequence or bool(_STEPS.search(gap))
             in_sequence = in_sequence or (not listed and bool(_LISTED.fullmatch(gap)))
+    if orders and not qualifier:
+        below = (m for line in below_marked for m in qualifying_conditions(fold(line)))
+        qualifier = next((m.group(0) for m in below), "")  # "Action: north" then "(if possible)"
     if conditional and orders:
-        # one order of several held back on a condition would leave its unit to hold,
-        # whatever the condition: the reply must decide
+        # an order held back on a condition beside others would leave its unit to hold
+        # (or run the others as if it had not been written): the reply must decide
         raise ParseError(
             f"'{excerpt(conditional)}' is an order on a condition, and the environment "
             "checks no conditions: give every order outright in one command.",
+            valid,
+        )
+    if qualifier and orders:
+        raise ParseError(
+            f"the order is followed by a condition ('{qualifier} ...'), and the environment "
+            "checks no conditions: send the command outright, on a final line "
+            "'Action: <command>'.",
             valid,
         )
     if not marked and not listed and ordering_sentences > 1:
@@ -260,6 +283,23 @@ def read(
     return Reading(orders, where, in_sequence, skipped, whole)
 
 
+def _command_parts(cleaned: str, exact: Callable[[str], A | None]) -> tuple[list[str], list[str]]:
+    """The marked command parts of a reply and the lines right below them. Beside an
+    `Action:` line, a `Now:` or `Answer:` line is reasoning unless it is exactly one
+    command ("Now: I am at (2,2)" is not read; "Now: east" must agree with the Action:
+    line); one after the Action: line is then read as a line below it."""
+    marked, below, reasoning = marked_commands(cleaned)
+    if all(reasoning):
+        return marked, below
+    parts: list[str] = []
+    for part, is_reasoning in zip(marked, reasoning, strict=True):
+        if not is_reasoning or _is_command(part, exact):
+            parts.append(part)
+        elif parts:
+            below.append(part)
+    return parts, below
+
+
 def _is_command(line: str, exact: Callable[[str], A | None]) -> bool:
     """Whether `line` is, by itself, exactly one command."""
     try:
@@ -269,18 +309,50 @@ def _is_command(line: str, exact: Callable[[str], A | None]) -> bool:
 
 
 def _conditional_order(segment: str, folded: str, scan: Callable[[str], list[Found[A]]]) -> str:
-    """The first command phrase of `segment` that a condition after it governs ("C
-    attack if possible", "C attack unless it is stronger"), as written; empty if none.
-    (An order asked as a question is no order: "A north? B east." leaves A to hold.)"""
-    spans = orders_before_conditions(folded)
-    if not spans:
+    """The first command phrase of `segment` that a condition governs ("C attack if
+    possible", "if the path is open, B east"; `core.clauses.conditioned_stretches`), as
+    written; empty if none. (An order asked as a question is no order: "A north? B
+    east." leaves A to hold.)"""
+    stretches = conditioned_stretches(folded)
+    if not stretches:
         return ""
-    ends = [end for _, end in spans]
+    ends = [end for _, end in stretches]
     for item in non_overlapping(scan(segment)):
-        index = bisect.bisect_right(ends, item.start)  # the first span ending after it
-        if index < len(spans) and spans[index][0] <= item.start:
+        if item.action is None or ((item.bare or item.weak) and is_mention(folded, item)):
+            continue
+        index = bisect.bisect_right(ends, item.start)  # the first stretch ending after it
+        if index < len(stretches) and stretches[index][0] <= item.start:
             return segment[item.start : item.end]
     return ""
+
+
+def _check_reason(
+    visible: str,
+    start: int,
+    scan: Callable[[str], list[Found[A]]],
+    fillers: frozenset[str],
+    valid: Sequence[str],
+) -> None:
+    """Raise if the reason from `start` to the end of `visible` hides an order: one after
+    a joint ("A, because bit 3 is set, and enter B") or one it schedules ("because: then
+    right"); see `core.reasons`."""
+    folded = fold(visible)
+    spans = [
+        (item.start, item.end)
+        for item in non_overlapping(scan(visible))
+        if item.start >= start and not ((item.bare or item.weak) and is_mention(folded, item))
+    ]
+    if not spans:
+        return
+    end, scheduling = ReasonReader(folded, spans, fillers).end(start, len(folded))
+    if scheduling:
+        raise unread_word(scheduling, "the reason", valid)
+    if end < len(folded):
+        raise ParseError(
+            f"'{excerpt(visible[end:].strip())}', after the reason, is another order: send "
+            "exactly one command, on a final line 'Action: <command>'.",
+            valid,
+        )
 
 
 def nothing_found(
