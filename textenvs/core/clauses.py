@@ -54,8 +54,10 @@ _CANCELLING = re.compile(
 _SENTENCE = re.compile(r"[^.;!?\n]+[.;!?]*")
 # Condition and hypothesis markers (matched on folded text: lower case, `-`/`_` as spaces).
 _CONDITION = re.compile(
-    r"\b(?:if|unless|otherwise|or\s+else|in\s+case|provided\s+that|providing\s+that"
-    r"|as\s+long\s+as|assuming"
+    r"\b(?:if|unless|otherwise|or\s+else|in\s+case|providing\s+that"
+    r"|provided\s+(?:that|it|the|we|i|there|they|this)"
+    r"|(?:as|so)\s+long\s+as|assuming|depending\s+on|depends\s+on|contingent\s+on"
+    r"|in\s+the\s+event|should\s+(?:it|this|that|there|we|i|they)\s+(?:be|fail|work)"
     r"|suppose|supposing|imagine|imagining|hypothetically|whether)\b"
 )
 # After these an `if` asks whether ("check if north is open"): only its clause is unread.
@@ -134,6 +136,16 @@ def conditioned_stretches(folded: str) -> list[tuple[int, int]]:
         if end > start:
             stretches.append((start, end))
     return stretches
+
+
+def questions(folded: str) -> list[tuple[int, int]]:
+    """The questions of `folded`: each sentence's stretch up to its last `?`."""
+    spans = []
+    for sentence in _SENTENCE.finditer(folded):
+        mark = folded.rfind("?", *sentence.span())
+        if mark >= 0:
+            spans.append((sentence.start(), mark + 1))
+    return spans
 
 
 def qualifying_conditions(folded: str) -> list[re.Match[str]]:

@@ -12,17 +12,26 @@ I reach the gold"). Any other word is reported, never skipped.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import re
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from textenvs.core.parse_error import ParseError, excerpt
 from textenvs.core.reasons import CONCLUSIONS, ReasonReader, next_stop, reason_ends, starts_reason
 from textenvs.core.words import FILLERS, TEMPORAL, WORD
 
-__all__ = ["FILLERS", "TEMPORAL", "WORD", "Accounting", "Found", "account", "is_mention"]
+__all__ = [
+    "FILLERS",
+    "TEMPORAL",
+    "WORD",
+    "Accounting",
+    "Found",
+    "account",
+    "is_mention",
+    "unread_word",
+]
 
 A = TypeVar("A", bound=Hashable)
 
@@ -47,16 +56,6 @@ _NEGATED_PREDICATE = re.compile(
     r"[ \t]{1,3}not|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|wouldn't|can't"
     r"|cannot|couldn't|shouldn't|never)\b"
 )
-_PARENTHESIS = re.compile(r"\([^()\n]*\)")
-# Words that keep a bracketed aside read: they could schedule, repeat, extend or cancel
-# the order ("north (twice)", "excavate B3 (and C3)", "north (scratch that)").
-REMARK_BLOCKERS = TEMPORAL | frozenset({
-    "times", "steps", "step", "all", "every", "each", "repeat", "repeatedly", "again",
-    "until", "till", "too", "also", "well", "plus", "and", "or", "more", "both", "x",
-    "cancel", "ignore", "skip", "disregard", "scratch", "undo", "kidding", "joke",
-    "joking", "abort", "stop", "wrong", "mistake", "oops", "actually", "instead", "rather",
-    "correction", "either", "maybe", "perhaps", "except", "but", "not",
-})  # fmt: skip
 _CLAUSE_BREAK = re.compile(r"[\n.;:!?,()\x1f]")
 
 
@@ -165,35 +164,6 @@ def account(
     return Accounting(kept, [w for _, w in unknown])
 
 
-def mask_remarks(folded: str, found: list[Found[A]]) -> str:
-    """`folded` with its parenthetical remarks masked: a bracketed aside ("north (toward
-    the gold)") that names no command phrase, no number, and no word that could schedule,
-    repeat, extend or cancel an order (`REMARK_BLOCKERS`). Any other aside is read."""
-    # an aside overlaps a phrase when one that starts before the aside ends reaches past
-    # its start: phrases sorted by start and the furthest end so far answer that in
-    # log time (testing every pair was quadratic on long replies)
-    ordered = sorted(found, key=lambda f: f.start)
-    starts = [f.start for f in ordered]
-    reach = list(itertools.accumulate((f.end for f in ordered), max))
-    spans = []
-    for match in _PARENTHESIS.finditer(folded):
-        start, end = match.span()
-        before = bisect.bisect_left(starts, end)  # phrases starting before the aside ends
-        if before and reach[before - 1] > start:
-            continue
-        words = WORD.findall(match.group(0))
-        if any(w in REMARK_BLOCKERS or len(w) == 1 or any(c.isdigit() for c in w) for w in words):
-            continue
-        spans.append((start, end))
-    if not spans:
-        return folded
-    out, last = [], 0
-    for start, end in spans:
-        out += [folded[last:start], "\x1f" * (end - start)]
-        last = end
-    return "".join([*out, folded[last:]])
-
-
 def negated_predicate(original: str, item: Found[A]) -> str:
     """The negated verb right after an order word ("North isn't safe", "north does not
     work"): the order word is then the subject of a description. Empty if none."""
@@ -221,3 +191,17 @@ def _sentence_starts(folded: str) -> list[int]:
             start = index + 1
     out.append(start)
     return out
+
+
+def unread_word(word: str, where: str, valid: Sequence[str]) -> ParseError:
+    """The rejection for a word of a command part that nothing accounts for."""
+    reason = f"'{excerpt(word, 24)}' in {where} is not part of any command"
+    if word in TEMPORAL:
+        reason += (
+            ": orders for later turns are not read; send only this turn's command, "
+            "on a final line 'Action: <command>'."
+        )
+    else:
+        reason += ", and every word of an order is read: send the command alone, on a final "
+        reason += "line 'Action: <command>'."
+    return ParseError(reason, valid)

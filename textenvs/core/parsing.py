@@ -35,7 +35,6 @@ pass their own `exact`/`scan` functions to `resolve` or `read`.
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import itertools
 import re
@@ -51,25 +50,22 @@ from textenvs.core.answer_format import (
     normalise,
     prepare,
 )
-from textenvs.core.clauses import (
-    MASK,
-    conditioned_stretches,
-    mask_unread,
-    qualifying_conditions,
-)
+from textenvs.core.beside import Beside, check_reason
+from textenvs.core.clauses import MASK, mask_unread
 from textenvs.core.consumption import (
     FILLERS,
-    TEMPORAL,
     WORD,
     Found,
     account,
     is_mention,
-    mask_remarks,
     negated_predicate,
     non_overlapping,
+    unread_word,
 )
+from textenvs.core.memo import memoise_parse
 from textenvs.core.parse_error import ParseError, excerpt
-from textenvs.core.reasons import ReasonReader, reason_is_last
+from textenvs.core.reasons import reason_is_last
+from textenvs.core.remarks import mask_remarks
 
 __all__ = [
     "FILLERS",
@@ -145,20 +141,6 @@ def _is_context(folded: str, fillers: frozenset[str]) -> bool:
     return len(words) != 1 or MASK in folded
 
 
-def unread_word(word: str, where: str, valid: Sequence[str]) -> ParseError:
-    """The rejection for a word of a command part that nothing accounts for."""
-    reason = f"'{excerpt(word, 24)}' in {where} is not part of any command"
-    if word in TEMPORAL:
-        reason += (
-            ": orders for later turns are not read; send only this turn's command, "
-            "on a final line 'Action: <command>'."
-        )
-    else:
-        reason += ", and every word of an order is read: send the command alone, on a final "
-        reason += "line 'Action: <command>'."
-    return ParseError(reason, valid)
-
-
 def read(
     text: str,
     *,
@@ -198,37 +180,43 @@ def read(
     orders: list[A] = []
     in_sequence = skipped = False
     ordering_sentences = 0
-    unread = conditional = qualifier = ""
+    unread = ""
+    beside = Beside(scan)
     segments = marked or [m.group(0) for m in _SENTENCE.finditer(cleaned)]
     for segment in segments:
         if not WORD.search(segment):
             continue  # punctuation only: nothing to read
         original = fold(segment)
         visible = mask_unread(segment, original, keep_quotes=bool(marked))
-        conditional = conditional or _conditional_order(segment, original, scan)
-        qualifiers = qualifying_conditions(original)
-        if orders and qualifiers:
-            qualifier = qualifier or qualifiers[0].group(0)  # "north. If possible."
+        beside.look(segment, original, ordered=bool(orders))
         one = exact(normalise(segment)) if marked or MASK not in visible else None
         reason = None if one is not None else _REASON.search(segment)
         if reason and reason_is_last(segment, reason.end(), listed=listed):
             # "Action: A, because bit 3 is set": the command before a reason that runs to
-            # the end of the part, if the reason hides no order (`core.reasons`)
+            # the end of the part, if the reason hides no order
             one = exact(normalise(segment[: reason.start()]))
             if one is not None:
-                _check_reason(visible, reason.start(), scan, fillers, valid)
+                check_reason(visible, reason.start(), scan, fillers, valid)
         if one is not None:
-            if qualifiers:
-                qualifier = qualifier or qualifiers[0].group(0)  # "north, because ..., if possible"
+            beside.orders_from(-1)
             orders.append(one)
             ordering_sentences += 1
             continue
         skipped = skipped or MASK in visible
         folded = fold(visible)
         scanned = non_overlapping(scan(visible))
-        folded = mask_remarks(folded, scanned)
+        mention = [(item.bare or item.weak) and is_mention(folded, item) for item in scanned]
+        folded = mask_remarks(
+            folded,
+            [(i.start, i.end, i.bare) for i, m in zip(scanned, mention, strict=True) if not m],
+            [(i.start, i.end) for i, m in zip(scanned, mention, strict=True) if m],
+            fillers,
+            after_orders=bool(marked),
+        )
         candidates = [
-            item for item in scanned if not ((item.bare or item.weak) and is_mention(folded, item))
+            item
+            for item, is_place in zip(scanned, mention, strict=True)
+            if not is_place and folded[item.start] != MASK  # not in a remark
         ]
         accounting = account(folded, candidates, fillers, listed=listed)
         found = [item for item in accounting.found if not item.consumed]
@@ -237,8 +225,8 @@ def read(
         for item in found:
             if item.action is None:
                 raise ParseError(item.problem, valid)
-        if found and qualifiers and qualifiers[-1].start() > found[0].start:
-            qualifier = qualifier or qualifiers[-1].group(0)  # "north - if possible"
+        if found:
+            beside.orders_from(found[0].start)
         negated = [word for item in found if (word := negated_predicate(original, item))]
         unread = unread or next(iter(accounting.unknown + negated), "")
         ordering_sentences += bool(found)
@@ -256,24 +244,9 @@ def read(
             gap = folded[before.end : after.start]
             in_sequence = in_sequence or bool(_STEPS.search(gap))
             in_sequence = in_sequence or (not listed and bool(_LISTED.fullmatch(gap)))
-    if orders and not qualifier:
-        below = (m for line in below_marked for m in qualifying_conditions(fold(line)))
-        qualifier = next((m.group(0) for m in below), "")  # "Action: north" then "(if possible)"
-    if conditional and orders:
-        # an order held back on a condition beside others would leave its unit to hold
-        # (or run the others as if it had not been written): the reply must decide
-        raise ParseError(
-            f"'{excerpt(conditional)}' is an order on a condition, and the environment "
-            "checks no conditions: give every order outright in one command.",
-            valid,
-        )
-    if qualifier and orders:
-        raise ParseError(
-            f"the order is followed by a condition ('{qualifier} ...'), and the environment "
-            "checks no conditions: send the command outright, on a final line "
-            "'Action: <command>'.",
-            valid,
-        )
+    if orders:
+        beside.below(below_marked)
+        beside.check(valid)
     if not marked and not listed and ordering_sentences > 1:
         in_sequence = True  # "North. North." is two turns
     # A word nothing accounts for rejects the reply; where the orders are rejected anyway
@@ -306,53 +279,6 @@ def _is_command(line: str, exact: Callable[[str], A | None]) -> bool:
         return bool(line.strip()) and exact(normalise(line)) is not None
     except ParseError:
         return False
-
-
-def _conditional_order(segment: str, folded: str, scan: Callable[[str], list[Found[A]]]) -> str:
-    """The first command phrase of `segment` that a condition governs ("C attack if
-    possible", "if the path is open, B east"; `core.clauses.conditioned_stretches`), as
-    written; empty if none. (An order asked as a question is no order: "A north? B
-    east." leaves A to hold.)"""
-    stretches = conditioned_stretches(folded)
-    if not stretches:
-        return ""
-    ends = [end for _, end in stretches]
-    for item in non_overlapping(scan(segment)):
-        if item.action is None or ((item.bare or item.weak) and is_mention(folded, item)):
-            continue
-        index = bisect.bisect_right(ends, item.start)  # the first stretch ending after it
-        if index < len(stretches) and stretches[index][0] <= item.start:
-            return segment[item.start : item.end]
-    return ""
-
-
-def _check_reason(
-    visible: str,
-    start: int,
-    scan: Callable[[str], list[Found[A]]],
-    fillers: frozenset[str],
-    valid: Sequence[str],
-) -> None:
-    """Raise if the reason from `start` to the end of `visible` hides an order: one after
-    a joint ("A, because bit 3 is set, and enter B") or one it schedules ("because: then
-    right"); see `core.reasons`."""
-    folded = fold(visible)
-    spans = [
-        (item.start, item.end)
-        for item in non_overlapping(scan(visible))
-        if item.start >= start and not ((item.bare or item.weak) and is_mention(folded, item))
-    ]
-    if not spans:
-        return
-    end, scheduling = ReasonReader(folded, spans, fillers).end(start, len(folded))
-    if scheduling:
-        raise unread_word(scheduling, "the reason", valid)
-    if end < len(folded):
-        raise ParseError(
-            f"'{excerpt(visible[end:].strip())}', after the reason, is another order: send "
-            "exactly one command, on a final line 'Action: <command>'.",
-            valid,
-        )
 
 
 def nothing_found(
@@ -419,43 +345,3 @@ def suggest(text: str, vocabulary: Sequence[str], limit: int = 3) -> list[str]:
             if spelled[match] not in out:
                 out.append(spelled[match])
     return out[:limit]
-
-
-@dataclass(frozen=True)
-class _Rejected:
-    """A memoised parse failure (a fresh ParseError is raised from it each time)."""
-
-    reason: str
-    valid: list[str]
-    suggestions: list[str]
-
-
-_CACHED_TEXT_CHARS = 200
-_CACHE_ENTRIES = 4096
-
-
-def memoise_parse(parse: Callable[..., A]) -> Callable[..., A]:
-    """Memoise a pure parse function of (text, *hashable args): agents repeat the same few
-    short replies, so short texts are remembered, failures included (a fresh ParseError is
-    raised from a remembered one each time). Bounded: the memo is dropped when full."""
-    memo: dict[tuple[object, ...], A | _Rejected] = {}
-
-    def memoised(text: str, *args: Hashable) -> A:
-        key = (text, *args)
-        cached = memo.get(key) if isinstance(text, str) else None
-        if cached is None:
-            try:
-                cached = parse(text, *args)
-            except ParseError as exc:
-                cached = _Rejected(exc.reason, exc.valid, exc.suggestions)
-            if isinstance(text, str) and len(text) <= _CACHED_TEXT_CHARS:
-                if len(memo) >= _CACHE_ENTRIES:
-                    memo.clear()
-                memo[key] = cached
-        if isinstance(cached, _Rejected):
-            raise ParseError(cached.reason, cached.valid, cached.suggestions)
-        return cached
-
-    memoised.__doc__ = parse.__doc__
-    memoised.__wrapped__ = parse  # type: ignore[attr-defined]
-    return memoised

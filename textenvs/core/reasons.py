@@ -43,13 +43,13 @@ _DIGIT_COMMA = re.compile(r"(?<=\d),(?=[ \t]?\d)")
 REASON_STOPS = "\n.;!?)\x1f"
 # Where a reason may go on to a further clause (matched on folded text).
 _JOINT = re.compile(
-    r"[,:&+/]|->|\b(?:and|but|so|plus|also|too|yet|while|whereas|or|nor|then|later|next"
+    r"[,:&+/>]|\b(?:and|but|so|plus|also|too|yet|while|whereas|or|nor|then|later|next"
     r"|afterwards?|after\s+that|followed\s+by|as\s+well(?:\s+as)?|along\s+with"
     r"|together\s+with|in\s+addition(?:\s+to)?|additionally|moreover|furthermore|besides)\b"
 )
 # A command phrase followed by one of these and a word that is not filler is the subject
 # of a description ("west are walls", "east has a bomb", "going east wastes a step").
-_PREDICATES = frozenset({
+PREDICATES = frozenset({
     "is", "are", "was", "were", "be", "been", "has", "have", "had", "does", "do", "did",
     "would", "will", "could", "can", "might", "may", "must", "should", "shall", "seems",
     "seem", "looks", "look", "appears", "remains", "lies", "sits", "leads", "lead", "gets",
@@ -57,6 +57,14 @@ _PREDICATES = frozenset({
     "contains", "blocks", "borders", "touches", "faces", "opens", "offers", "keeps",
     "needs", "requires", "risks", "loses", "becomes", "shows", "reads", "points", "runs",
     "connects", "feels", "sounds", "goes",
+})  # fmt: skip
+# Words that judge a direction rather than describe it: "east is even better" is no
+# description, whatever else the sentence says.
+EVALUATIVE = frozenset({
+    "correct", "right", "better", "best", "preferable", "preferred", "ideal", "optimal",
+    "safer", "safest", "smarter", "wiser", "superior", "good", "great", "fine",
+    "recommended", "advisable", "wise", "smart", "sensible", "logical", "obvious", "ok",
+    "okay", "answer", "choice", "option", "way", "pick", "move", "plan", "target", "goal",
 })  # fmt: skip
 # ...and one after one of these, with a word that is not filler before it, the place a
 # description names ("the exit is north", "the camp lies east").
@@ -167,8 +175,8 @@ class ReasonReader:
         of a description or the place one names, rather than an order."""
         after_at = bisect.bisect_left(self._word_starts, span[1])
         after = [m.group(0) for m in self._words[after_at : after_at + _REACH] if m.start() < hi]
-        if after and after[0] in _PREDICATES and any(w not in self._fillers for w in after[1:]):
-            return True
+        if after and after[0] in PREDICATES and any(w not in self._fillers for w in after[1:]):
+            return not any(w in EVALUATIVE for w in after[1:])
         before_at = bisect.bisect_left(self._word_starts, span[0])
         before = [
             m.group(0)
@@ -179,4 +187,5 @@ class ReasonReader:
             bool(before)
             and before[0] in _COPULAS
             and any(w not in self._fillers for w in before[1:])
+            and not any(w in EVALUATIVE for w in before[1:])
         )

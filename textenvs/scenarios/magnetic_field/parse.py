@@ -70,11 +70,13 @@ _VERB_ONLY = re.compile(rf"^{VERBS}(?:\s+{_FILLER}['\"]?(\S+?)['\"]?)?$")
 PHRASES: dict[Action, tuple[str, ...]] = {
     Action.RIGHT: (
         "right", "cursor right", "move right", "move cursor right", "moveright",
-        "movecursorright", "cursor_right", "next slot",
+        "movecursorright", "cursor_right", "next slot", "move the cursor right",
+        "move cursor to the right", "move the cursor to the right", "cursor to the right",
     ),
     Action.LEFT: (
         "left", "cursor left", "move left", "move cursor left", "moveleft",
-        "movecursorleft", "cursor_left", "previous slot", "prev slot",
+        "movecursorleft", "cursor_left", "previous slot", "prev slot", "move the cursor left",
+        "move cursor to the left", "move the cursor to the left", "cursor to the left",
     ),
     Action.SUBMIT: (
         "submit", "finalize", "finalise", "finalize answer", "finalise answer",

@@ -64,6 +64,8 @@ ORDER_ALIASES: dict[Order, tuple[str, ...]] = {
         "halt",
         "holds",
         "stays",
+        "holds position",
+        "holding position",
     ),
     Order.ATTACK: (
         "attack",

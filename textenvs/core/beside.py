@@ -1,0 +1,135 @@
+"""What a reply says beside its orders that stops them being executed as written.
+
+- An order held on a condition ("C attack if possible", "if the path is open, B east",
+  "north; otherwise east"): the environment checks no conditions, and running the other
+  orders alone would leave that unit to hold, or run them as if it had not been written.
+- A condition after an order, anywhere after it in the reply: in its clause, after a
+  dash or a colon, in a later sentence, or on a line below the `Action:` line ("north -
+  if possible", "north. Unless it is a wall.", "Action: north" then "(if possible)").
+- A question about a command after an order ("Action: north. Or east?").
+- An order hidden in a reason (`core.reasons`): "Action: A, because bit 3 is set, and
+  enter B".
+
+`Beside` gathers the first three while `core.parsing.read` goes through the command
+parts, and `check` raises the first it found; `check_reason` raises the fourth.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Hashable, Sequence
+from typing import Generic, TypeVar
+
+from textenvs.core.answer_format import fold
+from textenvs.core.clauses import conditioned_stretches, qualifying_conditions, questions
+from textenvs.core.consumption import Found, is_mention, non_overlapping, unread_word
+from textenvs.core.parse_error import ParseError, excerpt
+from textenvs.core.reasons import ReasonReader
+
+A = TypeVar("A", bound=Hashable)
+
+
+class Beside(Generic[A]):
+    """Conditions, questions and held orders beside the orders of one reply."""
+
+    def __init__(self, scan: Callable[[str], list[Found[A]]]):
+        self._scan = scan
+        self.held = self.condition = self.doubt = ""
+        self._asked: tuple[int, str] | None = None
+        self._conditions: list[re.Match[str]] = []
+
+    def look(self, segment: str, folded: str, *, ordered: bool) -> None:
+        """Note what a command part (`folded`: its folded text) says beside orders;
+        `ordered`: orders came before it, so all of it follows them."""
+        if not self.held:
+            held = _order_in(conditioned_stretches(folded), segment, folded, self._scan)
+            self.held = segment[held.start : held.end] if held else ""
+        asked = _order_in(questions(folded), segment, folded, self._scan)
+        self._asked = (asked.start, segment[asked.start : asked.end]) if asked else None
+        self._conditions = qualifying_conditions(folded)
+        if ordered:
+            self.orders_from(-1)
+
+    def orders_from(self, position: int) -> None:
+        """The part noted last gives orders from `position` on: what comes after counts."""
+        if self._asked and self._asked[0] > position and not self.doubt:
+            self.doubt = self._asked[1]
+        after = [m.group(0) for m in self._conditions if m.start() > position]
+        self.condition = self.condition or next(iter(after), "")
+
+    def below(self, lines: Sequence[str]) -> None:
+        """Lines right below the Action: lines follow its orders."""
+        below = (m.group(0) for line in lines for m in qualifying_conditions(fold(line)))
+        self.condition = self.condition or next(below, "")
+
+    def check(self, valid: Sequence[str]) -> None:
+        """Raise for the first thing found that stops the orders being executed."""
+        if self.held:
+            raise ParseError(
+                f"'{excerpt(self.held)}' is an order on a condition, and the environment "
+                "checks no conditions: give every order outright in one command.",
+                valid,
+            )
+        if self.doubt:
+            raise ParseError(
+                f"a question about '{excerpt(self.doubt)}' follows the order, which leaves "
+                "the choice open: decide, and send exactly one command.",
+                valid,
+            )
+        if self.condition:
+            raise ParseError(
+                f"the order is followed by a condition ('{self.condition} ...'), and the "
+                "environment checks no conditions: send the command outright, on a final "
+                "line 'Action: <command>'.",
+                valid,
+            )
+
+
+def check_reason(
+    visible: str,
+    start: int,
+    scan: Callable[[str], list[Found[A]]],
+    fillers: frozenset[str],
+    valid: Sequence[str],
+) -> None:
+    """Raise if the reason from `start` to the end of `visible` hides an order: one after
+    a joint ("A, because bit 3 is set, and enter B") or one it schedules ("because: then
+    right"); see `core.reasons`."""
+    folded = fold(visible)
+    spans = [
+        (item.start, item.end)
+        for item in non_overlapping(scan(visible))
+        if item.start >= start and not ((item.bare or item.weak) and is_mention(folded, item))
+    ]
+    if not spans:
+        return
+    end, scheduling = ReasonReader(folded, spans, fillers).end(start, len(folded))
+    if scheduling:
+        raise unread_word(scheduling, "the reason", valid)
+    if end < len(folded):
+        raise ParseError(
+            f"'{excerpt(visible[end:].strip())}', after the reason, is another order: send "
+            "exactly one command, on a final line 'Action: <command>'.",
+            valid,
+        )
+
+
+def _order_in(
+    stretches: list[tuple[int, int]],
+    segment: str,
+    folded: str,
+    scan: Callable[[str], list[Found[A]]],
+) -> Found[A] | None:
+    """The first command phrase of `segment` (as an order, not a place) inside one of
+    `stretches` (sorted, not overlapping), if any."""
+    if not stretches:
+        return None
+    ends = [end for _, end in stretches]
+    for item in non_overlapping(scan(segment)):
+        if item.action is None or ((item.bare or item.weak) and is_mention(folded, item)):
+            continue
+        index = bisect.bisect_right(ends, item.start)  # the first stretch ending after it
+        if index < len(stretches) and stretches[index][0] <= item.start:
+            return item
+    return None
