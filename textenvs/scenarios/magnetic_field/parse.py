@@ -63,6 +63,14 @@ _SPACED_CODE = re.compile(
     r"(?<![\w])(?=[0-9A-F ,\t]{0,60}[A-F])[0-9A-F]"
     r"(?:(?:[ \t]{0,3},[ \t]{0,3}|[ \t]{1,3})[0-9A-F]){2,7}(?![\w])"
 )
+# A lone `A` beside other words is the digit, not the article ("Action: A; right",
+# "A and enter B"): written upper case and not followed by a word, or followed by a
+# separator or a joining word in any case.
+_LONE_A = re.compile(
+    r"(?<![\w'])(?:A(?![\w'])(?![ \t]+[a-z])|[aA](?=[ \t]*(?:[;,.!:)\]\n]|$|(?:and|or|then"
+    r"|plus|also|next)\b|&)))",
+    re.MULTILINE,
+)
 _CODE_LINE = re.compile(r"^[ \t*`'\"]*(?:0x)?([0-9a-fA-F]{1,8})[ \t*`'\".]*$", re.MULTILINE)
 _MANY = re.compile(rf"^(?:(?:{VERBS}|{_SUBMIT})\s+)?['\"]?(?:0x)?([0-9a-f]{{2,8}})['\"]?$")
 _VERB_ONLY = re.compile(rf"^{VERBS}(?:\s+{_FILLER}['\"]?(\S+?)['\"]?)?$")
@@ -200,6 +208,13 @@ def scan(text: str) -> list[Found[Action]]:
                 found.append(Found(match.start(), match.end(), _hex(chars), chars))
             elif pattern is not _CODE or (len(chars) > 1 and not chars.isdigit()):
                 found.append(Found(match.start(), match.end(), None, chars, _several(chars)))
+    for match in _LONE_A.finditer(text):
+        if not any(f.start <= match.start() < f.end for f in found):
+            problem = (
+                "'A' stands alone beside other words: send 'enter A' (or just 'A') as the "
+                "whole command."
+            )
+            found.append(Found(match.start(), match.end(), None, "A", problem))
     for match in _SCAN_PHRASES.finditer(folded):
         phrase = " ".join(match.group(1).split())
         found.append(

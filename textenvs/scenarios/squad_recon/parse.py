@@ -86,6 +86,7 @@ FILLERS = frozenset({
     "going", "head", "heads", "heading", "advance", "advances", "please", "now", "the",
     "squad's", "squads'", "i'll", "let", "orders", "order", "are",
 })  # fmt: skip
+_COPULAS = frozenset({"is", "are", "was", "were", "stands", "sits"})
 # Every word a reply of orders may carry besides the grammar ("a" is squad A, not filler).
 READ_FILLERS = (CORE_FILLERS | FILLERS) - {"a"}
 
@@ -182,7 +183,10 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
         for a, b in itertools.pairwise([None, *matches, None])
     ):
         return None
+    described = -1  # the order token a "C is east" description takes in
     for index, match in enumerate(matches):
+        if index == described:
+            continue
         kind, word = match.lastgroup, " ".join(match.group(0).split())
         following = matches[index + 1].lastgroup if index + 1 < len(matches) else None
         if kind == "order" and not strict and (len(word) == 1 or _is_place(folded, match)):
@@ -258,6 +262,19 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
             if strict and tally.pending and not tally.ordered:
                 raise _no_order(tally.pending, valid)
             _check_clause(tally)
+            tally.clear()
+        elif kind == "word" and word in _COPULAS and following == "order" and tally.pending:
+            # "C is east" says where squad C is, not where it goes ("C is to go east" does)
+            problem = (
+                f"'{excerpt(word)}' before an order says where squad "
+                f"{' and '.join(tally.pending)} is, not an order: write e.g. "
+                f"'{tally.pending[0]} east'."
+            )
+            if strict:
+                raise ParseError(problem, valid)
+            end = matches[index + 1].end()
+            found.append(Found(tally.group_start, end, None, word, problem))
+            described = index + 1
             tally.clear()
         elif kind == "word" and word not in READ_FILLERS:
             if strict:
