@@ -96,13 +96,15 @@ def is_mention(folded: str, item: Found[A]) -> bool:
     before = WORD.findall(clause)
     if before and before[-1] in _COUNTED:
         return True
-    leads = 0
+    leads, last = 0, ""
     for word in reversed(before):
         if word in _VERBS or (word == "to" and leads == 0):
             return False
+        if word in ("along", "together") and last == "with":
+            return False  # "north, along with east": a second order
         if word not in _LEADS and (len(word) != 1 or word == "i"):  # "A north": a unit
             break
-        leads += 1
+        leads, last = leads + 1, word
     return leads > 0 or item.weak
 
 

@@ -64,20 +64,23 @@ from textenvs.core.consumption import (
 )
 from textenvs.core.memo import memoise_parse
 from textenvs.core.parse_error import ParseError, excerpt
-from textenvs.core.reasons import reason_is_last
+from textenvs.core.reasons import is_complement, is_subject, reason_is_last
 from textenvs.core.remarks import mask_remarks
 
 __all__ = [
     "FILLERS",
     "MASK",
     "MAX_COMMAND_CHARS",
+    "WORD",
     "Found",
     "ParseError",
     "Reading",
     "clean",
     "excerpt",
     "fold",
+    "is_complement",
     "is_mention",
+    "is_subject",
     "memoise_parse",
     "normalise",
     "nothing_found",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from collections.abc import Sequence
 
 from textenvs.core.words import TEMPORAL, WORD
 
@@ -71,6 +72,30 @@ EVALUATIVE = frozenset({
 _COPULAS = frozenset({"is", "are", "was", "were", "be", "been", "lies", "sits", "remains"})
 # How far a description is looked for around a command phrase (keeps reading linear).
 _REACH = 8
+
+
+def is_subject(after: Sequence[str], fillers: frozenset[str]) -> bool:
+    """Whether the words `after` a command phrase make it the subject of a description:
+    a verb, then a word that is neither filler nor a judgement ("west are walls", "east
+    has a bomb"; not "east is best", "east is even better")."""
+    return (
+        bool(after)
+        and after[0] in PREDICATES
+        and any(w not in fillers for w in after[1:])
+        and not any(w in EVALUATIVE for w in after[1:])
+    )
+
+
+def is_complement(before: Sequence[str], fillers: frozenset[str]) -> bool:
+    """Whether the words `before` a command phrase (nearest first) make it the place a
+    description names: a copula, with a subject that is not all filler or judgement
+    ("the exit is north"; not "the best move is north")."""
+    return (
+        bool(before)
+        and before[0] in _COPULAS
+        and any(w not in fillers for w in before[1:])
+        and not any(w in EVALUATIVE for w in before[1:])
+    )
 
 
 def reason_ends(text: str, *, listed: bool = False) -> list[int]:
@@ -175,17 +200,12 @@ class ReasonReader:
         of a description or the place one names, rather than an order."""
         after_at = bisect.bisect_left(self._word_starts, span[1])
         after = [m.group(0) for m in self._words[after_at : after_at + _REACH] if m.start() < hi]
-        if after and after[0] in PREDICATES and any(w not in self._fillers for w in after[1:]):
-            return not any(w in EVALUATIVE for w in after[1:])
+        if after and after[0] in PREDICATES:
+            return is_subject(after, self._fillers)
         before_at = bisect.bisect_left(self._word_starts, span[0])
         before = [
             m.group(0)
             for m in reversed(self._words[max(0, before_at - _REACH) : before_at])
             if m.start() >= lo
         ]
-        return (
-            bool(before)
-            and before[0] in _COPULAS
-            and any(w not in self._fillers for w in before[1:])
-            and not any(w in EVALUATIVE for w in before[1:])
-        )
+        return is_complement(before, self._fillers)

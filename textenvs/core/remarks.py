@@ -21,7 +21,7 @@ import itertools
 import re
 from collections.abc import Sequence
 
-from textenvs.core.reasons import EVALUATIVE, PREDICATES
+from textenvs.core.reasons import EVALUATIVE, PREDICATES, is_subject
 from textenvs.core.words import TEMPORAL, WORD
 
 _PARENTHESIS = re.compile(r"\([^()\n]*\)")
@@ -154,4 +154,4 @@ def _names_a_place(
     if _NOUN_AFTER.match(folded, mention[1]):
         return True
     after = [m.group(0) for m in itertools.islice(WORD.finditer(folded, mention[1], end), 8)]
-    return bool(after) and after[0] in PREDICATES and any(w not in fillers for w in after[1:])
+    return is_subject(after, fillers)

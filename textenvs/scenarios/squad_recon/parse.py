@@ -35,12 +35,15 @@ from textenvs.core.parsing import (
 )
 from textenvs.core.parsing import (
     MASK,
+    WORD,
     Found,
     ParseError,
     Reading,
     excerpt,
     fold,
+    is_complement,
     is_mention,
+    is_subject,
     memoise_parse,
     nothing_found,
     read,
@@ -55,27 +58,13 @@ ORDER_ALIASES: dict[Order, tuple[str, ...]] = {
     Order.EAST: ("east", "e", "move east", "moveeast", "go east", "right"),
     Order.WEST: ("west", "w", "move west", "movewest", "go west", "left"),
     Order.HOLD: (
-        "hold",
-        "h",
-        "hold position",
-        "holdposition",
-        "stay",
-        "wait",
-        "halt",
-        "holds",
-        "stays",
-        "holds position",
-        "holding position",
+        "hold", "h", "hold position", "holdposition", "stay", "wait", "halt", "holds", "stays",
+        "holds position", "holding position",
     ),
     Order.ATTACK: (
-        "attack",
-        "attack enemy camp",
-        "attackenemycamp",
-        "attack camp",
-        "assault",
-        "attacks",
+        "attack", "attack enemy camp", "attackenemycamp", "attack camp", "assault", "attacks",
     ),
-}
+}  # fmt: skip
 _ORDER_OF = {alias: order for order, aliases in ORDER_ALIASES.items() for alias in aliases}
 CALL_SIGNS = {"alpha": "A", "bravo": "B", "charlie": "C"}
 EVERYONE = ("all squads", "all units", "every squad", "everyone", "everybody", "all")
@@ -223,7 +212,9 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 found.append(Found(start, match.end(), items, word))
                 tally.pending, tally.ordered, tally.keyword = list(who), True, False
                 tally.in_sequence = tally.in_sequence or tally.step_seen
-            elif not is_mention(folded, Found(match.start(), match.end(), None, word, bare=True)):
+            elif not is_mention(
+                folded, Found(match.start(), match.end(), None, word, bare=True)
+            ) and not _describes(folded, match.start(), match.end()):
                 tally.stray.append(word)
                 if not strict:
                     found.append(Found(match.start(), match.end(), None, word, _stray(word, valid)))
@@ -331,6 +322,16 @@ def _check_clause(tally: _Tally) -> None:
 
 
 _OF = re.compile(r"\s*of\b")
+_CLAUSE = re.compile(r"[\n.;:!?,()\x1f]")
+
+
+def _describes(folded: str, start: int, end: int) -> bool:
+    """A direction that is the subject of a description ("west are walls") or the place
+    one names ("the camp is north"), not an order given to no squad."""
+    after = [m.group(0) for m in itertools.islice(WORD.finditer(folded, end), 8)]
+    clause = _CLAUSE.split(folded[max(0, start - 60) : start])[-1]
+    before = WORD.findall(clause)[::-1]
+    return is_subject(after, READ_FILLERS) or is_complement(before, READ_FILLERS)
 
 
 def _is_place(folded: str, match: re.Match[str]) -> bool:
