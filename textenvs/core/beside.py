@@ -60,8 +60,8 @@ class Beside(Generic[A]):
 
     def below(self, lines: Sequence[str]) -> None:
         """Lines right below the Action: lines follow its orders."""
-        below = (m.group(0) for line in lines for m in qualifying_conditions(fold(line)))
-        self.condition = self.condition or next(below, "")
+        for line in lines:
+            self.look(line, fold(line), ordered=True)
 
     def check(self, valid: Sequence[str]) -> None:
         """Raise for the first thing found that stops the orders being executed."""

@@ -65,7 +65,7 @@ from textenvs.core.consumption import (
 from textenvs.core.memo import memoise_parse
 from textenvs.core.parse_error import ParseError, excerpt
 from textenvs.core.reasons import is_complement, is_subject, reason_is_last
-from textenvs.core.remarks import mask_remarks
+from textenvs.core.remarks import is_remark, mask_remarks
 
 __all__ = [
     "FILLERS",
@@ -173,13 +173,7 @@ def read(
             return Reading([action], "the reply", False, False, whole)
     where = "the marked parts of the reply (Action: lines)" if marked else "the reply"
     for line in below_marked:
-        if _is_command(line, exact):
-            raise ParseError(
-                f"'{excerpt(line.strip())}', below the Action: line, is an order that line "
-                "does not hold, and only the Action: line is read: put the whole command on "
-                "one final line 'Action: <command>'.",
-                valid,
-            )
+        _check_below(line, exact, scan, fillers, valid)
     orders: list[A] = []
     in_sequence = skipped = False
     ordering_sentences = 0
@@ -263,17 +257,45 @@ def _command_parts(cleaned: str, exact: Callable[[str], A | None]) -> tuple[list
     """The marked command parts of a reply and the lines right below them. Beside an
     `Action:` line, a `Now:` or `Answer:` line is reasoning unless it is exactly one
     command ("Now: I am at (2,2)" is not read; "Now: east" must agree with the Action:
-    line); one after the Action: line is then read as a line below it."""
+    line); one after the Action: line is read like any marked part."""
     marked, below, reasoning = marked_commands(cleaned)
     if all(reasoning):
         return marked, below
-    parts: list[str] = []
-    for part, is_reasoning in zip(marked, reasoning, strict=True):
-        if not is_reasoning or _is_command(part, exact):
-            parts.append(part)
-        elif parts:
-            below.append(part)
+    first = reasoning.index(False)
+    parts = [p for p in marked[:first] if _is_command(p, exact)] + marked[first:]
     return parts, below
+
+
+def _check_below(
+    line: str,
+    exact: Callable[[str], A | None],
+    scan: Callable[[str], list[Found[A]]],
+    fillers: frozenset[str],
+    valid: Sequence[str],
+) -> None:
+    """A line right below an Action: line is not read only if it is a remark the reader
+    may leave unread (`core.remarks`: "Reason: the west is the edge of the grid");
+    anything else ("B east", "Actually, east", "Just kidding") rejects the reply: the
+    marked line was not the final word."""
+    if not WORD.search(line):
+        return
+    visible = mask_unread(line, fold(line))
+    folded = fold(visible)
+    scanned = non_overlapping(scan(visible))
+    mention = [(item.bare or item.weak) and is_mention(folded, item) for item in scanned]
+    if not _is_command(line, exact) and is_remark(
+        folded,
+        [(i.start, i.end, i.bare) for i, m in zip(scanned, mention, strict=True) if not m],
+        [(i.start, i.end) for i, m in zip(scanned, mention, strict=True) if m],
+        fillers,
+    ):
+        return
+    raise ParseError(
+        f"'{excerpt(line.strip())}', below the Action: line, may change the order, and only "
+        "the Action: line is read: put the whole command on one final line "
+        "'Action: <command>', with nothing after it.",
+        valid,
+    )
 
 
 def _is_command(line: str, exact: Callable[[str], A | None]) -> bool:

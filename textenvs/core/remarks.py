@@ -6,8 +6,9 @@ a remark to its command, in brackets, after a dash, or as a sentence after the c
 on its `Action:` line. Such a remark is masked (not read) only when it cannot change the
 order: it names no command phrase as an order, no word that could schedule, repeat,
 extend or cancel one (`REMARK_BLOCKERS`: "north (twice)", "excavate B3 (and C3)", "north
-(scratch that)"), no letter standing alone (a squad, a hex digit), and no number that is
-not the value of a named quantity ("field 2", "row 1"; not "north (3)", "north (go 3)").
+(scratch that)"), no letter standing in for a squad or a hex digit ("(A)"), and no
+number that is not the value of a named quantity ("field 2", "row 1"; not "north (3)",
+"north (go 3)").
 A command word in it must be a place or a description's subject ("the north neighbour
 reads 2", "the west is fully explored", "East is a flower"), in a remark with no word
 that goes, chooses or judges ("I meant the east", "the east is correct"). Any other
@@ -35,6 +36,7 @@ REMARK_BLOCKERS = TEMPORAL | frozenset({
     "forget", "undo", "redo", "retract", "revoke", "void", "invalid", "kidding", "joke",
     "joking", "abort", "stop", "hold", "wait", "wrong", "incorrect", "mistake", "typo",
     "error", "oops", "sorry", "actually", "correction", "change", "changed", "reverse",
+    "mean", "meant",
     "reversed", "opposite", "test", "draft", "tentative", "provisional", "suggestion",
     # going on past this turn
     "keep", "continue", "continuing", "onward", "onwards", "further", "repeating",
@@ -116,6 +118,20 @@ def mask_remarks(
     return "".join([*out, folded[last:]])
 
 
+def is_remark(
+    folded: str,
+    orders: Sequence[tuple[int, int, bool]],
+    mentions: Sequence[tuple[int, int]],
+    fillers: frozenset[str],
+) -> bool:
+    """Whether all of `folded` (say a line below an `Action:` line) is a remark that may
+    be left unread (module docstring), given the command phrases found in it."""
+    if any(not bare for _, _, bare in orders):
+        return False
+    named = [(start, end) for start, end, _ in orders] + list(mentions)
+    return _is_description(folded, 0, len(folded), named, fillers, sentence=False)
+
+
 def _is_description(
     folded: str,
     start: int,
@@ -131,9 +147,8 @@ def _is_description(
     described = any(w in PREDICATES for w in words[1:]) or any(w.endswith("'s") for w in words)
     if sentence and not described:
         return False  # a sentence must describe ("The camp is unseen"; not "Forget it")
-    letters = [w for w in words if len(w) == 1 and w.isalpha()]
-    if any(w not in "ai" for w in letters) or (letters and len(words) < 3):
-        return False  # "(C is weak)", "(A)": a squad or a hex digit
+    if len(words) < 3 and any(len(w) == 1 and w.isalpha() and w != "i" for w in words):
+        return False  # "(A)", "(C, B)": a squad or a hex digit
     for before, word in itertools.pairwise(["", *words]):
         if word in _UNITS and (before in _COUNTS or before.isdigit()):
             return False  # "north (two tiles)"
