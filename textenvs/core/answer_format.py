@@ -65,8 +65,8 @@ _LOOKALIKES = str.maketrans(
     "АВЕКМНОРСТХаеорсухіјѕԁһӏΑΒΕΖΗΙΚΜΝΟΡΤΥΧοιν",
     "ABEKMHOPCTXaeopcyxijsdhlABEZHIKMNOPTYXoiv",
 )
-# Chat-template tokens a model leaks ("north<|im_end|>", "</s>"): a line break, so text
-# a model goes on to write after one is read as its own line, never dropped.
+# Chat-template tokens a model leaks ("north<|im_end|>", "</s>"): a space, so whatever a
+# model goes on to write after one is read with the rest, never dropped.
 _SPECIAL_TOKEN = re.compile(
     r"<\|[a-z_]{1,20}\|>|</?s>|<(?:end|start)_of_turn>|<eos>|<bos>", re.IGNORECASE
 )
@@ -82,7 +82,7 @@ def clean(text: str) -> str:
     Cyrillic and Greek look-alikes of Latin letters) towards ASCII; a dash between
     clauses becomes `;`."""
     text = _THINK.sub(" ", text)
-    text = _SPECIAL_TOKEN.sub("\n", text)
+    text = _SPECIAL_TOKEN.sub(" ", text)
     text = _LATEX_WRAPPER.sub(" ", text)
     text = unicodedata.normalize("NFKC", text)
     text = _CLAUSE_DASH.sub(" ; ", text)

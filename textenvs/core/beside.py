@@ -7,11 +7,11 @@
   dash or a colon, in a later sentence, or on a line below the `Action:` line ("north -
   if possible", "north. Unless it is a wall.", "Action: north" then "(if possible)").
 - A question about a command after an order ("Action: north. Or east?").
-- An order hidden in a reason (`core.reasons`): "Action: A, because bit 3 is set, and
-  enter B".
 
-`Beside` gathers the first three while `core.parsing.read` goes through the command
-parts, and `check` raises the first it found; `check_reason` raises the fourth.
+`Beside` gathers them while `core.parsing.read` goes through the command parts, and
+`check` raises the first it found. `hides_order` tells whether a reason hides an order
+(`core.reasons`: "Action: A, because bit 3 is set, and enter B"), so that the reply is
+read in full rather than as the command before the reason.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Generic, TypeVar
 
 from textenvs.core.answer_format import fold
 from textenvs.core.clauses import conditioned_stretches, qualifying_conditions, questions
-from textenvs.core.consumption import Found, is_mention, non_overlapping, unread_word
+from textenvs.core.consumption import Found, is_mention, non_overlapping
 from textenvs.core.parse_error import ParseError, excerpt
 from textenvs.core.reasons import ReasonReader
 
@@ -86,14 +86,10 @@ class Beside(Generic[A]):
             )
 
 
-def check_reason(
-    visible: str,
-    start: int,
-    scan: Callable[[str], list[Found[A]]],
-    fillers: frozenset[str],
-    valid: Sequence[str],
-) -> None:
-    """Raise if the reason from `start` to the end of `visible` hides an order: one after
+def hides_order(
+    visible: str, start: int, scan: Callable[[str], list[Found[A]]], fillers: frozenset[str]
+) -> bool:
+    """Whether the reason from `start` to the end of `visible` hides an order: one after
     a joint ("A, because bit 3 is set, and enter B") or one it schedules ("because: then
     right"); see `core.reasons`."""
     folded = fold(visible)
@@ -103,16 +99,9 @@ def check_reason(
         if item.start >= start and not ((item.bare or item.weak) and is_mention(folded, item))
     ]
     if not spans:
-        return
+        return False
     end, scheduling = ReasonReader(folded, spans, fillers).end(start, len(folded))
-    if scheduling:
-        raise unread_word(scheduling, "the reason", valid)
-    if end < len(folded):
-        raise ParseError(
-            f"'{excerpt(visible[end:].strip())}', after the reason, is another order: send "
-            "exactly one command, on a final line 'Action: <command>'.",
-            valid,
-        )
+    return bool(scheduling) or end < len(folded)
 
 
 def _order_in(

@@ -58,7 +58,7 @@ _CONDITION = re.compile(
     r"|provided\s+(?:that|it|the|we|i|there|they|this)"
     r"|(?:as|so)\s+long\s+as|assuming|depending\s+on|depends\s+on|contingent\s+on"
     r"|in\s+the\s+event|should\s+(?:it|this|that|there|we|i|they)\s+(?:be|fail|work)"
-    r"|suppose|supposing|imagine|imagining|hypothetically|whether)\b"
+    r"|barring|suppose|supposing|imagine|imagining|hypothetically|whether)\b"
 )
 # After these an `if` asks whether ("check if north is open"): only its clause is unread.
 _ASKING = re.compile(

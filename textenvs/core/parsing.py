@@ -50,7 +50,7 @@ from textenvs.core.answer_format import (
     normalise,
     prepare,
 )
-from textenvs.core.beside import Beside, check_reason
+from textenvs.core.beside import Beside, hides_order
 from textenvs.core.clauses import MASK, mask_unread
 from textenvs.core.consumption import (
     FILLERS,
@@ -188,12 +188,14 @@ def read(
         beside.look(segment, original, ordered=bool(orders))
         one = exact(normalise(segment)) if marked or MASK not in visible else None
         reason = None if one is not None else _REASON.search(segment)
-        if reason and reason_is_last(segment, reason.end(), listed=listed):
-            # "Action: A, because bit 3 is set": the command before a reason that runs to
-            # the end of the part, if the reason hides no order
+        # "Action: A, because bit 3 is set": the command before a reason that runs to the
+        # end of the part, if the reason hides no order (else all of it is read below)
+        if (
+            reason
+            and reason_is_last(segment, reason.end(), listed=listed)
+            and not hides_order(visible, reason.start(), scan, fillers)
+        ):
             one = exact(normalise(segment[: reason.start()]))
-            if one is not None:
-                check_reason(visible, reason.start(), scan, fillers, valid)
         if one is not None:
             beside.orders_from(-1)
             orders.append(one)

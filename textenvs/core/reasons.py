@@ -66,6 +66,7 @@ EVALUATIVE = frozenset({
     "safer", "safest", "smarter", "wiser", "superior", "good", "great", "fine",
     "recommended", "advisable", "wise", "smart", "sensible", "logical", "obvious", "ok",
     "okay", "answer", "choice", "option", "way", "pick", "move", "plan", "target", "goal",
+    "route", "path", "priority", "alternative", "instead",
 })  # fmt: skip
 # ...and one after one of these, with a word that is not filler before it, the place a
 # description names ("the exit is north", "the camp lies east").

@@ -254,19 +254,26 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 raise _no_order(tally.pending, valid)
             _check_clause(tally)
             tally.clear()
-        elif kind == "word" and word in _COPULAS and following == "order" and tally.pending:
-            # "C is east" says where squad C is, not where it goes ("C is to go east" does)
-            problem = (
-                f"'{excerpt(word)}' before an order says where squad "
-                f"{' and '.join(tally.pending)} is, not an order: write e.g. "
-                f"'{tally.pending[0]} east'."
-            )
-            if strict:
-                raise ParseError(problem, valid)
-            end = matches[index + 1].end()
-            found.append(Found(tally.group_start, end, None, word, problem))
-            described = index + 1
-            tally.clear()
+        elif kind == "word" and word in _COPULAS and tally.pending and not tally.ordered:
+            after = _after_copula(matches, index)
+            if after is not None and after.lastgroup == "order":
+                # "C is east" says where squad C is, not where it goes ("C is to go east")
+                problem = (
+                    f"'{excerpt(word)}' before an order says where squad "
+                    f"{' and '.join(tally.pending)} is, not an order: write e.g. "
+                    f"'{tally.pending[0]} east'."
+                )
+                if strict:
+                    raise ParseError(problem, valid)
+                found.append(Found(tally.group_start, after.end(), None, word, problem))
+                described = matches.index(after)
+                tally.clear()
+            elif (
+                after is not None
+                and after.lastgroup == "word"
+                and not _ORDER_LIKE.match(after.group(0))
+            ):
+                tally.clear()  # "C is weak", "A and B are the scouts": a description
         elif kind == "word" and word not in READ_FILLERS:
             if strict:
                 return None
@@ -322,6 +329,21 @@ def _check_clause(tally: _Tally) -> None:
 
 
 _OF = re.compile(r"\s*of\b")
+# After "C is", what makes an order of it: "C is to attack", "C is going east".
+_ORDER_LIKE = re.compile(r"(?:to|\w+ing|go|move|head|advance)$")
+
+
+def _after_copula(matches: list[re.Match[str]], index: int) -> re.Match[str] | None:
+    """What the copula at `index` links its squads to: the first token after it that is
+    not filler (a few at most); None where an order follows ("C is to attack")."""
+    for match in matches[index + 1 : index + 5]:
+        if match.lastgroup == "word" and _ORDER_LIKE.match(match.group(0)):
+            return None
+        if match.lastgroup != "word" or match.group(0) not in READ_FILLERS:
+            return match
+    return None
+
+
 _CLAUSE = re.compile(r"[\n.;:!?,()\x1f]")
 
 
