@@ -164,7 +164,7 @@ def read(
     first word nothing accounts for.
     """
     cleaned, whole = prepare(text, valid)
-    marked, below_marked = _command_parts(cleaned, exact)
+    marked, below_marked = _command_parts(cleaned, exact, scan)
     # "north?" is the command, edge punctuation aside; "Should A go north?" is a question.
     asks = cleaned.rstrip(_EDGE_NOISE.replace("?", "")).endswith("?") and " " in whole
     if not marked and not asks:
@@ -255,17 +255,33 @@ def read(
     return Reading(orders, where, in_sequence, skipped, whole)
 
 
-def _command_parts(cleaned: str, exact: Callable[[str], A | None]) -> tuple[list[str], list[str]]:
+def _command_parts(
+    cleaned: str, exact: Callable[[str], A | None], scan: Callable[[str], list[Found[A]]]
+) -> tuple[list[str], list[str]]:
     """The marked command parts of a reply and the lines right below them. Beside an
-    `Action:` line, a `Now:` or `Answer:` line is reasoning unless it is exactly one
-    command ("Now: I am at (2,2)" is not read; "Now: east" must agree with the Action:
-    line); one after the Action: line is read like any marked part."""
+    `Action:` line, a `Now:` or `Answer:` line before it is reasoning (`_is_reasoning`:
+    "Now: I am at (2,2)" is not read; "Now: east" must agree with the Action: line); one
+    after the Action: line is read like any marked part."""
     marked, below, reasoning = marked_commands(cleaned)
     if all(reasoning):
         return marked, below
     first = reasoning.index(False)
-    parts = [p for p in marked[:first] if _is_command(p, exact)] + marked[first:]
+    parts = [p for p in marked[:first] if not _is_reasoning(p, exact, scan)] + marked[first:]
     return parts, below
+
+
+def _is_reasoning(
+    part: str, exact: Callable[[str], A | None], scan: Callable[[str], list[Found[A]]]
+) -> bool:
+    """Whether a `Now:`/`Answer:` part before the Action: line is reasoning: no command
+    by itself, nothing shaped like a command that cannot be executed ("Answer: 3FA0"
+    stays a marked part, and is rejected)."""
+    try:
+        if exact(normalise(part)) is not None:
+            return False
+    except ParseError:
+        return False
+    return all(item.action is not None for item in scan(part))
 
 
 def _check_below(

@@ -26,6 +26,7 @@ from textenvs.core.reasons import EVALUATIVE, PREDICATES, is_subject
 from textenvs.core.words import TEMPORAL, WORD
 
 _PARENTHESIS = re.compile(r"\([^()\n]*\)")
+_CELL = re.compile(r"[a-wyz]\d{1,2}")
 _SENTENCE = re.compile(r"[^.;!?\n]+[.;!?\n]*")
 REMARK_BLOCKERS = TEMPORAL | frozenset({
     "times", "x", "all", "every", "each", "repeat", "repeatedly", "again", "until", "till",
@@ -149,15 +150,17 @@ def _is_description(
         return False  # a sentence must describe ("The camp is unseen"; not "Forget it")
     if len(words) < 3 and any(len(w) == 1 and w.isalpha() and w != "i" for w in words):
         return False  # "(A)", "(C, B)": a squad or a hex digit
+    cells = [w for w in words if _CELL.fullmatch(w)]  # "B3": a place, as a command names one
     for before, word in itertools.pairwise(["", *words]):
         if word in _UNITS and (before in _COUNTS or before.isdigit()):
             return False  # "north (two tiles)"
         # "field 2", "bits 1-4" are values; "north (3)", "north (go 3)" counts
         unlabelled = not before or before in fillers or before in _UNITS
-        if any(c.isdigit() for c in word) and unlabelled and not before.isdigit():
+        count = any(c.isdigit() for c in word) and word not in cells
+        if count and unlabelled and not before.isdigit():
             return False
-    if mentions and any(w in _STEERING for w in words):
-        return False
+    if (mentions or cells) and any(w in _STEERING for w in words):
+        return False  # "the east is correct", "C3 is the better cell"
     return all(_names_a_place(folded, mention, end, fillers) for mention in mentions)
 
 

@@ -41,7 +41,8 @@ _ENDS_CLAUSE = re.compile(_CLAUSE_END)
 _EXACT_HEX = re.compile(rf"^(?:{VERBS}\s+{_FILLER})?{_CHAR}$")
 _SCAN_HEX = re.compile(rf"\b{VERBS}\s+{_FILLER}['\"]?(?:0x)?([0-9a-f]{{1,8}})\b['\"]?")
 _INTO_SLOT = re.compile(
-    r"\s+(?:in|into|at|to|for|on)\s+(?:the\s+)?(?:slot|position|place|box)\s*(?:#\s*)?\d"
+    r"(?:[\s(\[,;:>@-]+(?:in|into|at|to|for|on)\s+|[\s(\[,;:>@-]+)(?:the\s+)?"
+    r"(?:slot|position|place|box)\s*(?:#\s*)?\d"
 )
 _MORE_CHARS = re.compile(rf"(?:\s*[,&+/]\s*|\s+and\s+|\s+){_CHAR}{_CLAUSE_END}")
 # 'submit' followed by a character, in any punctuation: "submit: A", "submit (FAAE)",

@@ -89,6 +89,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             rf"{_CELL_AT}\b",
         ),
         (
+            "support",
+            rf"\b{_BUILD}\s+{_ARTICLE}(?P<m>{'|'.join(MATERIALS)})\s+{_CELL_AT}\b",
+        ),
+        (
             "conduit",
             rf"\b(?:(?:{_BUILD}|run|connect|extend)\s+{_ARTICLE})?(?:power\s+)?conduits?\s+"
             r"(?:(?:on|along|at|through|over|from|in|across|between)\s+)?(?:(?:the\s+)?cells?\s+)?"
