@@ -44,7 +44,8 @@ _REASONING_LABELS = frozenset({"now", "answer", "my answer"})
 _INTERJECTION = r"(?:wait|ok|okay|so|hmm+|alright|actually|well|fine|right|sorry)"
 _ACTION_LINE = re.compile(
     rf"(?:^|(?<=[.!?])[ \t]|^[ \t*_]*{_INTERJECTION}[ \t]*[,.!])"
-    rf"[ \t>*#_`{{\"'-]*{_LABEL}[\"'*_` \t]*[:=][*_` \t]*(?P<content>.*)$",
+    rf"(?P<lead>[ \t>*#_`{{\"'-]*){_LABEL}[\"'*_` \t]*"
+    r"(?:[:=][*_` \t]*(?P<content>.*)$|$)",
     re.IGNORECASE | re.MULTILINE,
 )
 # The opening line of a code fence names its language ("```text"): not part of the reply.
@@ -140,9 +141,14 @@ def action_lines(text: str) -> tuple[list[str], list[str], list[bool]]:
     contents: list[str] = []
     below: list[str] = []
     reasoning: list[bool] = []
-    matches = list(_ACTION_LINE.finditer(text))
+    # a label with no colon only as a markdown heading ("### Action", the command below)
+    matches = [
+        m
+        for m in _ACTION_LINE.finditer(text)
+        if m.group("content") is not None or "#" in m.group("lead")
+    ]
     for match, following in itertools.zip_longest(matches, matches[1:]):
-        content = match.group("content")
+        content = match.group("content") or ""
         if content.strip(_EDGE_NOISE):
             stop = following.start() if following else len(text)  # each stretch read once
             below += ("\n" + text[match.end() + 1 : stop]).split("\n\n", 1)[0].splitlines()
@@ -151,7 +157,9 @@ def action_lines(text: str) -> tuple[list[str], list[str], list[bool]]:
             while text.startswith("\n", start):
                 start += 1
             blank = text.find("\n\n", start)
-            content = _ACTION_LINE.split(text[start : blank if blank >= 0 else len(text)], 1)[0]
+            stretch = text[start : blank if blank >= 0 else len(text)]
+            label = _ACTION_LINE.search(stretch)
+            content = stretch[: label.start()] if label else stretch
         contents.append(content)
         reasoning.append(" ".join(match.group("label").lower().split()) in _REASONING_LABELS)
     return contents, below, reasoning

@@ -47,6 +47,14 @@ _VERBS = frozenset({
     "go", "goes", "going", "move", "moves", "moving", "head", "heads", "heading", "walk",
     "step", "travel", "proceed", "do", "run", "perform", "take", "make", "start",
 })  # fmt: skip
+# A command word right after one of these tells what was done, not what to do ("the
+# field rose when I moved south").
+_PAST = frozenset({
+    "moved", "went", "came", "headed", "walked", "stepped", "travelled", "traveled", "ran",
+    "turned", "rotated", "marked", "entered", "typed", "excavated", "dug", "placed", "built",
+    "researched", "scanned", "waited", "revealed", "attacked", "held", "submitted", "was",
+    "were",
+})  # fmt: skip
 _COUNTED = frozenset({
     "steps", "moves", "turns", "tries", "attempts", "slots", "characters", "digits", "cells",
 })  # fmt: skip
@@ -94,7 +102,7 @@ def is_mention(folded: str, item: Found[A]) -> bool:
         return True
     clause = _CLAUSE_BREAK.split(folded[max(0, item.start - 60) : item.start])[-1]
     before = WORD.findall(clause)
-    if before and before[-1] in _COUNTED:
+    if before and (before[-1] in _COUNTED or before[-1] in _PAST):
         return True
     leads, last = 0, ""
     for word in reversed(before):

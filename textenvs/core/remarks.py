@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 
 from textenvs.core.reasons import EVALUATIVE, PREDICATES, is_subject
-from textenvs.core.words import TEMPORAL, WORD
+from textenvs.core.words import FILLERS, TEMPORAL, WORD
 
 _PARENTHESIS = re.compile(r"\([^()\n]*\)")
 _CELL = re.compile(r"[a-wyz]\d{1,2}")
@@ -39,15 +39,27 @@ REMARK_BLOCKERS = TEMPORAL | frozenset({
     "error", "oops", "sorry", "actually", "correction", "change", "changed", "reverse",
     "mean", "meant",
     "reversed", "opposite", "test", "draft", "tentative", "provisional", "suggestion",
+    "other", "others", "back", "withdraw", "reconsider", "rescind", "farther",
+    "same", "likewise", "similarly", "ditto",
     # going on past this turn
     "keep", "continue", "continuing", "onward", "onwards", "further", "repeating",
+})  # fmt: skip
+# "slot 3", "row 2": which one, not how many.
+_ORDINAL_UNITS = frozenset({
+    "slot", "row", "column", "cell", "tile", "square", "position", "window", "point", "bit",
+})  # fmt: skip
+# "the field here is 2": a number after these is the value of what came before.
+_LINKS = frozenset({"is", "are", "was", "were", "reads", "equals", "of", "at"})
+# A sentence remark that starts with one of these has a subject: it describes.
+_SUBJECTS = frozenset({
+    "the", "this", "that", "these", "those", "it", "its", "there", "my", "our", "a", "an",
 })  # fmt: skip
 # A count of these repeats the order ("north (two tiles)"); one alone is a noun ("the
 # east tile"), and a number after one is no value ("north (tiles: 3)", "(distance 2)").
 _UNITS = frozenset({
     "steps", "step", "tiles", "tile", "squares", "square", "cells", "cell", "spaces",
     "space", "slots", "slot", "places", "positions", "turns", "turn", "moves", "move",
-    "rounds", "round", "distance", "range", "length", "far", "count", "amount", "number",
+    "rounds", "round", "distance", "range", "length", "count", "amount", "number",
 })  # fmt: skip
 _COUNTS = frozenset({
     "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "few", "several",
@@ -91,8 +103,7 @@ def mask_remarks(
     mention_starts = [start for start, _ in mentions]
     stretches = [(*m.span(), False) for m in _PARENTHESIS.finditer(folded)]
     if after_orders and orders:
-        first = next(m.end() for m in _SENTENCE.finditer(folded) if m.end() > orders[0][0])
-        stretches += [(*m.span(), True) for m in _SENTENCE.finditer(folded, first)]
+        stretches += _line_remarks(folded, orders, order_starts)
     spans = []
     for start, end, sentence in stretches:
         # an order starting before the remark and reaching into it (phrases sorted by
@@ -119,6 +130,32 @@ def mask_remarks(
     return "".join([*out, folded[last:]])
 
 
+def _line_remarks(
+    folded: str, orders: Sequence[tuple[int, int, bool]], order_starts: list[int]
+) -> list[tuple[int, int, bool]]:
+    """The remarks of an `Action:` line after its first order: in a sentence that gives
+    an order, what follows a comma after its last one ("east, toward the unexplored
+    columns"); a later sentence that gives none ("The east tile is a flower."), which must
+    be a description unless a dash opened it ("east - unexplored territory"). Each is
+    `(start, end, as a sentence)`."""
+    remarks = []
+    for sentence in _SENTENCE.finditer(folded):
+        start, end = sentence.span()
+        if end <= orders[0][0]:
+            continue
+        inside = orders[
+            bisect.bisect_left(order_starts, start) : bisect.bisect_left(order_starts, end)
+        ]
+        if start <= orders[0][0] or any(not bare for _, _, bare in inside):
+            comma = folded.find(",", inside[-1][1], end)
+            if comma >= 0:
+                remarks.append((comma, end, False))
+        else:  # it may describe what it names ("East is a flower.")
+            dash = folded[max(0, start - 2) : start] == " ;"  # cleaning made it a clause break
+            remarks.append((start, end, not dash))
+    return remarks
+
+
 def is_remark(
     folded: str,
     orders: Sequence[tuple[int, int, bool]],
@@ -143,25 +180,35 @@ def _is_description(
     sentence: bool,
 ) -> bool:
     words = [m.group(0) for m in WORD.finditer(folded, start, end)]
-    if any(w in REMARK_BLOCKERS for w in words):
-        return False
+    if any(w in REMARK_BLOCKERS for w in words) or "as far" in " ".join(words):
+        return False  # ... or "north (as far as it goes)": to the wall
     described = any(w in PREDICATES for w in words[1:]) or any(w.endswith("'s") for w in words)
-    if sentence and not described:
+    if sentence and not (described or (words and words[0] in _SUBJECTS)):
         return False  # a sentence must describe ("The camp is unseen"; not "Forget it")
     if len(words) < 3 and any(len(w) == 1 and w.isalpha() and w != "i" for w in words):
         return False  # "(A)", "(C, B)": a squad or a hex digit
     cells = [w for w in words if _CELL.fullmatch(w)]  # "B3": a place, as a command names one
+    named = False  # a word so far that names a quantity ("field", "stress", "bits")
     for before, word in itertools.pairwise(["", *words]):
         if word in _UNITS and (before in _COUNTS or before.isdigit()):
             return False  # "north (two tiles)"
-        # "field 2", "bits 1-4" are values; "north (3)", "north (go 3)" counts
-        unlabelled = not before or before in fillers or before in _UNITS
-        count = any(c.isdigit() for c in word) and word not in cells
-        if count and unlabelled and not before.isdigit():
-            return False
+        if any(c.isdigit() for c in word) and word not in cells and not _is_value(before, named):
+            return False  # "north (3)", "north (go 3)", "north (tiles: 3)" count
+        named = named or (before not in fillers and before not in _UNITS and before.isalpha())
     if (mentions or cells) and any(w in _STEERING for w in words):
         return False  # "the east is correct", "C3 is the better cell"
     return all(_names_a_place(folded, mention, end, fillers) for mention in mentions)
+
+
+def _is_value(before: str, named: bool) -> bool:
+    """Whether a number after `before` is a value ("field 2", "bits 1-4", "slot 3", "the
+    field here is 2") rather than a count; `named`: a word naming a quantity came
+    earlier in the remark."""
+    if before.isdigit() or before in _ORDINAL_UNITS:
+        return True
+    if before in _LINKS:
+        return named
+    return bool(before) and before not in _UNITS and before not in FILLERS
 
 
 def _names_a_place(

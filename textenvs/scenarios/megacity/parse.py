@@ -104,7 +104,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
         (
             "research",
-            r"\b(?:(?:conduct|carry\s+out)\s+(?:some\s+|more\s+)?)?research"
+            r"\b(?:(?:do|conduct|carry\s+out|perform)\s+(?:some\s+|more\s+)?)?research"
             r"(?:\s+(?:the\s+)?anomal(?:y|ies))?\b",
         ),
         (
