@@ -42,7 +42,9 @@ REMARK_BLOCKERS = TEMPORAL | frozenset({
     "other", "others", "back", "withdraw", "reconsider", "rescind", "farther",
     "same", "likewise", "similarly", "ditto",
     # going on past this turn
-    "keep", "continue", "continuing", "onward", "onwards", "further", "repeating",
+    "keep", "continue", "continuing", "onward", "onwards", "further", "repeating", "rest",
+    "continuously", "constantly", "forever", "indefinitely", "always", "nonstop",
+    "permanently", "forward", "henceforth",
 })  # fmt: skip
 # "slot 3", "row 2": which one, not how many.
 _ORDINAL_UNITS = frozenset({
@@ -54,6 +56,8 @@ _LINKS = frozenset({"is", "are", "was", "were", "reads", "equals", "of", "at"})
 _SUBJECTS = frozenset({
     "the", "this", "that", "these", "those", "it", "its", "there", "my", "our", "a", "an",
 })  # fmt: skip
+# Phrases that make the order last ("north (as far as it goes)", "east, from now on").
+_GOING_ON = re.compile(r"\bas far\b|\bfrom now on\b|\bfor good\b")
 # A count of these repeats the order ("north (two tiles)"); one alone is a noun ("the
 # east tile"), and a number after one is no value ("north (tiles: 3)", "(distance 2)").
 _UNITS = frozenset({
@@ -180,8 +184,8 @@ def _is_description(
     sentence: bool,
 ) -> bool:
     words = [m.group(0) for m in WORD.finditer(folded, start, end)]
-    if any(w in REMARK_BLOCKERS for w in words) or "as far" in " ".join(words):
-        return False  # ... or "north (as far as it goes)": to the wall
+    if any(w in REMARK_BLOCKERS for w in words) or _GOING_ON.search(" ".join(words)):
+        return False
     described = any(w in PREDICATES for w in words[1:]) or any(w.endswith("'s") for w in words)
     if sentence and not (described or (words and words[0] in _SUBJECTS)):
         return False  # a sentence must describe ("The camp is unseen"; not "Forget it")
