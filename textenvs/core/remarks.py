@@ -58,6 +58,11 @@ _SUBJECTS = frozenset({
 })  # fmt: skip
 # Phrases that make the order last ("north (as far as it goes)", "east, from now on").
 _GOING_ON = re.compile(r"\bas far\b|\bfrom now on\b|\bfor good\b")
+# After "too" these make it "as well" ("C too, now", "B too in two turns").
+_NOT_ADJECTIVES = frozenset({
+    "now", "then", "next", "later", "after", "before", "again", "in", "on", "at", "for",
+    "from", "with", "by", "as", "and", "please", "this", "that",
+})  # fmt: skip
 # A count of these repeats the order ("north (two tiles)"); one alone is a noun ("the
 # east tile"), and a number after one is no value ("north (tiles: 3)", "(distance 2)").
 _UNITS = frozenset({
@@ -184,7 +189,12 @@ def _is_description(
     sentence: bool,
 ) -> bool:
     words = [m.group(0) for m in WORD.finditer(folded, start, end)]
-    if any(w in REMARK_BLOCKERS for w in words) or _GOING_ON.search(" ".join(words)):
+    if any(
+        w in REMARK_BLOCKERS and not _intensifies(w, words[i + 1 : i + 2])
+        for i, w in enumerate(words)
+    ):
+        return False
+    if _GOING_ON.search(" ".join(words)):
         return False
     described = any(w in PREDICATES for w in words[1:]) or any(w.endswith("'s") for w in words)
     if sentence and not (described or (words and words[0] in _SUBJECTS)):
@@ -202,6 +212,18 @@ def _is_description(
     if (mentions or cells) and any(w in _STEERING for w in words):
         return False  # "the east is correct", "C3 is the better cell"
     return all(_names_a_place(folded, mention, end, fillers) for mention in mentions)
+
+
+def _intensifies(word: str, following: Sequence[str]) -> bool:
+    """'too' before an adjective ("C is too weak") says how much, not "as well"."""
+    return (
+        word == "too"
+        and bool(following)
+        and len(following[0]) > 2
+        and following[0].isalpha()
+        and following[0] not in FILLERS
+        and following[0] not in _NOT_ADJECTIVES
+    )
 
 
 def _is_value(before: str, named: bool) -> bool:

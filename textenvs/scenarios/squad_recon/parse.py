@@ -339,6 +339,8 @@ def _after_copula(matches: list[re.Match[str]], index: int) -> re.Match[str] | N
     for match in matches[index + 1 : index + 5]:
         if match.lastgroup == "word" and _ORDER_LIKE.match(match.group(0)):
             return None
+        if match.group(0) == "too":
+            continue  # "C is too weak"
         if match.lastgroup != "word" or match.group(0) not in READ_FILLERS:
             return match
     return None
