@@ -36,7 +36,7 @@ class Beside(Generic[A]):
     def __init__(self, scan: Callable[[str], list[Found[A]]]):
         self._scan = scan
         self.held = self.condition = self.doubt = ""
-        self._asked: tuple[int, str] | None = None
+        self._part = ("", "")
         self._conditions: list[re.Match[str]] = []
 
     def look(self, segment: str, folded: str, *, ordered: bool) -> None:
@@ -45,16 +45,19 @@ class Beside(Generic[A]):
         if not self.held:
             held = _order_in(conditioned_stretches(folded), segment, folded, self._scan)
             self.held = segment[held.start : held.end] if held else ""
-        asked = _order_in(questions(folded), segment, folded, self._scan)
-        self._asked = (asked.start, segment[asked.start : asked.end]) if asked else None
+        self._part = (segment, folded)
         self._conditions = qualifying_conditions(folded)
         if ordered:
             self.orders_from(-1)
 
     def orders_from(self, position: int) -> None:
         """The part noted last gives orders from `position` on: what comes after counts."""
-        if self._asked and self._asked[0] > position and not self.doubt:
-            self.doubt = self._asked[1]
+        segment, folded = self._part
+        if not self.doubt and "?" in folded[position + 1 :]:
+            # looked for only here: a question with no order before it is no doubt
+            asked = _order_in(questions(folded), segment, folded, self._scan)
+            if asked and asked.start > position:
+                self.doubt = segment[asked.start : asked.end]
         after = [m.group(0) for m in self._conditions if m.start() > position]
         self.condition = self.condition or next(iter(after), "")
 

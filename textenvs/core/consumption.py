@@ -137,7 +137,7 @@ def account(
     trailing_end = reason_ends(folded, listed=listed)
     leading_end = next_stop(folded, "\n.;:!?)\x1f,")
     sentence = _sentence_starts(folded)
-    reasons = ReasonReader(folded, [(f.start, f.end) for f in found], fillers)
+    reasons: ReasonReader | None = None  # built at the first reason: most parts have none
     every_word = list(WORD.finditer(folded))
     next_word = {id(a): b for a, b in itertools.pairwise(every_word)}
     words = [w for w in every_word if not covered[w.start()]]
@@ -156,6 +156,7 @@ def account(
         if starts_reason(word, following, covered, ordered_before, trailing_end[at]):
             # to the end of its clause, or to a joint before an order (`core.reasons`)
             clause_end = (trailing_end if ordered_before else leading_end)[at]
+            reasons = reasons or ReasonReader(folded, [(f.start, f.end) for f in found], fillers)
             dropped_until, scheduling = reasons.end(at, clause_end)
             if scheduling:
                 unknown.append((at, scheduling))  # the reason orders something for later

@@ -20,7 +20,7 @@ from textenvs.scenarios.em_anomaly.state import (
 
 
 class EMAnomalyEnv(TextEnv[EMState, Action]):
-    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v3`, `em-anomaly`).
+    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v4`, `em-anomaly`).
 
     ## Description
     A 15x15 laboratory floor has insulating walls on 45 tiles (20%) and one hidden

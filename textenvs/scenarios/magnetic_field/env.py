@@ -20,7 +20,7 @@ from textenvs.scenarios.magnetic_field.state import (
 
 
 class MagneticFieldEnv(TextEnv[MagneticState, Action]):
-    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v3`, `magnetic-field`).
+    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v4`, `magnetic-field`).
 
     ## Description
     A static 9x9 "magnetic field" of 0 (empty), 1 (field line) and 2 (intersection) hides

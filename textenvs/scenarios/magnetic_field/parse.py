@@ -209,8 +209,11 @@ def scan(text: str) -> list[Found[Action]]:
                 found.append(Found(match.start(), match.end(), _hex(chars), chars))
             elif pattern is not _CODE or (len(chars) > 1 and not chars.isdigit()):
                 found.append(Found(match.start(), match.end(), None, chars, _several(chars)))
+    covered = bytearray(len(text) + 1)  # where a phrase found so far lies (linear)
+    for item in found:
+        covered[item.start : item.end] = b"\x01" * (item.end - item.start)
     for match in _LONE_A.finditer(text):
-        if not any(f.start <= match.start() < f.end for f in found):
+        if not covered[match.start()]:
             problem = (
                 "'A' stands alone beside other words: send 'enter A' (or just 'A') as the "
                 "whole command."

@@ -50,7 +50,7 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v3`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v4`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,

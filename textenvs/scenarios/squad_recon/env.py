@@ -22,7 +22,7 @@ ORDER_WORDS = "north|south|east|west|hold|attack"
 
 
 class SquadReconEnv(TextEnv[ReconState, Orders]):
-    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v3`, `squad-recon`).
+    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v4`, `squad-recon`).
 
     ## Description
     A 15x15 battlefield of open ground, walls and forest hides two enemy camps of

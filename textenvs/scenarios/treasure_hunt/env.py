@@ -19,7 +19,7 @@ from textenvs.scenarios.treasure_hunt.state import (
 
 
 class TreasureHuntEnv(TextEnv[TreasureState, Action]):
-    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v3`, `treasure-hunt`).
+    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v4`, `treasure-hunt`).
 
     ## Description
     An 8x8 grid hides one Bomb, ten Flowers and 53 Empty tiles. The symbols are inverted:
