@@ -79,9 +79,11 @@ _CLAUSE_DASH = re.compile(r"(?<=\S)(?:[ \t]*—|[ \t]+–[ \t]|[ \t]+-{1,2}[ \t]
 
 
 def clean(text: str) -> str:
-    """Drop reasoning blocks and control characters; fold unicode (NFKC, curly quotes,
-    Cyrillic and Greek look-alikes of Latin letters) towards ASCII; a dash between
-    clauses becomes `;`."""
+    """Drop reasoning blocks and format characters (zero-width spaces and joiners, soft
+    hyphens: "i<ZWSP>f" reads as the "if" it shows), blank other control characters;
+    fold unicode (NFKC, curly quotes, Cyrillic and Greek look-alikes of Latin letters)
+    towards ASCII; a dash between clauses becomes `;`."""
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     text = _THINK.sub(" ", text)
     text = _SPECIAL_TOKEN.sub(" ", text)
     text = _LATEX_WRAPPER.sub(" ", text)
