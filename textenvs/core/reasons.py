@@ -66,7 +66,11 @@ EVALUATIVE = frozenset({
     "safer", "safest", "smarter", "wiser", "superior", "good", "great", "fine",
     "recommended", "advisable", "wise", "smart", "sensible", "logical", "obvious", "ok",
     "okay", "answer", "choice", "option", "way", "pick", "move", "plan", "target", "goal",
-    "route", "path", "priority", "alternative", "instead",
+    "route", "path", "priority", "alternative", "instead", "destination", "objective",
+    "aim", "intention", "decision", "selection", "preference", "call", "bet", "vote",
+    "favourite", "favorite", "direction", "course", "what", "where", "tempting",
+    "attractive", "appealing", "promising", "closer", "closest", "nearer", "nearest",
+    "shorter", "shortest", "faster", "quicker", "easier", "one",
 })  # fmt: skip
 # ...and one after one of these, with a word that is not filler before it, the place a
 # description names ("the exit is north", "the camp lies east").

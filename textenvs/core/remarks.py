@@ -79,11 +79,8 @@ _COUNTS = frozenset({
 _STEERING = EVALUATIVE | frozenset({
     "go", "goes", "going", "move", "moving", "head", "heading", "walk", "travel", "proceed",
     "run", "take", "choose", "chose", "select", "opt", "decide", "want", "wanted", "prefer",
-    "meant", "mean", "intended", "closer", "closest", "nearer", "nearest", "shorter",
-    "shortest", "faster", "quicker", "easier", "one", "destination", "objective", "aim",
-    "intention", "decision", "selection", "preference", "call", "bet", "vote", "favourite",
-    "favorite", "priority", "direction", "course", "what", "where", "should", "must",
-    "will", "i'll", "let's", "shall", "would", "could", "can", "need", "needs",
+    "meant", "mean", "intended", "should", "must", "will", "i'll", "let's", "shall",
+    "would", "could", "can", "need", "needs",
 })  # fmt: skip
 # A command word followed by one of these names a place ("the north neighbour").
 _NOUN_AFTER = re.compile(
