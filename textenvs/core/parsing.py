@@ -2,12 +2,13 @@
 
 The reading invariant every scenario keeps: a reply is executed only if it has exactly one
 reading, and that reading is everything the reply orders. Otherwise it is rejected with a
-reason that says what was found and how to write it. The shared policy, in four parts:
+reason that says what was found and how to write it. The shared policy, in five parts:
 
 1. The answer format (`core.answer_format`): the reply is cleaned and bounded; a marked
    command (`Action: <command>` and the other labels, or a JSON action) is authoritative:
-   when a reply has one, only that is read, and a line right below it that is by itself
-   a command rejects the reply (the marked line was not the final word).
+   when a reply has one, only that is read (a `Now:`/`Answer:` line of reasoning before
+   it aside), and a line right below it that is not a descriptive remark rejects the
+   reply (the marked line was not the final word).
 2. Otherwise, if the whole reply is one command (ignoring case, markdown and punctuation
    at the edges), that is it.
 3. Otherwise the reply is prose, read sentence by sentence. A sentence with no order in it
@@ -16,17 +17,19 @@ reason that says what was found and how to write it. The shared policy, in four 
    clauses that are not read.
 4. Strict consumption (`core.consumption`) of every command part: each word is part of a
    command phrase, a filler word, or inside a clause that is not read (quotes, negations,
-   questions, conditions: `core.clauses`; reasons, to the end of their clause, so what
-   follows a reason is read). Any other word (an unknown verb, a typo, "then", "next
-   turn", "later", unsupported list or range syntax) rejects the reply, naming the word.
-   Among the orders that remain:
+   questions, conditions: `core.clauses`; reasons, up to a joint before an order:
+   `core.reasons`; descriptive remarks: `core.remarks`). Any other word (an unknown verb,
+   a typo, "then", "next turn", "later", unsupported list or range syntax) rejects the
+   reply, naming the word.
+5. What stands beside the orders (`core.beside`): a condition anywhere after an order, a
+   question about a command after one, or an order held on a condition beside others
+   rejects the reply. Among the orders that remain:
    - an order written with an argument it cannot take (`excavate B3 C3`, `submit FAAE`)
      rejects the reply with that order's own reason; it is never shortened;
    - two different commands, or commands written as successive steps ("north, then
      north", orders in two sentences), reject the reply;
    - in scenarios whose one command carries several orders (Squad Recon) the orders are
-     merged by the scenario, which rejects conflicts; an order on a condition beside
-     others rejects the reply (left unread, its unit would hold).
+     merged by the scenario, which rejects conflicts.
 
 Every step is linear in the length of the reply. Scenarios with simple vocabularies use
 `PhraseGrammar` (`core.phrases`); richer ones (parameters, several orders in one reply)

@@ -1,7 +1,9 @@
 """Magnetic Field commands: text -> Action.
 
 A hex digit alone (`A`, `7`, `0xA`) is a command only as the whole reply or a whole
-`Action:` line: inside prose single letters are ordinary words. In prose a digit needs its
+`Action:` line: inside prose single letters are ordinary words, and one beside other
+words rejects the reply (`Action: A; right`), the article "a" included when it stands
+alone or is written `A` before no word. In prose a digit needs its
 verb (`enter A`, `type 7`), and a lower-case letter must also end its clause, so "type a
 message" is not read as a digit.
 
@@ -9,7 +11,7 @@ Nothing is submitted that the reply did not ask to submit as it stands: `submit`
 argument (`submit FAAE`, `Submit: A`, `submit the code 3FA0`) is rejected, and so is a
 several-character answer anywhere in the reply (`FAAE` then `submit`), because `submit`
 scores the slots as they are. A digit always goes into the selected slot, so `type 9 into
-slot 2` is rejected rather than typed into the wrong slot.
+slot 2` (or `enter 9 (slot 2)`) is rejected rather than typed into the wrong slot.
 """
 
 from __future__ import annotations

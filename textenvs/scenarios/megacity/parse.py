@@ -1,7 +1,9 @@
 """Megacity commands: text -> Action, through the core `resolve` policy.
 
 Each command form is a regular expression over the folded text (lower case, `-`/`_` as
-spaces). A phrase that has a command's shape but cannot be executed as written rejects
+spaces); a verb phrase may open it ("place a basalt support column at C2", "open a
+district at B3", "excavate a chamber at B3", "support C2 (basalt)", "vent A1 eastward").
+A phrase that has a command's shape but cannot be executed as written rejects
 the whole reply with its precise complaint: bad parameters ("excavate c9", "support c2
 granite") or more targets than the command takes ("excavate B3 C3", "vent A1 north
 east"); nothing is dropped. An incomplete phrase ("support C2") is explained when the reply

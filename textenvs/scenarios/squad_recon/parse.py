@@ -18,9 +18,10 @@ and every word must still be accounted for (`core.consumption`): a squad followe
 word that is no order ("A regroup", "C joins the attack") rejects the reply. A squad
 given two different orders, a choice (`A or B north`), an exception (`all north except
 C`, `all but C north`), an order by reference (`A north, B as well`, `the rest too`),
-an order word given to no squad (`A north. Actually, east`) and orders for later turns
-(`A north, then next turn B east`) are rejected, never guessed or cut short; `the rest
-hold` is what unordered squads do anyway.
+an order word given to no squad (`A north. Actually, east`), a squad's place written as
+its order (`C is east`; `C is weak` describes it, `C is to attack` orders it) and orders
+for later turns (`A north, then next turn B east`) are rejected, never guessed or cut
+short; `the rest hold` is what unordered squads do anyway.
 """
 
 from __future__ import annotations
@@ -31,10 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from textenvs.core.parsing import (
-    FILLERS as CORE_FILLERS,
-)
-from textenvs.core.parsing import (
-    MASK,
     WORD,
     Found,
     ParseError,
@@ -51,74 +48,18 @@ from textenvs.core.parsing import (
     suggest,
 )
 from textenvs.scenarios.squad_recon.state import SQUADS, Order, Orders
-
-ORDER_ALIASES: dict[Order, tuple[str, ...]] = {
-    Order.NORTH: ("north", "n", "move north", "movenorth", "go north", "up"),
-    Order.SOUTH: ("south", "s", "move south", "movesouth", "go south", "down"),
-    Order.EAST: ("east", "e", "move east", "moveeast", "go east", "right"),
-    Order.WEST: ("west", "w", "move west", "movewest", "go west", "left"),
-    Order.HOLD: (
-        "hold", "h", "hold position", "holdposition", "stay", "wait", "halt", "holds", "stays",
-        "holds position", "holding position",
-    ),
-    Order.ATTACK: (
-        "attack", "attack enemy camp", "attackenemycamp", "attack camp", "assault", "attacks",
-    ),
-}  # fmt: skip
-_ORDER_OF = {alias: order for order, aliases in ORDER_ALIASES.items() for alias in aliases}
-CALL_SIGNS = {"alpha": "A", "bravo": "B", "charlie": "C"}
-EVERYONE = ("all squads", "all units", "every squad", "everyone", "everybody", "all")
-ALL = "all"
-# Words allowed between squads and their order ("A should move to the north").
-FILLERS = frozenset({
-    "should", "will", "shall", "must", "can", "to", "move", "moves", "moving", "go", "goes",
-    "going", "head", "heads", "heading", "advance", "advances", "please", "now", "the",
-    "squad's", "squads'", "i'll", "let", "orders", "order", "are",
-})  # fmt: skip
-_COPULAS = frozenset({"is", "are", "was", "were", "stands", "sits"})
-# Every word a reply of orders may carry besides the grammar ("a" is squad A, not filler).
-READ_FILLERS = (CORE_FILLERS | FILLERS) - {"a"}
-
-VALID = [
-    "<squads> <order>, joined by ';' (e.g. A north; B east; C attack, or A+B north)",
-    "squads: A, B, C (also alpha, bravo, charlie), a group (A+B, A and B), or all",
-    "orders: north, south, east, west (n/s/e/w, MoveNorth, ...), hold (HoldPosition), "
-    "attack (AttackEnemyCamp)",
-]
-VOCABULARY = sorted({*_ORDER_OF, *CALL_SIGNS, "squad"})
-
-
-def _alternation(words: Sequence[str]) -> str:
-    return "|".join(
-        re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len, reverse=True)
-    )
-
-
-# One token; matched on folded text (lower case, `-`/`_` as spaces), in this order.
-_TOKEN = re.compile(
-    rf"(?P<mask>{MASK}+)"
-    rf"|\b(?P<order>{_alternation(list(_ORDER_OF))})\b"
-    r"|\b(?P<exception>except|excepting|apart\s+from|other\s+than|besides|save\s+for"
-    rf"|(?:{_alternation(EVERYONE)})\s+but)\b"
-    r"|\b(?P<rest>(?:all|everyone|everybody)\s+else|the\s+rest|(?:the\s+)?others"
-    r"|(?:the\s+)?(?:other|remaining)\s+(?:squads|units))\b"
-    rf"|\b(?P<every>{_alternation(EVERYONE)})\b"
-    r"|\b(?P<keyword>squads?|units?|teams?)\b"
-    r"|\b(?P<squad>alpha|bravo|charlie|[a-z])\b"
-    r"|\b(?P<step>then|next\s+(?:turn|step|move|round)|after\s+(?:that|this)|afterwards?"
-    r"|later)\b"
-    r"|\b(?P<choice>or|either)\b"
-    r"|\b(?P<same>too|as\s+well|also|likewise|similarly|ditto|same|follows?|following)\b"
-    r"|\b(?P<join>and)\b"
-    r"|(?P<word>[a-z0-9][a-z0-9']*)"
-    r"|(?P<sep>[;|.!\n])"
-    r"|(?P<joiner>->|[,/&+:=>])"
+from textenvs.scenarios.squad_recon.vocabulary import (
+    ALL,
+    CALL_SIGNS,
+    COPULAS,
+    IGNORABLE,
+    ORDER_OF,
+    READ_FILLERS,
+    TOKEN,
+    VALID,
+    VOCABULARY,
+    Item,
 )
-
-Item = tuple[str, Order]  # (squad name or "all", order)
-# What may stand between tokens of a whole-reply command ("A: north", `**B** east`); any
-# other character (a letter of another script, an emoji) means it is not one.
-_IGNORABLE = re.compile(r"[\s*#>()\[\]{}\"'`~]*")
 
 
 def _unknown(name: str, valid: Sequence[str]) -> ParseError:
@@ -166,9 +107,9 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
     folded = fold(text)
     tally = _Tally(strict, valid, [])
     found: list[Found[tuple[Item, ...]]] = []
-    matches = list(_TOKEN.finditer(folded))
+    matches = list(TOKEN.finditer(folded))
     if strict and not all(
-        _IGNORABLE.fullmatch(folded, a.end() if a else 0, b.start() if b else len(folded))
+        IGNORABLE.fullmatch(folded, a.end() if a else 0, b.start() if b else len(folded))
         for a, b in itertools.pairwise([None, *matches, None])
     ):
         return None
@@ -197,7 +138,7 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
         if kind == "order":
             who = tally.pending or ([ALL] if strict else [])
             if tally.rest and not tally.pending:
-                if _ORDER_OF[word] is not Order.HOLD:
+                if ORDER_OF[word] is not Order.HOLD:
                     raise ParseError(
                         f"'the rest {word}' does not say which squads: give each squad its "
                         "own order (e.g. A north; B north; C hold).",
@@ -206,7 +147,7 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 tally.ordered = True  # "the rest hold": what unordered squads do anyway
                 found.append(Found(tally.group_start, match.end(), None, word, consumed=True))
             elif who:
-                order = _ORDER_OF[word]
+                order = ORDER_OF[word]
                 items = tuple((name, order) for name in who)
                 start = match.start() if tally.group_start < 0 else tally.group_start
                 found.append(Found(start, match.end(), items, word))
@@ -254,7 +195,7 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 raise _no_order(tally.pending, valid)
             _check_clause(tally)
             tally.clear()
-        elif kind == "word" and word in _COPULAS and tally.pending and not tally.ordered:
+        elif kind == "word" and word in COPULAS and tally.pending and not tally.ordered:
             after = _after_copula(matches, index)
             if after is not None and after.lastgroup == "order":
                 # "C is east" says where squad C is, not where it goes ("C is to go east")
