@@ -210,7 +210,7 @@ def read(
         mention = [(item.bare or item.weak) and is_mention(folded, item) for item in scanned]
         folded = mask_remarks(
             folded,
-            [(i.start, i.end, i.bare) for i, m in zip(scanned, mention, strict=True) if not m],
+            [(i.start, i.end) for i, m in zip(scanned, mention, strict=True) if not m],
             [(i.start, i.end) for i, m in zip(scanned, mention, strict=True) if m],
             fillers,
             after_orders=bool(marked),
@@ -306,7 +306,7 @@ def _check_below(
     mention = [(item.bare or item.weak) and is_mention(folded, item) for item in scanned]
     if not _is_command(line, exact) and is_remark(
         folded,
-        [(i.start, i.end, i.bare) for i, m in zip(scanned, mention, strict=True) if not m],
+        [(i.start, i.end) for i, m in zip(scanned, mention, strict=True) if not m],
         [(i.start, i.end) for i, m in zip(scanned, mention, strict=True) if m],
         fillers,
     ):

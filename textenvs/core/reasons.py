@@ -70,7 +70,7 @@ EVALUATIVE = frozenset({
     "aim", "intention", "decision", "selection", "preference", "call", "bet", "vote",
     "favourite", "favorite", "direction", "course", "what", "where", "tempting",
     "attractive", "appealing", "promising", "closer", "closest", "nearer", "nearest",
-    "shorter", "shortest", "faster", "quicker", "easier", "one",
+    "shorter", "shortest", "faster", "quicker", "easier", "one", "work", "works", "worth",
 })  # fmt: skip
 # ...and one after one of these, with a word that is not filler before it, the place a
 # description names ("the exit is north", "the camp lies east").

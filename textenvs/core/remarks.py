@@ -79,8 +79,7 @@ _COUNTS = frozenset({
 _STEERING = EVALUATIVE | frozenset({
     "go", "goes", "going", "move", "moving", "head", "heading", "walk", "travel", "proceed",
     "run", "take", "choose", "chose", "select", "opt", "decide", "want", "wanted", "prefer",
-    "meant", "mean", "intended", "should", "must", "will", "i'll", "let's", "shall",
-    "would", "could", "can", "need", "needs",
+    "meant", "mean", "intended", "i'll", "let's", "need", "needs",
 })  # fmt: skip
 # A command word followed by one of these names a place ("the north neighbour").
 _NOUN_AFTER = re.compile(
@@ -91,7 +90,7 @@ _NOUN_AFTER = re.compile(
 
 def mask_remarks(
     folded: str,
-    orders: Sequence[tuple[int, int, bool]],
+    orders: Sequence[tuple[int, int]],
     mentions: Sequence[tuple[int, int]],
     fillers: frozenset[str],
     *,
@@ -99,12 +98,12 @@ def mask_remarks(
 ) -> str:
     """`folded` with its remarks masked (module docstring): bracketed asides, and with
     `after_orders` (an `Action:` line) every sentence after the first that gives an
-    order. `orders` are the spans of the command phrases found as orders (with whether
-    each is a single word, which a remark may describe: "East is a flower"), `mentions`
-    those found as places. Linear in the text."""
+    order. `orders` are the spans of the command phrases found as orders (a remark may
+    describe one: "East is a flower"), `mentions` those found as places. Linear in the
+    text."""
     orders = sorted(orders)
-    order_starts = [start for start, _, _ in orders]
-    reach = list(itertools.accumulate((end for _, end, _ in orders), max))
+    order_starts = [start for start, _ in orders]
+    reach = list(itertools.accumulate((end for _, end in orders), max))
     mentions = sorted(mentions)
     mention_starts = [start for start, _ in mentions]
     stretches = [(*m.span(), False) for m in _PARENTHESIS.finditer(folded)]
@@ -118,11 +117,14 @@ def mask_remarks(
         if first_inside and reach[first_inside - 1] > start:
             continue
         inside = orders[first_inside : bisect.bisect_left(order_starts, end)]
-        if any(not bare or stop > end for _, stop, bare in inside):
+        if any(stop > end for _, stop in inside):
             continue
-        named = [(a, b) for a, b, _ in inside] + mentions[
-            bisect.bisect_left(mention_starts, start) : bisect.bisect_left(mention_starts, end)
-        ]
+        named = (
+            inside
+            + mentions[
+                bisect.bisect_left(mention_starts, start) : bisect.bisect_left(mention_starts, end)
+            ]
+        )
         if _is_description(folded, start, end, named, fillers, sentence=sentence):
             spans.append((start, end))
     if not spans:
@@ -137,26 +139,24 @@ def mask_remarks(
 
 
 def _line_remarks(
-    folded: str, orders: Sequence[tuple[int, int, bool]], order_starts: list[int]
+    folded: str, orders: Sequence[tuple[int, int]], order_starts: list[int]
 ) -> list[tuple[int, int, bool]]:
     """The remarks of an `Action:` line after its first order: in a sentence that gives
-    an order, what follows a comma after its last one ("east, toward the unexplored
-    columns"); a later sentence that gives none ("The east tile is a flower."), which must
-    be a description unless a dash opened it ("east - unexplored territory"). Each is
-    `(start, end, as a sentence)`."""
+    orders, what follows a comma after its last one ("east, toward the unexplored
+    columns"); each later sentence ("The east tile is a flower.", "East is a flower."),
+    which must be a description unless a dash opened it ("east - unexplored territory").
+    Each is `(start, end, as a sentence)`."""
     remarks = []
     for sentence in _SENTENCE.finditer(folded):
         start, end = sentence.span()
         if end <= orders[0][0]:
             continue
-        inside = orders[
-            bisect.bisect_left(order_starts, start) : bisect.bisect_left(order_starts, end)
-        ]
-        if start <= orders[0][0] or any(not bare for _, _, bare in inside):
-            comma = folded.find(",", inside[-1][1], end)
+        first, stop = bisect.bisect_left(order_starts, start), bisect.bisect_left(order_starts, end)
+        if first < stop:
+            comma = folded.find(",", orders[stop - 1][1], end)
             if comma >= 0:
                 remarks.append((comma, end, False))
-        else:  # it may describe what it names ("East is a flower.")
+        if start > orders[0][0]:  # it may describe what it names ("East is a flower.")
             dash = folded[max(0, start - 2) : start] == " ;"  # cleaning made it a clause break
             remarks.append((start, end, not dash))
     return remarks
@@ -164,15 +164,13 @@ def _line_remarks(
 
 def is_remark(
     folded: str,
-    orders: Sequence[tuple[int, int, bool]],
+    orders: Sequence[tuple[int, int]],
     mentions: Sequence[tuple[int, int]],
     fillers: frozenset[str],
 ) -> bool:
     """Whether all of `folded` (say a line below an `Action:` line) is a remark that may
     be left unread (module docstring), given the command phrases found in it."""
-    if any(not bare for _, _, bare in orders):
-        return False
-    named = [(start, end) for start, end, _ in orders] + list(mentions)
+    named = [*orders, *mentions]
     return _is_description(folded, 0, len(folded), named, fillers, sentence=False)
 
 
