@@ -128,7 +128,7 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
 
     name = "em-anomaly"
     title = "Electromagnetic Field Anomaly Mapping"
-    version = "3"
+    version = "4"
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
     observation_model = EMObservation

@@ -147,7 +147,7 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
 
     name = "magnetic-field"
     title = "Magnetic Field Pattern Recognition"
-    version = "3"
+    version = "4"
     max_steps = STEP_BUDGET
     action_schema = MagneticFieldAction
     observation_model = MagneticObservation

@@ -190,7 +190,7 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "3"
+    version = "4"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation

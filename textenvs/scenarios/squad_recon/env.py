@@ -134,7 +134,7 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
 
     name = "squad-recon"
     title = "Squad Reconnaissance and Elimination"
-    version = "3"
+    version = "4"
     max_steps = STEP_BUDGET
     action_schema = SquadReconAction
     observation_model = ReconObservation

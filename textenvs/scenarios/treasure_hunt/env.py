@@ -102,7 +102,7 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
 
     name = "treasure-hunt"
     title = "Inverted-Symbol Treasure Hunt Grid"
-    version = "3"
+    version = "4"
     max_steps = STEP_BUDGET
     action_schema = TreasureHuntAction
     observation_model = TreasureObservation
