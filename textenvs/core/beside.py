@@ -23,7 +23,7 @@ from typing import Generic, TypeVar
 
 from textenvs.core.answer_format import fold
 from textenvs.core.clauses import conditioned_stretches, qualifying_conditions, questions
-from textenvs.core.consumption import Found, is_mention, non_overlapping
+from textenvs.core.consumption import Found, split_places
 from textenvs.core.parse_error import ParseError, excerpt
 from textenvs.core.reasons import ReasonReader
 
@@ -96,11 +96,8 @@ def hides_order(
     a joint ("A, because bit 3 is set, and enter B") or one it schedules ("because: then
     right"); see `core.reasons`."""
     folded = fold(visible)
-    spans = [
-        (item.start, item.end)
-        for item in non_overlapping(scan(visible))
-        if item.start >= start and not ((item.bare or item.weak) and is_mention(folded, item))
-    ]
+    orders, _ = split_places(folded, scan(visible))
+    spans = [(item.start, item.end) for item in orders if item.start >= start]
     if not spans:
         return False
     end, scheduling = ReasonReader(folded, spans, fillers).end(start, len(folded))
@@ -118,8 +115,8 @@ def _order_in(
     if not stretches:
         return None
     ends = [end for _, end in stretches]
-    for item in non_overlapping(scan(segment)):
-        if item.action is None or ((item.bare or item.weak) and is_mention(folded, item)):
+    for item in split_places(folded, scan(segment))[0]:
+        if item.action is None:
             continue
         index = bisect.bisect_right(ends, item.start)  # the first stretch ending after it
         if index < len(stretches) and stretches[index][0] <= item.start:

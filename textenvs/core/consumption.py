@@ -30,6 +30,7 @@ __all__ = [
     "Found",
     "account",
     "is_mention",
+    "split_places",
     "unread_word",
 ]
 
@@ -114,6 +115,17 @@ def is_mention(folded: str, item: Found[A]) -> bool:
             break
         leads, last = leads + 1, word
     return leads > 0 or item.weak
+
+
+def split_places(folded: str, found: Iterable[Found[A]]) -> tuple[list[Found[A]], list[Found[A]]]:
+    """The command phrases `found` in `folded` (longest first where they overlap), as
+    orders and as places ("to my left", "the scan showed")."""
+    orders: list[Found[A]] = []
+    places: list[Found[A]] = []
+    for item in non_overlapping(found):
+        is_place = (item.bare or item.weak) and is_mention(folded, item)
+        (places if is_place else orders).append(item)
+    return orders, places
 
 
 @dataclass

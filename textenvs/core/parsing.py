@@ -62,7 +62,7 @@ from textenvs.core.consumption import (
     account,
     is_mention,
     negated_predicate,
-    non_overlapping,
+    split_places,
     unread_word,
 )
 from textenvs.core.memo import memoise_parse
@@ -206,20 +206,11 @@ def read(
             continue
         skipped = skipped or MASK in visible
         folded = fold(visible)
-        scanned = non_overlapping(scan(visible))
-        mention = [(item.bare or item.weak) and is_mention(folded, item) for item in scanned]
+        candidates, places = split_places(folded, scan(visible))
         folded = mask_remarks(
-            folded,
-            [(i.start, i.end) for i, m in zip(scanned, mention, strict=True) if not m],
-            [(i.start, i.end) for i, m in zip(scanned, mention, strict=True) if m],
-            fillers,
-            after_orders=bool(marked),
+            folded, _spans(candidates), _spans(places), fillers, after_orders=bool(marked)
         )
-        candidates = [
-            item
-            for item, is_place in zip(scanned, mention, strict=True)
-            if not is_place and folded[item.start] != MASK  # not in a remark
-        ]
+        candidates = [item for item in candidates if folded[item.start] != MASK]  # no remark
         accounting = account(folded, candidates, fillers, listed=listed)
         found = [item for item in accounting.found if not item.consumed]
         if not marked and not found and _is_context(folded, fillers):
@@ -302,14 +293,8 @@ def _check_below(
         return
     visible = mask_unread(line, fold(line))
     folded = fold(visible)
-    scanned = non_overlapping(scan(visible))
-    mention = [(item.bare or item.weak) and is_mention(folded, item) for item in scanned]
-    if not _is_command(line, exact) and is_remark(
-        folded,
-        [(i.start, i.end) for i, m in zip(scanned, mention, strict=True) if not m],
-        [(i.start, i.end) for i, m in zip(scanned, mention, strict=True) if m],
-        fillers,
-    ):
+    orders, places = split_places(folded, scan(visible))
+    if not _is_command(line, exact) and is_remark(folded, _spans(orders), _spans(places), fillers):
         return
     raise ParseError(
         f"'{excerpt(line.strip())}', below the Action: line, may change the order, and only "
@@ -317,6 +302,10 @@ def _check_below(
         "'Action: <command>', with nothing after it.",
         valid,
     )
+
+
+def _spans(found: list[Found[A]]) -> list[tuple[int, int]]:
+    return [(item.start, item.end) for item in found]
 
 
 def _is_command(line: str, exact: Callable[[str], A | None]) -> bool:
