@@ -209,11 +209,7 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 found.append(Found(tally.group_start, after.end(), None, word, problem))
                 described = matches.index(after)
                 tally.clear()
-            elif (
-                after is not None
-                and after.lastgroup == "word"
-                and not _ORDER_LIKE.match(after.group(0))
-            ):
+            elif after is not None and after.lastgroup == "word":
                 tally.clear()  # "C is weak", "A and B are the scouts": a description
         elif kind == "word" and word not in READ_FILLERS:
             if strict:
@@ -277,7 +273,10 @@ _ORDER_LIKE = re.compile(r"(?:to|\w+ing|go|move|head|advance)$")
 def _after_copula(matches: list[re.Match[str]], index: int) -> re.Match[str] | None:
     """What the copula at `index` links its squads to: the first token after it that is
     not filler (a few at most); None where an order follows ("C is to attack")."""
-    for match in matches[index + 1 : index + 5]:
+    for at, match in enumerate(matches[index + 1 : index + 5], index + 1):
+        following = matches[at + 1].group(0) if at + 1 < len(matches) else ""
+        if match.group(0) == "to" and following in ("the", "a", "an"):
+            return match  # "C is to the east": a place
         if match.lastgroup == "word" and _ORDER_LIKE.match(match.group(0)):
             return None
         if match.group(0) == "too":
