@@ -124,6 +124,24 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
       (an `Action:` line quoted in the reasoning was run instead), and an `arguments` object
       beside an action rejects the reply. Found by an adversarial review. Rules, rendering
       and baselines unchanged (re-measured under v3 over seeds 0-999).
+    - v4: reading (issue 36). A reason never hides an order: it ends at any joint (a comma,
+      a colon, `and`, `but`, `so`, `plus`, `also`, `as well as`, `then`, ...) before a
+      command used as an order (`Action: north, because it is safe, and east` ran north; now
+      its second command rejects it), while a description stays a reason (`because the east
+      and west are walls`); a reason that schedules an order rejects the reply (`north
+      because it is safe: then east`). A condition anywhere after an order rejects the reply
+      (`north - if possible`, `north. If possible.`, `(if possible)` on the line below ran
+      north), and so do a question about another command after it (`Action: north. Or
+      east?`) and a line right below the `Action:` line that is not a descriptive remark
+      (`Actually, east.`). Read as written now: `mark the anomaly`, `mark this tile`,
+      `rotate to the left` (listed among the valid spellings, which is the one change to the
+      goldens), `Now:`/`Answer:` lines of reasoning before the `Action:` line, a `###
+      Action` heading, `\\boxed{...}`, a leaked chat token (`<|im_end|>`), and descriptive
+      remarks beside the command (`(field 2)`, `- the west is fully explored`, `. East is a
+      flower.`). On an independent corpus of 759 honest replies in the taught format, v3
+      rejected 13.6% and v4 1.2%; neither misread one. Rules and rendering unchanged;
+      goldens regenerated. Baselines re-measured under v4 over seeds 0-999: every figure as
+      v3.
     """
 
     name = "em-anomaly"
