@@ -145,9 +145,10 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
       now: `C holds position`, `C is weak` (a description), `Now:`/`Answer:` lines of
       reasoning before the `Action:` line, a `### Action` heading, `\\boxed{...}`, a leaked
       chat token (`<|im_end|>`), and descriptive remarks beside the command (`(field 2)`, `-
-      the west is fully explored`, `. East is a flower.`). On an independent corpus of 759
-      honest replies in the taught format, v3 rejected 13.6% and v4 1.2%; neither misread
-      one. Rules and rendering unchanged; goldens regenerated (unchanged). Baselines
+      the west is fully explored`, `. East is a flower.`). Of 759 honest replies in the
+      taught format, written independently of the parser, v3 rejected 13.6% and v4 1.2%, and
+      neither misread one (the last 155, written after v4's changes and not tuned on: 5.2%
+      and 1.3%). Rules and rendering unchanged; goldens regenerated (unchanged). Baselines
       re-measured under v4 over seeds 0-999: every figure as v3.
     """
 
