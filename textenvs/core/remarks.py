@@ -40,7 +40,9 @@ REMARK_BLOCKERS = TEMPORAL | frozenset({
     "mean", "meant",
     "reversed", "opposite", "test", "draft", "tentative", "provisional", "suggestion",
     "other", "others", "back", "withdraw", "reconsider", "rescind", "farther",
-    "same", "likewise", "similarly", "ditto",
+    "same", "likewise", "similarly", "ditto", "premature", "obsolete", "outdated",
+    "superseded", "replaced", "overridden", "override", "overrides", "amended", "revised",
+    "hasty", "rash", "unwise", "stale",
     # going on past this turn
     "keep", "continue", "continuing", "onward", "onwards", "further", "repeating", "rest",
     "continuously", "constantly", "forever", "indefinitely", "always", "nonstop",
