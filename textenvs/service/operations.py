@@ -61,7 +61,7 @@ class Operations:
         self, store: SessionStore, limits: ClientLimits, reader: CommandReader | None = None
     ) -> None:
         self.store = store
-        self.creates, self.resets, self.steps = limiters(limits)
+        self.creates, self.resets, self.steps, self.reads = limiters(limits)
         self.reader = reader or CommandReader()
         self.freezer: SessionFreezer | None = None  # see memory.py
         self._catalogue: dict[str, ScenarioInfo] = {}
@@ -76,9 +76,10 @@ class Operations:
         return self._catalogue[scenario.name]
 
     def admit(self, client: str) -> None:
-        """A 429 or 503 unless `client` may create a session now (takes a creation)."""
-        self.store.reserve(client)
+        """A 429 or 503 unless `client` may create a session now (takes a creation). The
+        rate comes first: a flood is refused before anything looks at the sessions."""
         self.creates.check(client)
+        self.store.reserve(client)
 
     def create(
         self,
@@ -88,8 +89,10 @@ class Operations:
         options: dict[str, Any] | None,
         *,
         admitted: bool = False,
+        label: str | None = None,
     ) -> Session:
-        """A new session; `admitted`: `admit` already took this creation."""
+        """A new session (named `label`, if given); `admitted`: `admit` already took this
+        creation."""
         name = self.info(env).name
         if admitted:
             self.store.reserve(client)
@@ -98,7 +101,7 @@ class Operations:
         scenario_env = registry.make(name)
         seed, observation, info = reset_env(scenario_env, name, seed, options)
         session = Session(
-            self.store.new_id(), name, scenario_env, seed, observation, info, owner=client
+            self.store.new_id(), name, scenario_env, seed, observation, info, client, label
         )
         self.store.add(session)
         if self.freezer is not None:
@@ -121,6 +124,8 @@ class Operations:
             observation, reward, terminated, truncated, info = step_parsed(env, text, outcome)
             session.observation, session.info = observation, info
             session.touch()
+            if session.before_answer is not None:
+                await session.before_answer()
         return {
             "observation": observation,
             "reward": float(reward),

@@ -122,8 +122,11 @@ class ClientLimits:
 
     max_sessions: int = 0
     creates_per_minute: float = 1200.0
-    resets_per_minute: float = 6000.0
+    # 20 a second: a Squad Recon reset takes 2-3 ms on the event loop, so at this rate one
+    # client's resets hold it about 6% of the time (at 6,000 a minute, all of it)
+    resets_per_minute: float = 1200.0
     steps_per_second: float = 5000.0
+    reads_per_second: float = 100.0  # GETs of scenarios, sessions and the play page's API
 
 
 @dataclass
@@ -174,12 +177,23 @@ class RateLimiter:
             )
 
 
-def limiters(limits: ClientLimits) -> tuple[RateLimiter, RateLimiter, RateLimiter]:
-    """(creates, resets, steps): creates and resets refill over a minute, steps over a
-    second."""
-    creates = RateLimiter(
-        limits.creates_per_minute / 60.0, limits.creates_per_minute, "session creations"
-    )
-    resets = RateLimiter(limits.resets_per_minute / 60.0, limits.resets_per_minute, "resets")
+BURST_S = 5.0  # a per-minute allowance comes at most this many seconds' worth at once
+MIN_BURST = 10.0  # ... or this many (or the whole allowance when it is smaller)
+
+
+def per_minute(allowance: float, what: str) -> RateLimiter:
+    """`allowance` a minute, refilling steadily; at most `BURST_S` seconds of it at once
+    (a minute's worth of creations or resets done back to back, each a few milliseconds
+    on the event loop, would hold it for seconds)."""
+    rate = allowance / 60.0
+    return RateLimiter(rate, min(allowance, max(rate * BURST_S, MIN_BURST)), what)
+
+
+def limiters(limits: ClientLimits) -> tuple[RateLimiter, RateLimiter, RateLimiter, RateLimiter]:
+    """(creates, resets, steps, reads): creates and resets refill over a minute (see
+    `per_minute`), steps and reads over a second (a second's worth at once)."""
+    creates = per_minute(limits.creates_per_minute, "session creations")
+    resets = per_minute(limits.resets_per_minute, "resets")
     steps = RateLimiter(limits.steps_per_second, limits.steps_per_second, "steps")
-    return creates, resets, steps
+    reads = RateLimiter(limits.reads_per_second, limits.reads_per_second, "reads")
+    return creates, resets, steps, reads

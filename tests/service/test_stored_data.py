@@ -1,0 +1,178 @@
+"""Issue 35, written as an attacker would: a full session table, bursts of resets, what
+`/v1/health` tells a stranger, and a command reader killed from outside. The latency
+tests attack a real `textenvs serve` process from another process and compare a
+bystander tenant with its own quiet baseline in the same test."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+import textenvs
+from benchmarks.isolation_stored_data import FILLERS, FLOODER, fill_sessions
+from benchmarks.service_load import serving
+from tests.service.attacks import Bystander, flooding, p50, p99, token_file
+from tests.service.slow_parser import SlowParserEnv
+from textenvs import __version__
+from textenvs.service.app import create_app
+from textenvs.service.background import serve_in_thread
+from textenvs.service.sessions import ServiceError, Session, SessionStore
+
+TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789ab"}
+
+
+def auth(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[name]}"}
+
+
+@pytest.mark.slow
+def test_creations_against_a_full_server_are_paced_and_slow_no_one(tmp_path: Path) -> None:
+    tokens = token_file(tmp_path, FILLERS)
+    options = ["--token-file", str(tokens), "--max-sessions", "3000"]
+    options += ["--client-max-sessions", "300", "--creates-per-minute", "0"]
+    with serving(*options) as (url, _):
+        bystander = Bystander(url)
+        asyncio.run(fill_sessions(int(url.rsplit(":", 1)[1])))  # every other place taken
+        full = httpx.post(f"{url}/v1/sessions", json={"env": "treasure-hunt"},
+                          headers={"Authorization": f"Bearer {FLOODER}"}, timeout=30)  # fmt: skip
+        assert full.status_code == 503 and full.json()["error"]["code"] == "at_capacity"
+        quiet = bystander.latencies()
+        started = time.monotonic()
+        with flooding("full-server-creates", url) as flood:
+            loud = bystander.latencies()
+        elapsed = time.monotonic() - started
+        bystander.close()
+    # each refusal comes after the pause, as a 429 does: about one a second per connection
+    assert flood.requests <= 8 * (elapsed + 2), (flood.requests, elapsed)
+    assert p99(loud) <= 10 * p99(quiet), (p99(loud), p99(quiet))
+
+
+def test_a_full_store_refuses_without_looking_at_its_sessions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No per-request work in proportion to the sessions: a refused creation looks at
+    none of them, and reaping looks only at those due."""
+    store = SessionStore(max_sessions=300, idle_timeout=600)
+
+    def session(seed: int, idle: float = 0.0) -> Session:
+        env = textenvs.make("treasure-hunt")
+        observation, info = env.reset(seed=seed)
+        made = Session(store.new_id(), "treasure-hunt", env, seed, observation, info, "alice")
+        made.last_used -= idle
+        return made
+
+    for seed in range(300):
+        store.add(session(seed))
+    looked: list[Session] = []
+    deadline = SessionStore._deadline
+    monkeypatch.setattr(SessionStore, "_deadline", lambda s, x: looked.append(x) or deadline(s, x))
+    for _ in range(100):
+        with pytest.raises(ServiceError) as refused:
+            store.reserve("bob")
+        assert refused.value.status == 503
+    assert looked == [] and len(store) == 300
+    store.remove(next(iter(store._sessions)), "alice")
+    stale = session(300, idle=601)  # idle past the timeout: due now, and the only one
+    store.add(stale)
+    looked.clear()
+    assert store.reap() == 1 and looked == [stale] and len(store) == 299
+
+
+@pytest.mark.slow
+def test_a_burst_of_resets_at_the_default_allowance_slows_no_one(tmp_path: Path) -> None:
+    with serving("--token-file", str(token_file(tmp_path))) as (url, _):
+        bystander = Bystander(url)
+        quiet = bystander.latencies()
+        started = time.monotonic()
+        with flooding("reset-burst", url) as flood:
+            loud = bystander.latencies()
+        elapsed = time.monotonic() - started
+        bystander.close()
+    # 1,200 a minute, at most 100 at once: past that the flood is refused (paced)
+    assert flood.requests <= 100 + 8 + (20 + 8) * (elapsed + 2), (flood.requests, elapsed)
+    assert p50(loud) <= 3 * p50(quiet), (p50(loud), p50(quiet))
+    assert p99(loud) <= 10 * p99(quiet), (p99(loud), p99(quiet))
+
+
+def test_health_tells_a_stranger_only_that_the_server_answers() -> None:
+    with (
+        serve_in_thread(create_app(tokens=TOKENS, max_sessions=10)) as url,
+        httpx.Client(base_url=url, timeout=10) as http,
+    ):
+        for name, count in (("alice", 2), ("bob", 1)):
+            for seed in range(count):
+                body = {"env": "treasure-hunt", "seed": seed}
+                assert http.post("/v1/sessions", json=body, headers=auth(name)).status_code == 201
+        public = {"status": "ok", "version": __version__}
+        assert http.get("/v1/health").json() == public
+        wrong = {"Authorization": "Bearer " + "x" * 22}
+        assert http.get("/v1/health", headers=wrong).json() == public  # no 401 either
+        # a client learns its own sessions and allowance, nothing of anyone else's
+        assert http.get("/v1/health", headers=auth("alice")).json() == {
+            **public,
+            "sessions": 2,
+            "max_sessions": 5,
+        }
+        assert http.get("/v1/health", headers=auth("bob")).json()["sessions"] == 1
+
+
+def reader_processes() -> set[int]:
+    """The command-reading worker processes this process started."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"serve_pipes" in command:
+            found.add(int(entry.name))
+    return found
+
+
+def kill_readers(count: int, known: set[int]) -> None:
+    """SIGKILL the next `count` reader processes to appear (a moment after each does)."""
+    deadline = time.monotonic() + 60
+    while count and time.monotonic() < deadline:
+        fresh = reader_processes() - known
+        if fresh:
+            time.sleep(0.5)  # starting or reading: killed either way
+            for pid in fresh:
+                os.kill(pid, signal.SIGKILL)
+            known |= fresh
+            count -= 1
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize(("kills", "status"), [(1, 200), (2, 422)])
+def test_a_reader_killed_from_outside_is_replaced_without_a_5xx(kills: int, status: int) -> None:
+    """A long command is read in a worker process; killing that process mid-read gets the
+    command read again by a new one, and losing that one too is a 422 that changes
+    nothing: never a 500."""
+    app = create_app(command_timeout=20)
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=120) as http:
+        created = http.post("/v1/sessions", json={"env": "treasure-hunt", "seed": 1})
+        sid = created.json()["session_id"]
+        app.state.store.get(sid).env.__class__ = SlowParserEnv  # 3 s on "slow ..."
+        killer = threading.Thread(target=kill_readers, args=(kills, reader_processes()))
+        killer.start()
+        answer = http.post(f"/v1/sessions/{sid}/step", json={"command": "slow " + "n" * 400})
+        killer.join()
+        assert answer.status_code == status, answer.text
+        steps_used = http.get(f"/v1/sessions/{sid}").json()["steps_used"]
+        if status == 422:
+            assert answer.json()["error"]["code"] == "command_not_read"
+        assert steps_used == (1 if status == 200 else 0)
+        # and the reader works again for the next long command
+        app.state.store.get(sid).env.__class__ = SlowParserEnv.__mro__[1]
+        again = http.post(f"/v1/sessions/{sid}/step", json={"command": "north " * 60})
+        assert again.status_code == 200
