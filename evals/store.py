@@ -44,7 +44,9 @@ TRAJECTORIES = "trajectories"
 
 # Config entries that may change between a run and its resume (they do not change
 # what an episode is).
-VOLATILE_CONFIG_KEYS = frozenset({"created_at", "concurrency", "command", "env_url"})
+VOLATILE_CONFIG_KEYS = frozenset(
+    {"created_at", "concurrency", "command", "env_url", "session_label"}
+)
 
 
 def _umask() -> int:
