@@ -21,9 +21,12 @@ from benchmarks.service_load import serving
 from tests.service.attacks import Bystander, flooding, p50, p99, token_file
 from tests.service.slow_parser import SlowParserEnv
 from textenvs import __version__
+from textenvs.service import app as service_app
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
+from textenvs.service.client import ServiceClient, ServiceClientError
 from textenvs.service.sessions import ServiceError, Session, SessionStore
+from textenvs.service.tenancy import ClientLimits
 
 TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789ab"}
 
@@ -176,3 +179,61 @@ def test_a_reader_killed_from_outside_is_replaced_without_a_5xx(kills: int, stat
         app.state.store.get(sid).env.__class__ = SlowParserEnv.__mro__[1]
         again = http.post(f"/v1/sessions/{sid}/step", json={"command": "north " * 60})
         assert again.status_code == 200
+
+
+def test_no_request_kind_is_free_of_the_client_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads count (GETs of scenarios and sessions), and a minute's resets do not come
+    at once: at most 5 s' worth (at least 10)."""
+    monkeypatch.setattr(service_app, "TARPIT_S", 0.05)  # the pause is not what is tested
+    limits = ClientLimits(reads_per_second=5, resets_per_minute=240)  # 4 a second: 20 at once
+    with (
+        serve_in_thread(create_app(tokens=TOKENS, limits=limits)) as url,
+        httpx.Client(base_url=url, timeout=30, headers=auth("alice")) as http,
+    ):
+        created = http.post("/v1/sessions", json={"env": "treasure-hunt", "seed": 1})
+        sid = created.json()["session_id"]
+        for path in ("/v1/envs", "/v1/envs/megacity", f"/v1/sessions/{sid}"):
+            time.sleep(1.3)  # the reads bucket full again
+            codes = [http.get(path).status_code for _ in range(7)]
+            assert codes[:5] == [200] * 5 and 429 in codes[5:], (path, codes)
+        resets = [http.post(f"/v1/sessions/{sid}/reset", json={}).status_code for _ in range(25)]
+        assert resets[:20] == [200] * 20 and 429 in resets[20:]
+        bob = http.get("/v1/envs", headers=auth("bob"))  # another client's budget is its own
+        assert bob.status_code == 200
+
+
+def test_labelled_sessions_are_deleted_together_and_only_the_callers() -> None:
+    with (
+        serve_in_thread(create_app(tokens=TOKENS)) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        for name, label in (("alice", "run-1"), ("alice", "run-1"), ("alice", "run-2"),
+                            ("bob", "run-1"), ("alice", None)):  # fmt: skip
+            body = {"env": "treasure-hunt", "label": label}
+            assert http.post("/v1/sessions", json=body, headers=auth(name)).status_code == 201
+        gone = http.delete("/v1/sessions", params={"label": "run-1"}, headers=auth("alice"))
+        assert gone.json() == {"deleted": 2}
+        assert http.get("/v1/health", headers=auth("alice")).json()["sessions"] == 2
+        assert http.get("/v1/health", headers=auth("bob")).json()["sessions"] == 1
+        again = http.delete("/v1/sessions", params={"label": "run-1"}, headers=auth("alice"))
+        assert again.json() == {"deleted": 0}
+        for params in ({"label": "../x"}, {}, {"label": "run-2", "other": "1"}):
+            bad = http.delete("/v1/sessions", params=params, headers=auth("alice"))
+            assert bad.status_code == 422, params
+        assert http.delete("/v1/sessions", params={"label": "run-2"}).status_code == 401
+
+
+def test_the_python_client_waits_out_rate_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(service_app, "TARPIT_S", 0.05)
+    limits = ClientLimits(creates_per_minute=600)  # 10 a second, 50 at once
+    with serve_in_thread(create_app(limits=limits)) as url:
+        client = ServiceClient(url)
+        ids = [client.create("treasure-hunt", seed)["session_id"] for seed in range(53)]
+        assert len(set(ids)) == 53
+        impatient = ServiceClient(url, patience=0)
+        with pytest.raises(ServiceClientError) as refused:
+            for seed in range(60):
+                impatient.create("treasure-hunt", seed)
+        assert refused.value.status == 429
+        client.close()
+        impatient.close()
