@@ -99,7 +99,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     limits.add_argument(
         "--reads-per-second",
         type=non_negative_float,
-        default=100,
+        default=20,
         help="GET requests per client per second for scenarios, sessions and the play "
         "page's setup and progress (0: no limit)",
     )

@@ -126,7 +126,9 @@ class ClientLimits:
     # client's resets hold it about 6% of the time (at 6,000 a minute, all of it)
     resets_per_minute: float = 1200.0
     steps_per_second: float = 5000.0
-    reads_per_second: float = 100.0  # GETs of scenarios, sessions and the play page's API
+    # GETs of scenarios, sessions and the play page's API: a progress answer of a big run is
+    # tens of KB, and `GET /v1/envs` every scenario's rules
+    reads_per_second: float = 20.0
 
 
 @dataclass
