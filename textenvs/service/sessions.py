@@ -2,8 +2,8 @@
 maximum lifetime, and capacity limits (for the server and for each owner).
 
 No request does work in proportion to the number of sessions: expiry deadlines wait in a
-heap, so reaping costs only what it drops (a session's deadline is checked when it comes
-up, and pushed back if the session was used since).
+heap, so reaping costs the entries that come due, not every session (a deadline is
+checked when it comes up, and pushed back if the session was used since).
 """
 
 from __future__ import annotations

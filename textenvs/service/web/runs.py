@@ -6,8 +6,8 @@
   costs one `stat` when nothing changed, and the reading is done in a worker thread.
 - `DiskQuota`: how much the recordings take on disk, per client and in all, counted
   once from the folders (in a thread, the first time a client records) and then kept up
-  to date by every write; a write that would go over a bound is refused before it is
-  made, so the bounds hold exactly.
+  to date by every write (files in whole blocks, a run folder's small files counted when
+  it is made); a write that would go over a bound is refused before it is made.
 - `FileThreads`: the recorder's own threads for its file work. The event loop's default
   threads read commands (`reading.py`): episodes written and fsynced there could hold
   them all on a slow disk, and every client's steps would wait.
@@ -42,6 +42,8 @@ LINE_HEAD = re.compile(rb'\{"env":"([A-Za-z0-9_-]+)","seed":(\d+),')
 
 
 class FileThreads:
+    """A small thread pool of the recorder's own (see the module docstring)."""
+
     def __init__(self, threads: int = 2) -> None:
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="textenvs-record")
 
