@@ -10,7 +10,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +89,33 @@ class Bystander:
 
     def close(self) -> None:
         self.http.close()
+
+
+@dataclass
+class Measured:
+    quiet: list[float]  # the bystander's latencies before the attack
+    loud: list[float]  # and during it
+    flood: Flood
+    seconds: float  # how long the flood ran
+
+
+def under_attack(bystander: Bystander, attack: str, url: str, steps: int = 200) -> Measured:
+    quiet = bystander.latencies(steps)
+    started = time.monotonic()
+    with flooding(attack, url) as flood:
+        loud = bystander.latencies(steps)
+    return Measured(quiet, loud, flood, time.monotonic() - started)
+
+
+def attacked(
+    bystander: Bystander, attack: str, url: str, holds: Callable[[Measured], bool], tries: int = 2
+) -> list[Measured]:
+    """`under_attack` until `holds` says the bystander fared well enough, at most `tries`
+    times (a loaded machine can spoil one measurement; an attack that works spoils all)."""
+    measured = [under_attack(bystander, attack, url)]
+    while not holds(measured[-1]) and len(measured) < tries:
+        measured.append(under_attack(bystander, attack, url))
+    return measured
 
 
 def p50(values: list[float]) -> float:

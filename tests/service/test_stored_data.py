@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -18,7 +19,7 @@ import pytest
 import textenvs
 from benchmarks.isolation_stored_data import FILLERS, FLOODER, fill_sessions
 from benchmarks.service_load import serving
-from tests.service.attacks import Bystander, flooding, p50, p99, token_file
+from tests.service.attacks import Bystander, Measured, attacked, p50, p99, token_file
 from tests.service.slow_parser import SlowParserEnv
 from textenvs import __version__
 from textenvs.service import app as service_app
@@ -35,6 +36,14 @@ def auth(name: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[name]}"}
 
 
+def p50_within(bound: float) -> Callable[[Measured], bool]:
+    return lambda m: p50(m.loud) <= bound * p50(m.quiet)
+
+
+def p99_within(bound: float) -> Callable[[Measured], bool]:
+    return lambda m: p99(m.loud) <= bound * p99(m.quiet)
+
+
 @pytest.mark.slow
 def test_creations_against_a_full_server_are_paced_and_slow_no_one(tmp_path: Path) -> None:
     tokens = token_file(tmp_path, FILLERS)
@@ -46,15 +55,13 @@ def test_creations_against_a_full_server_are_paced_and_slow_no_one(tmp_path: Pat
         full = httpx.post(f"{url}/v1/sessions", json={"env": "treasure-hunt"},
                           headers={"Authorization": f"Bearer {FLOODER}"}, timeout=30)  # fmt: skip
         assert full.status_code == 503 and full.json()["error"]["code"] == "at_capacity"
-        quiet = bystander.latencies()
-        started = time.monotonic()
-        with flooding("full-server-creates", url) as flood:
-            loud = bystander.latencies()
-        elapsed = time.monotonic() - started
+        tries = attacked(bystander, "full-server-creates", url, p99_within(10))
         bystander.close()
+    last = tries[-1]
+    assert p99_within(10)(last), (p99(last.loud), p99(last.quiet))
     # each refusal comes after the pause, as a 429 does: about one a second per connection
-    assert flood.requests <= 8 * (elapsed + 2), (flood.requests, elapsed)
-    assert p99(loud) <= 10 * p99(quiet), (p99(loud), p99(quiet))
+    for m in tries:
+        assert m.flood.requests <= 8 * (m.seconds + 2), (m.flood.requests, m.seconds)
 
 
 def test_a_full_store_refuses_without_looking_at_its_sessions(
@@ -92,16 +99,14 @@ def test_a_full_store_refuses_without_looking_at_its_sessions(
 def test_a_burst_of_resets_at_the_default_allowance_slows_no_one(tmp_path: Path) -> None:
     with serving("--token-file", str(token_file(tmp_path))) as (url, _):
         bystander = Bystander(url)
-        quiet = bystander.latencies()
-        started = time.monotonic()
-        with flooding("reset-burst", url) as flood:
-            loud = bystander.latencies()
-        elapsed = time.monotonic() - started
+        holds = lambda m: p50_within(3)(m) and p99_within(10)(m)  # noqa: E731
+        tries = attacked(bystander, "reset-burst", url, holds)
         bystander.close()
-    # 1,200 a minute, at most 100 at once: past that the flood is refused (paced)
-    assert flood.requests <= 100 + 8 + (20 + 8) * (elapsed + 2), (flood.requests, elapsed)
-    assert p50(loud) <= 3 * p50(quiet), (p50(loud), p50(quiet))
-    assert p99(loud) <= 10 * p99(quiet), (p99(loud), p99(quiet))
+    last = tries[-1]
+    assert holds(last), (p50(last.loud), p50(last.quiet), p99(last.loud), p99(last.quiet))
+    # 1,200 a minute, 20 at once: past that the flood is refused (paced)
+    for m in tries:
+        assert m.flood.requests <= 20 + 8 + (20 + 8) * (m.seconds + 2), m.flood.requests
 
 
 def test_health_tells_a_stranger_only_that_the_server_answers() -> None:
@@ -183,9 +188,9 @@ def test_a_reader_killed_from_outside_is_replaced_without_a_5xx(kills: int, stat
 
 def test_no_request_kind_is_free_of_the_client_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reads count (GETs of scenarios and sessions), and a minute's resets do not come
-    at once: at most 5 s' worth (at least 10)."""
+    at once: a second's worth (at least 10)."""
     monkeypatch.setattr(service_app, "TARPIT_S", 0.05)  # the pause is not what is tested
-    limits = ClientLimits(reads_per_second=5, resets_per_minute=240)  # 4 a second: 20 at once
+    limits = ClientLimits(reads_per_second=5, resets_per_minute=1200)  # 20 at once
     with (
         serve_in_thread(create_app(tokens=TOKENS, limits=limits)) as url,
         httpx.Client(base_url=url, timeout=30, headers=auth("alice")) as http,
@@ -225,11 +230,11 @@ def test_labelled_sessions_are_deleted_together_and_only_the_callers() -> None:
 
 def test_the_python_client_waits_out_rate_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(service_app, "TARPIT_S", 0.05)
-    limits = ClientLimits(creates_per_minute=600)  # 10 a second, 50 at once
+    limits = ClientLimits(creates_per_minute=600)  # 10 a second, 10 at once
     with serve_in_thread(create_app(limits=limits)) as url:
         client = ServiceClient(url)
-        ids = [client.create("treasure-hunt", seed)["session_id"] for seed in range(53)]
-        assert len(set(ids)) == 53
+        ids = [client.create("treasure-hunt", seed)["session_id"] for seed in range(14)]
+        assert len(set(ids)) == 14
         impatient = ServiceClient(url, patience=0)
         with pytest.raises(ServiceClientError) as refused:
             for seed in range(60):

@@ -79,16 +79,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--creates-per-minute",
         type=non_negative_float,
         default=1200,
-        help="session creations per client per minute, refilling steadily, at most 5 s' "
-        "worth (or 10) at once (0: no limit)",
+        help="session creations per client per minute, refilling steadily, a second's worth "
+        "(at least 10) at once (0: no limit)",
     )
     limits.add_argument(
         "--resets-per-minute",
         type=non_negative_float,
         default=1200,
         help="session resets per client per minute (HTTP, OpenEnv and WebSocket; the "
-        "stateless OpenEnv reset too), refilling steadily, at most 5 s' worth (or 10) at "
-        "once (0: no limit)",
+        "stateless OpenEnv reset too), refilling steadily, a second's worth (at least 10) "
+        "at once (0: no limit)",
     )
     limits.add_argument(
         "--steps-per-second",

@@ -179,21 +179,21 @@ class RateLimiter:
             )
 
 
-BURST_S = 5.0  # a per-minute allowance comes at most this many seconds' worth at once
-MIN_BURST = 10.0  # ... or this many (or the whole allowance when it is smaller)
+MIN_BURST = 10.0  # a per-minute allowance comes a second's worth at once, or this many
 
 
 def per_minute(allowance: float, what: str) -> RateLimiter:
-    """`allowance` a minute, refilling steadily; at most `BURST_S` seconds of it at once
-    (a minute's worth of creations or resets done back to back, each a few milliseconds
-    on the event loop, would hold it for seconds)."""
+    """`allowance` a minute, refilling steadily; a second's worth of it at once (at least
+    `MIN_BURST`, or the whole allowance when it is smaller): a minute's worth of creations
+    or resets back to back, each a few milliseconds on the event loop, held it for
+    seconds."""
     rate = allowance / 60.0
-    return RateLimiter(rate, min(allowance, max(rate * BURST_S, MIN_BURST)), what)
+    return RateLimiter(rate, min(allowance, max(rate, MIN_BURST)), what)
 
 
 def limiters(limits: ClientLimits) -> tuple[RateLimiter, RateLimiter, RateLimiter, RateLimiter]:
     """(creates, resets, steps, reads): creates and resets refill over a minute (see
-    `per_minute`), steps and reads over a second (a second's worth at once)."""
+    `per_minute`), steps and reads over a second; each comes a second's worth at once."""
     creates = per_minute(limits.creates_per_minute, "session creations")
     resets = per_minute(limits.resets_per_minute, "resets")
     steps = RateLimiter(limits.steps_per_second, limits.steps_per_second, "steps")
