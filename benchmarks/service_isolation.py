@@ -24,7 +24,8 @@ server (ratios within one run), with the server's RSS and the recording disk it 
   10,000 sessions (target: p99 at most 10x quiet);
 - `reset-burst`: Squad Recon resets from 8 connections at the default reset allowance;
 - `record-disk`: recorded Megacity episodes from 8 connections (what one client writes
-  to the recording disk).
+  to the recording disk), `unrecorded-steps`, the same flood on a server that does not
+  record (what recording adds), and `record-disk-5mb`, with `--record-client-max-mb 5`.
 
 And `--kills N`: N recording servers killed with SIGKILL while 4 players finish episodes;
 prints how many episodes whose last answer a player saw are not recorded (target: 0).
@@ -170,6 +171,12 @@ ATTACKS: dict[str, Attack] = {
     ),
     "reset-burst": Attack(stored.reset_burst),
     "record-disk": Attack(stored.record_disk, record=lambda folder: None),
+    # the same flood on a server that does not record: what recording adds to it
+    "unrecorded-steps": Attack(stored.record_disk),
+    # and with a bound of 5 MB a client, which the attack reaches within seconds
+    "record-disk-5mb": Attack(
+        stored.record_disk, options=("--record-client-max-mb", "5"), record=lambda folder: None
+    ),
 }
 
 
