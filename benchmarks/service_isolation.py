@@ -14,13 +14,16 @@ as the server answers one of:
 Prints the victim's p50/p99 per flood and the ratio to the quiet run (targets: p99 within
 50 ms under adversarial commands; at most 2x the quiet p99 under a reset flood).
 
-`--attacks` runs attacks on any tenant instead (`benchmarks/service_attacks.py`: memory
-around each attack, the bystander's latency against a quiet run on the same server, and
-the share of its fresh requests served).
+`--attacks` runs issue 35's attacks on any tenant instead (`benchmarks/service_attacks.py`:
+memory around each attack, the bystander's latency against a quiet run on the same
+server, the share of its fresh requests served, 5xx answers, the recording disk), each
+side by side with another checkout's server with `--baseline`. `--kills N`: N recording
+servers killed with SIGKILL while 4 players finish episodes; prints how many episodes
+whose last answer a player saw are not recorded (target: 0).
 
     python -m benchmarks.service_isolation                  # 10 s per flood, 100 steps/s
     python -m benchmarks.service_isolation --duration 2 --floods resets   # smoke
-    python -m benchmarks.service_isolation --attacks all --duration 8
+    python -m benchmarks.service_isolation --attacks all --duration 8 --kills 6
     python -m benchmarks.service_isolation --attacks all --baseline ../old-checkout --repeat 3
 """
 
@@ -34,11 +37,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import service_attacks
+from benchmarks import (
+    service_attacks,
+    service_attacks_stored,
+    service_attacks_transport,  # noqa: F401 (registers its attacks)
+)
 from benchmarks._common import table
 from benchmarks.service_load import _exchange, serving
 
-TOKENS = {"victim": "victim-token-0123456789", "flooder": "flooder-token-0123456789"}
+TOKENS = service_attacks.TOKENS
+ATTACKS = service_attacks.ATTACKS  # registered by service_attacks_stored and _transport
 FLOODS = ("long-commands", "letter-runs", "resets", "creates")
 ENV = "treasure-hunt"
 
@@ -133,15 +141,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--repeat", type=int, default=1, help="with --attacks: runs per row (medians shown)"
     )
-    p.add_argument("--attack-only", help=argparse.SUPPRESS)  # the attacker process
-    p.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--kills", type=int, default=0, help="recording servers to kill -9 (0)")
+    # an attacker's own process: attacks until SIGINT, then prints what it counted
+    p.add_argument("--attack-only", nargs=2, metavar=("ATTACK", "PORT"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.attack_only:
-        sent = service_attacks.run_attacker(args.attack_only, args.port, args.duration)
-        print(json.dumps({"sent": sent}))
+        name, port = args.attack_only
+        print(json.dumps(service_attacks.run_attacker(name, int(port))))
         return 0
     if args.attacks:
-        return _attacks(args)
+        _attacks(args)
+    if args.kills:
+        lost, seen = service_attacks_stored.lost_episodes(args.kills)
+        print(f"kill -9 x {args.kills}: {lost} of {seen} episodes the players saw finish are lost")
+    if args.attacks or args.kills:
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         tokens = Path(tmp) / "tokens"
         tokens.write_text("".join(f"{name} {token}\n" for name, token in TOKENS.items()))
@@ -163,33 +177,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _attacks(args: argparse.Namespace) -> int:
-    names = list(service_attacks.ATTACKS) if args.attacks == "all" else args.attacks.split(",")
+def _attacks(args: argparse.Namespace) -> None:
+    names = list(ATTACKS) if args.attacks == "all" else args.attacks.split(",")
     servers = [("", service_attacks.ROOT)]
     if args.baseline:
         servers.insert(0, (f" ({args.baseline.name})", args.baseline.resolve()))
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        tokens = Path(tmp) / "tokens"
-        tokens.write_text("".join(f"{n} {t}\n" for n, t in service_attacks.TOKENS.items()))
-        for name in names:
-            for label, root in servers:
-                runs = []
-                for _ in range(args.repeat):
-                    runs.append(
-                        service_attacks.measure(name, args.duration, args.rate, str(tokens), root)
-                    )
-                    print(name + label, json.dumps(runs[-1]), flush=True)
-                r = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-                ratio = statistics.median(run["p50"] / run["quiet_p50"] for run in runs)
-                rows.append([name + label, f"{r['peak_mb']:+.0f}", f"{r['after_mb']:+.0f}",
-                             f"{r['quiet_p50']:.1f}", f"{r['p50']:.1f}", f"{ratio:.1f}x",
-                             f"{r['p99_ratio']:.1f}x", f"{r['failures']:.0f}",
-                             f"{100 * r['served']:.0f}%", f"{r['sent']:.0f}"])  # fmt: skip
+    for name in names:
+        for label, root in servers:
+            runs = []
+            for _ in range(args.repeat):
+                runs.append(service_attacks.measure(name, args.duration, args.rate, root))
+                print(name + label, json.dumps(runs[-1]), flush=True)
+            r = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+            rows.append([name + label, f"{r['peak_mb']:+.0f}", f"{r['after_mb']:+.0f}",
+                         f"{r['quiet_p50']:.1f}", f"{r['p50']:.1f}", f"{r['p50_ratio']:.1f}x",
+                         f"{r['p99_ratio']:.1f}x", f"{r['failures']:.0f}",
+                         f"{100 * r['served']:.0f}%", f"{r['server_errors']:.0f}",
+                         f"{r['size_refused']:.0f}", f"{r['disk_mb']:.1f}",
+                         f"{r['sent']:.0f}"])  # fmt: skip
     header = ["attack", "RSS peak MB", "RSS after MB", "quiet p50 ms", "p50 ms",
-              "p50 / quiet", "p99 / quiet", "failed steps", "fresh served", "attacker"]  # fmt: skip
+              "p50 / quiet", "p99 / quiet", "failed steps", "fresh served", "5xx",
+              "413/431", "disk MB", "attacker"]  # fmt: skip
     print(table(header, rows))
-    return 0
 
 
 if __name__ == "__main__":

@@ -169,6 +169,7 @@ def measure(stack: str, args: argparse.Namespace) -> dict[str, float]:
     http, _, loop = stack.partition(":")
     max_sessions = max(1000, args.sessions + args.clients + 10)
     options = ["--idle-timeout", "0", "--max-sessions", str(max_sessions)]
+    options += ["--creates-per-minute", "0"]  # the sessions for memory come at once
     with serving(*options, "--http", http, "--loop", loop or "auto") as (url, pid):
         port = int(url.rsplit(":", 1)[1])
         cpu0 = _cpu_s(pid)

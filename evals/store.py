@@ -44,7 +44,9 @@ TRAJECTORIES = "trajectories"
 
 # Config entries that may change between a run and its resume (they do not change
 # what an episode is).
-VOLATILE_CONFIG_KEYS = frozenset({"created_at", "concurrency", "command", "env_url"})
+VOLATILE_CONFIG_KEYS = frozenset(
+    {"created_at", "concurrency", "command", "env_url", "session_label"}
+)
 
 
 def _umask() -> int:
@@ -167,7 +169,7 @@ class EpisodeLog:
 
     def append(self, record: Record) -> None:
         # One write call per line: a kill leaves either the whole line or a torn tail.
-        self._file.write(_line(record))
+        self._file.write(record_line(record))
         self._file.flush()
 
     def sync(self) -> None:
@@ -315,10 +317,10 @@ def _compact(run_dir: Path, records: list[Record], drop: Callable[[Record], bool
     kept = [r for i, r in enumerate(records) if i in keep]
     dropped = [r for i, r in enumerate(records) if i not in keep]
     with open(run_dir / DROPPED, "ab") as f:
-        f.write(b"".join(_line(r) for r in dropped))
+        f.write(b"".join(record_line(r) for r in dropped))
         f.flush()
         os.fsync(f.fileno())
-    write_atomic(run_dir / EPISODES, "".join(_line(r).decode() for r in kept))
+    write_atomic(run_dir / EPISODES, "".join(record_line(r).decode() for r in kept))
     return kept
 
 
@@ -326,12 +328,22 @@ def _is_error(record: Record) -> bool:
     return record.get("outcome") == AGENT_ERROR
 
 
-def _line(record: Record) -> bytes:
+def record_line(record: Record) -> bytes:
+    """The `episodes.jsonl` line of `record`, newline included."""
     return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+
+def trajectory_file(key: Key) -> str:
+    """Where an episode's turns are stored, relative to the run directory."""
+    return f"{TRAJECTORIES}/{stem(*key)}.json"
+
+
+def trajectory_text(data: dict[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"))
 
 
 def write_trajectory(run_dir: Path, key: Key, data: dict[str, Any]) -> str:
     """Store one episode's turns; returns its path relative to the run directory."""
-    rel = f"{TRAJECTORIES}/{stem(*key)}.json"
-    write_atomic(run_dir / rel, json.dumps(data, separators=(",", ":")))
+    rel = trajectory_file(key)
+    write_atomic(run_dir / rel, trajectory_text(data))
     return rel

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import eval_harness, service_load
+from benchmarks import eval_harness, service_isolation, service_load
 
 
 def test_eval_harness_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,3 +29,17 @@ def test_service_load_runs(capsys: pytest.CaptureFixture[str]) -> None:
     for row in rows.values():
         assert float(row[1]) > 0 and row[2].endswith("x")  # steps/s and the ratio to 1500
         assert float(row[3]) <= float(row[4])  # p50 <= p99
+
+
+def test_service_isolation_attacks_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """The recording-disk attack and one kill -9 round (the other attacks run in
+    tests/service/test_stored_data.py, tests/web/test_record_stored.py and
+    tests/service/test_memory_attacks.py)."""
+    argv = ["--duration", "0.5", "--attacks", "record-disk", "--kills", "1"]
+    assert service_isolation.main(argv) == 0
+    out = capsys.readouterr().out
+    row = [line.split() for line in out.splitlines() if line.startswith("record-disk ")][-1]
+    assert row[5].endswith("x") and row[6].endswith("x")  # p50 and p99 ratios
+    assert row[9] == "0"  # no 5xx
+    assert float(row[11]) > 0  # megabytes recorded during the attack
+    assert "kill -9 x 1: 0 of " in out

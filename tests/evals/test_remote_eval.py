@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from textenvs.agents import make_agent
 from textenvs.evals import runner, store
 from textenvs.service import create_app, remote_env_factory
 from textenvs.service.background import serve_in_thread
+from textenvs.service.tenancy import ClientLimits
 
 ENV = "treasure-hunt"
 
@@ -115,3 +118,28 @@ def test_eval_cli_with_unreachable_env_url(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     assert f"cannot reach a textenvs service at {dead}" in done.stderr
     assert not (tmp_path / "run" / store.EPISODES).exists()
+
+
+@pytest.mark.slow
+def test_a_killed_remote_eval_resumes_at_once(tmp_path: Path) -> None:
+    """kill -9 of `eval --env-url` leaves its sessions open on the service, holding every
+    session place of the client; the resume deletes its own leftovers (they carry the
+    run's label) instead of waiting 600 s for them to expire."""
+    app = create_app(limits=ClientLimits(max_sessions=2), idle_timeout=600)
+    with serve_in_thread(app) as url:
+        out = tmp_path / "run"
+        cmd = [sys.executable, "-m", "textenvs.cli", "eval", "--env", ENV, "--agent", "random"]
+        cmd += ["--seeds", "0-149", "--concurrency", "2", "--out", str(out), "--env-url", url]
+        first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while len(store.read_episodes(out)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        assert httpx.get(f"{url}/v1/health").json()["sessions"] == 2  # left open
+        done = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "closed 2 session(s) the interrupted run left open" in done.stderr
+        assert sorted(r["seed"] for r in store.read_episodes(out)) == list(range(150))
+        assert all(r["outcome"] != "agent_error" for r in store.read_episodes(out))
+        assert httpx.get(f"{url}/v1/health").json()["sessions"] == 0

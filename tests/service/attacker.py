@@ -1,23 +1,33 @@
 """Helpers for attacks on the service over real loopback sockets: a `textenvs serve`
-process (its RSS can be measured), raw HTTP requests, and WebSocket frames built once and
-sent as they are (as an attacker would, without a client library's manners)."""
+process (its RSS can be measured), raw HTTP requests, WebSocket frames built once and
+sent as they are (as an attacker would, without a client library's manners), and the
+benchmark's attacks (`benchmarks/service_attacks*.py`) run from a process of their own
+against a bystander tenant, whose latency is compared with its quiet baseline measured
+in the same test (never an absolute time)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import selectors
+import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from benchmarks import service_attacks
+from benchmarks.service_load import ROOT
 
 TOKENS = {
     "alice": "alice-token-0123456789",
@@ -27,12 +37,22 @@ TOKENS = {
 ENV = "treasure-hunt"
 
 
+#: the clients the benchmark's attacks use: `flooder` attacks, `victim` is the bystander
+ATTACK_TOKENS = service_attacks.TOKENS
+
+
+def token_file(folder: Path, clients: dict[str, str]) -> Path:
+    """A `--token-file` of `clients` (name: token) in `folder`."""
+    path = folder / "tokens"
+    path.write_text("".join(f"{name} {token}\n" for name, token in clients.items()))
+    return path
+
+
 @contextmanager
 def serve_process(tmp: Path, *options: str, log: Path | None = None) -> Iterator[tuple[str, int]]:
-    """`textenvs serve` (tokens of alice and bob) in a process of its own; yields (base
-    URL, pid). Its log goes to `log` when given."""
-    tokens = tmp / "tokens"
-    tokens.write_text("".join(f"{name} {token}\n" for name, token in TOKENS.items()))
+    """`textenvs serve` (tokens of alice, bob and carol) in a process of its own; yields
+    (base URL, pid). Its log goes to `log` when given."""
+    tokens = token_file(tmp, TOKENS)
     port = free_port()
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(
@@ -256,3 +276,102 @@ def text_frame(protocol: object, text: str) -> bytes:
     """`text` as the client frame `protocol` would send (compressed if it negotiated it)."""
     protocol.send_text(text.encode())  # type: ignore[attr-defined]
     return b"".join(protocol.data_to_send())  # type: ignore[attr-defined]
+
+
+# ----- the benchmark's attacks, against a bystander ---------------------------------------
+
+
+@dataclass
+class Attacked:
+    requests: int = 0  # answered or sent by the attacker (known once it stopped)
+
+
+@contextmanager
+def attacking(attack: str, url: str) -> Iterator[Attacked]:
+    """One of `benchmarks.service_attacks.ATTACKS` against `url`, from its own process,
+    for as long as the block runs."""
+    port = url.rsplit(":", 1)[1]
+    attacked = Attacked()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.service_isolation", "--attack-only", attack, port],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "started"
+        yield attacked
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=60)
+        attacked.requests = json.loads(out.strip().splitlines()[-1])["sent"]
+
+
+@dataclass
+class Bystander:
+    """Another tenant: steps its own Treasure Hunt session, one request at a time, with a
+    short pause between (closed loop: one slow answer does not pile up the next ones)."""
+
+    url: str
+    token: str = ATTACK_TOKENS["victim"]
+    http: httpx.Client = field(init=False)
+    session: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=60)
+        create = self.http.post("/v1/sessions", json={"env": ENV, "seed": 1})
+        assert create.status_code == 201, create.text
+        self.session = create.json()["session_id"]
+
+    def latencies(self, steps: int = 200) -> list[float]:
+        timed = []
+        for _ in range(steps):
+            started = time.perf_counter()
+            answer = self.http.post(f"/v1/sessions/{self.session}/step", json={"command": "wait"})
+            timed.append(time.perf_counter() - started)
+            if answer.status_code == 409:  # the episode ended: a new one, not timed
+                answer = self.http.post(f"/v1/sessions/{self.session}/reset", json={})
+            assert answer.status_code == 200, answer.text
+            time.sleep(0.005)
+        return timed
+
+    def close(self) -> None:
+        self.http.close()
+
+
+@dataclass
+class Measured:
+    quiet: list[float]  # the bystander's latencies before the attack
+    loud: list[float]  # and during it
+    attack: Attacked
+    seconds: float  # how long the attack ran
+
+
+def under_attack(bystander: Bystander, attack: str, url: str, steps: int = 200) -> Measured:
+    quiet = bystander.latencies(steps)
+    started = time.monotonic()
+    with attacking(attack, url) as attacked:
+        loud = bystander.latencies(steps)
+    return Measured(quiet, loud, attacked, time.monotonic() - started)
+
+
+def attacked(
+    bystander: Bystander, attack: str, url: str, holds: Callable[[Measured], bool], tries: int = 2
+) -> list[Measured]:
+    """`under_attack` until `holds` says the bystander fared well enough, at most `tries`
+    times (a loaded machine can spoil one measurement; an attack that works spoils all)."""
+    measured = [under_attack(bystander, attack, url)]
+    while not holds(measured[-1]) and len(measured) < tries:
+        measured.append(under_attack(bystander, attack, url))
+    return measured
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]

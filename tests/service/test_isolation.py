@@ -121,11 +121,12 @@ def test_a_silent_websocket_is_closed_and_frees_its_slot() -> None:
                 sock.recv(timeout=10)  # nothing sent: closed after 0.5 s
             assert sock.close_code == 1001 and "no message" in sock.close_reason
         deadline = time.monotonic() + 10
-        while httpx.get(f"{url}/v1/health", timeout=10).json()["sessions"] and (
+        health = f"{url}/v1/health"
+        while httpx.get(health, headers=auth(ALICE), timeout=10).json()["sessions"] and (
             time.monotonic() < deadline
         ):
             time.sleep(0.05)
-        assert httpx.get(f"{url}/v1/health", timeout=10).json()["sessions"] == 0
+        assert httpx.get(health, headers=auth(ALICE), timeout=10).json()["sessions"] == 0
 
 
 def test_binary_and_deep_frames_close_with_a_reason(served: tuple[Any, str]) -> None:

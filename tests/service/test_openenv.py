@@ -118,7 +118,8 @@ def test_tokens_reach_openenv_sessions_through_the_url() -> None:
         good = f"http://alice:{TOKEN}@{host}/openenv/{ENV_NAMES[0]}"
         with GenericEnvClient(base_url=good).sync() as env:
             assert env.reset(seed=1).observation["text"]
-            assert httpx.get(f"{base}/v1/health").json()["sessions"] == 1
+            health = httpx.get(f"{base}/v1/health", headers={"Authorization": f"Bearer {TOKEN}"})
+            assert health.json()["sessions"] == 1
 
 
 def test_idle_openenv_session_expires_and_frees_its_slot() -> None:

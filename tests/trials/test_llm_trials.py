@@ -160,7 +160,7 @@ def test_resume_replays_an_unfinished_group_exactly_once(
     # a kill after the second trial of group 3 was recorded, with a torn third line
     kept = [r for r in records if not (r["group"] == 3 and r["trial"] == 3)]
     (out / store.EPISODES).write_text(
-        "".join(store._line(r).decode() for r in kept) + '{"env":"magnetic-field","se'
+        "".join(store.record_line(r).decode() for r in kept) + '{"env":"magnetic-field","se'
     )
     server.clear()
     summary = eval_llm(out, server, resume=True)

@@ -33,7 +33,7 @@ from textenvs.cli.common import (
     preflight,
     scrubber_for,
 )
-from textenvs.cli.eval_backends import plan_local_servers, start_ray_backend
+from textenvs.cli.eval_backends import plan_local_servers, session_label, start_ray_backend
 from textenvs.cli.eval_output import closing_verdict, results_table, say
 from textenvs.cli.tables import stdout_console
 from textenvs.core.redact import redact_argv, redact_url, scrub_logs
@@ -260,9 +260,14 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
     if args.env_url:
         from textenvs.service.client import remote_env_factory, service_error
 
-        make_env = remote_env_factory(args.env_url)
+        label = session_label(args)
+        make_env = remote_env_factory(args.env_url, label=label)
         try:  # fails early when the service is unreachable or lacks a scenario
             config["envs"] = {name: make_env.client.env_info(name)["version"] for name in plan.envs}
+            if args.resume:  # what a killed run left open would hold its session places
+                left = make_env.client.delete_labelled(label)
+                if left:
+                    say(console, f"note: closed {left} session(s) the interrupted run left open")
         except Exception as exc:
             message = service_error(exc, redact_url(args.env_url))
             if message is None:
@@ -270,6 +275,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             say(console, f"textenvs eval: error: {scrub.text(message)}")
             return EXIT_USAGE
         config["env_url"] = strip_credentials(args.env_url)
+        config["session_label"] = label
     factory = agent_factory(args)
     backend = None
     if args.backend == "ray":

@@ -1,10 +1,13 @@
 """Where `textenvs eval` plays its episodes when not simply here: the embedded model's
-servers (one per episode in flight) and the Ray backend."""
+servers (one per episode in flight), the Ray backend, and the label of a run's sessions
+on an `--env-url` service."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import secrets
 from typing import Any
 
 from rich.console import Console
@@ -12,7 +15,8 @@ from rich.console import Console
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.cli.common import scrubber_for
 from textenvs.cli.eval_output import say
-from textenvs.evals import runner
+from textenvs.evals import runner, store
+from textenvs.service.models import SESSION_ID_PATTERN
 
 
 def plan_local_servers(args: argparse.Namespace) -> bool:
@@ -69,3 +73,17 @@ def start_ray_backend(
         say(console, f"textenvs eval: error: {what}{scrubber_for(args, probe).text(str(exc))}")
         return None
     return backend
+
+
+def session_label(args: argparse.Namespace) -> str:
+    """The label of the run's sessions on an --env-url service: the run's own (kept in its
+    config, so a resume finds what a killed run left open), or a new random one."""
+    if args.resume:
+        try:
+            config = store.read_config(args.out)
+        except store.RunDirError:
+            config = None  # the run itself reports why it cannot resume
+        label = (config or {}).get("session_label")
+        if isinstance(label, str) and re.fullmatch(SESSION_ID_PATTERN, label):
+            return label
+    return "eval-" + secrets.token_urlsafe(16)

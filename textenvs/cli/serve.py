@@ -80,20 +80,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--creates-per-minute",
         type=non_negative_float,
         default=1200,
-        help="session creations per client per minute, as a burst that refills (0: no limit)",
+        help="session creations per client per minute, refilling steadily, a second's worth "
+        "(at least 10) at once (0: no limit)",
     )
     limits.add_argument(
         "--resets-per-minute",
         type=non_negative_float,
-        default=6000,
+        default=1200,
         help="session resets per client per minute (HTTP, OpenEnv and WebSocket; the "
-        "stateless OpenEnv reset too), as a burst that refills (0: no limit)",
+        "stateless OpenEnv reset too), refilling steadily, a second's worth (at least 10) "
+        "at once (0: no limit)",
     )
     limits.add_argument(
         "--steps-per-second",
         type=non_negative_float,
         default=5000,
         help="steps per client per second (0: no limit); over a limit is a 429 + Retry-After",
+    )
+    limits.add_argument(
+        "--reads-per-second",
+        type=non_negative_float,
+        default=20,
+        help="GET requests per client per second for scenarios, sessions and the play "
+        "page's setup and progress (0: no limit)",
     )
     limits.add_argument(
         "--body-bytes-per-second",
@@ -227,6 +236,7 @@ def _serve(args: argparse.Namespace) -> int:
             creates_per_minute=args.creates_per_minute,
             resets_per_minute=args.resets_per_minute,
             steps_per_second=args.steps_per_second,
+            reads_per_second=args.reads_per_second,
             body_bytes_per_second=args.body_bytes_per_second,
         ),
         allowed_hosts=args.allowed_host,

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
+from textenvs.cli.numbers import bounded, positive_int
 from textenvs.core import registry
+from textenvs.service.web.runs import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:  # the service is imported only when it is used
     from textenvs.service.web.record import HumanRecorder
@@ -36,6 +38,22 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
         help="a named list of seeds each player works through in order, e.g. pilot=0-9 "
         "(seed ranges as in 'textenvs eval --seeds'; repeatable; needs --record)",
     )
+    group.add_argument(
+        "--record-max-mb",
+        metavar="MB",
+        type=positive_int,
+        default=DEFAULT_MAX_MB,
+        help="disk the recordings under DIR may take in all (MB, files counted in whole "
+        "4 KiB blocks); at the bound a recorded game is refused with 409 recording_full",
+    )
+    group.add_argument(
+        "--record-client-max-mb",
+        metavar="MB",
+        type=bounded(int, 0),
+        default=0,
+        help="disk one client's recordings may take (MB; 0: --record-max-mb shared evenly "
+        "between the clients)",
+    )
 
 
 def recorder_from_args(args: argparse.Namespace) -> HumanRecorder | None:
@@ -53,7 +71,12 @@ def recorder_from_args(args: argparse.Namespace) -> HumanRecorder | None:
         return None
     if args.record.exists() and not args.record.is_dir():
         raise ValueError(f"--record {args.record} is not a directory")
-    return HumanRecorder(args.record, sets)
+    return HumanRecorder(
+        args.record,
+        sets,
+        max_bytes=args.record_max_mb * 2**20,
+        client_max_bytes=args.record_client_max_mb * 2**20,
+    )
 
 
 def add_web_arguments(parser: argparse.ArgumentParser) -> None:

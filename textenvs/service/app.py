@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, Path, Request
+from fastapi import APIRouter, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic_core import to_json
@@ -40,10 +40,12 @@ from textenvs.service.models import (
     SESSION_ID_PATTERN,
     CreateSession,
     Health,
+    LabelledSessions,
     ResetSession,
     ScenarioInfo,
     ScenarioList,
     SessionCreated,
+    SessionsDeleted,
     SessionView,
     StepRequest,
     StepResult,
@@ -114,6 +116,8 @@ def create_app(
     )
     ops = Operations(store, limits, CommandReader(command_timeout), max_body_bytes)
     ops.freezer = SessionFreezer() if freeze_gc else None
+    if recorder is not None:
+        recorder.share_between(max(1, len(tokens)))  # its disk, as sessions are shared
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -159,10 +163,22 @@ def create_app(
     )
     _handle_errors(app)
 
-    @app.get("/v1/health", response_model=Health, tags=["service"])
-    async def health() -> Health:
+    @app.get(
+        "/v1/health", response_model=Health, response_model_exclude_none=True, tags=["service"]
+    )
+    async def health(request: Request) -> Health:
+        """Whether the server answers, for anyone; with a valid token (or on a server
+        without tokens) also the caller's own open sessions and how many it may hold.
+        Nothing about other clients."""
+        try:
+            client = credentials.client_for(request.headers.get("authorization"))
+        except ServiceError:
+            return Health(status="ok", version=__version__)
         return Health(
-            status="ok", version=__version__, sessions=len(store), max_sessions=max_sessions
+            status="ok",
+            version=__version__,
+            sessions=store.held_by(client),
+            max_sessions=store.owner_cap,
         )
 
     v1 = APIRouter(prefix="/v1", responses=ERRORS, route_class=AdmittedRoute)
@@ -170,17 +186,20 @@ def create_app(
     @v1.get("/envs", response_model=ScenarioList, tags=["scenarios"])
     async def list_envs(client: Client) -> ScenarioList:
         """Every scenario: metadata, rules text and the JSON schema of a structured action."""
+        ops.reads.check(client)
         return ScenarioList(envs=[ops.info(name) for name in registry.names()])
 
     @v1.get("/envs/{env}", response_model=ScenarioInfo, tags=["scenarios"])
     async def get_env(client: Client, env: str = Path(max_length=100)) -> ScenarioInfo:
+        ops.reads.check(client)
         return ops.info(env)
 
     @v1.post("/sessions", status_code=201, response_model=SessionCreated, tags=["sessions"])
     @admits(ops.admit_ahead)
     async def create_session(body: CreateSession, client: Client) -> SessionCreated:
-        """A new session playing `env` from `seed`; returns its id and first observation."""
-        session = ops.create(client, body.env.value, body.seed, body.options)
+        """A new session playing `env` from `seed`; returns its id and first observation.
+        A `label` names it for `DELETE /v1/sessions?label=` (a run's sessions, say)."""
+        session = ops.create(client, body.env.value, body.seed, body.options, label=body.label)
         return SessionCreated(
             session_id=session.id,
             env=session.env_name,
@@ -193,6 +212,7 @@ def create_app(
     async def get_session(session_id: SessionId, client: Client) -> SessionView:
         """The session's current observation and info (does not step, and does not count
         as use: only steps and resets keep a session from expiring)."""
+        ops.reads.check(client)
         return _view(store.get(session_id, client))
 
     # The hot path returns ready-made JSON: `response_model` documents it, FastAPI neither
@@ -215,6 +235,14 @@ def create_app(
         store.remove(session_id, client)
         return Response(status_code=204)
 
+    @v1.delete("/sessions", response_model=SessionsDeleted, tags=["sessions"])
+    async def delete_labelled(
+        query: Annotated[LabelledSessions, Query()], client: Client
+    ) -> SessionsDeleted:
+        """Delete every session of this client created with `label` (e.g. what a killed
+        eval left open, so that its resume need not wait for them to expire)."""
+        return SessionsDeleted(deleted=store.remove_labelled(query.label, client))
+
     app.include_router(v1)
     from textenvs.service.openenv import openenv_router
 
@@ -230,7 +258,7 @@ def create_app(
 def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
-        return service_error_response(exc)  # a 429 waits out its pause in the guard
+        return service_error_response(exc)  # a 429 or 503 waits out its pause in the guard
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -10,12 +10,14 @@
 Parsing, structured actions and random commands use the local scenario code when this
 machine has the same scenario version installed (they are pure functions of the text and
 `info`); the world itself lives on the server. A bearer token comes from `token=` or the
-`TEXTENVS_TOKEN` environment variable.
+`TEXTENVS_TOKEN` environment variable. A request over one of the service's rate limits
+(`429`) is sent again after its `Retry-After`, for up to `patience` seconds in all.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +50,7 @@ class ServiceClient:
         token: str | None = None,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        patience: float = 60.0,
     ) -> None:
         token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -55,9 +58,20 @@ class ServiceClient:
         self._http = httpx.Client(
             base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
         )
+        #: seconds a request may spend waiting out `429`s (as their Retry-After says)
+        self.patience = patience
 
-    def request(self, method: str, path: str, json: Any = None) -> Any:
-        response = self._http.request(method, path, json=json)
+    def request(
+        self, method: str, path: str, json: Any = None, params: dict[str, str] | None = None
+    ) -> Any:
+        waited = 0.0
+        while True:
+            response = self._http.request(method, path, json=json, params=params)
+            wait = _retry_after(response)
+            if wait is None or waited + wait > self.patience:
+                break
+            time.sleep(wait)  # over a rate limit: the service says when to come back
+            waited += wait
         if response.status_code >= 400:
             try:
                 error = response.json()["error"]
@@ -77,9 +91,18 @@ class ServiceClient:
         return self.request("GET", f"/v1/envs/{env}")
 
     def create(
-        self, env: str, seed: int | None = None, options: dict[str, Any] | None = None
+        self,
+        env: str,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        label: str | None = None,
     ) -> dict[str, Any]:
-        return self.request("POST", "/v1/sessions", {"env": env, "seed": seed, "options": options})
+        body = {"env": env, "seed": seed, "options": options}
+        return self.request("POST", "/v1/sessions", {**body, "label": label} if label else body)
+
+    def delete_labelled(self, label: str) -> int:
+        """Delete every session of this client created with `label`; how many there were."""
+        return int(self.request("DELETE", "/v1/sessions", params={"label": label})["deleted"])
 
     def step(
         self, session_id: str, command: str | None = None, action: dict[str, Any] | None = None
@@ -112,10 +135,13 @@ class ServiceClient:
 class RemoteEnv:
     """A scenario played on a service, with the local env's reset/step shape."""
 
-    def __init__(self, client: ServiceClient, env: str, *, own_client: bool = False) -> None:
+    def __init__(
+        self, client: ServiceClient, env: str, *, own_client: bool = False, label: str | None = None
+    ) -> None:
         meta = client.env_info(env)
         self.client = client
         self._own_client = own_client
+        self.label = label  # the server-side sessions' label (see `remote_env_factory`)
         self.name: str = meta["name"]
         self.title: str = meta["title"]
         self.version: str = meta["version"]
@@ -144,7 +170,7 @@ class RemoteEnv:
                 if exc.code != "unknown_session":  # expired: start a new one below
                     raise
         if data is None:
-            data = self.client.create(self.name, seed, options)
+            data = self.client.create(self.name, seed, options, self.label)
             self.session_id = data["session_id"]
         self.seed = data["seed"]
         self._info, self._done = data["info"], False
@@ -222,6 +248,16 @@ class RemoteEnv:
         )
 
 
+def _retry_after(response: httpx.Response) -> float | None:
+    """The seconds a `429` asks to wait (1 when it does not say); None for any other answer."""
+    if response.status_code != 429:
+        return None
+    try:
+        return max(0.0, float(response.headers.get("retry-after", 1)))
+    except ValueError:
+        return 1.0
+
+
 def _local_env(name: str, version: str) -> TextEnv[Any, Any] | None:
     """The local scenario, for its pure parts, when the same version is installed."""
     try:
@@ -244,14 +280,16 @@ def service_error(exc: BaseException, url: str) -> str | None:
 
 
 def remote_env_factory(
-    url: str, *, token: str | None = None, timeout: float = 30.0
+    url: str, *, token: str | None = None, timeout: float = 30.0, label: str | None = None
 ) -> Callable[[str], RemoteEnv]:
     """`make(env_name) -> RemoteEnv` for a service at `url`, like `textenvs.make` for local
-    envs. The envs share one connection pool; close each env to free its session."""
+    envs. The envs share one connection pool; close each env to free its session. With a
+    `label`, every session they open carries it, so that a process started after this one
+    was killed can delete what it left open (`ServiceClient.delete_labelled`)."""
     client = ServiceClient(url, token=token, timeout=timeout)
 
     def make(env_name: str) -> RemoteEnv:
-        return RemoteEnv(client, env_name)
+        return RemoteEnv(client, env_name, label=label)
 
     make.client = client  # type: ignore[attr-defined]
     return make

@@ -12,11 +12,11 @@
   WebSockets, see `sockets.py`); past it a `429 too_many_requests`. So whatever one client
   keeps in flight, the rest of the cap is left for the others. Clients then take turns
   starting their requests (`fairness.py`).
-- Refused requests (401 and 429, from here or from a route) are answered after a pause
-  (`REFUSAL_PAUSE_S`), their body never read, and meanwhile the connection is marked as
-  holding only refused work (the connection cap evicts it first, see `connections.py`)
-  and no longer counts as in flight: a flood of refusals costs the server one answer per
-  connection per pause, and takes no room from anyone.
+- Refused requests (401 and 429, from here or from a route, and a full server's 503) are
+  answered after a pause (`REFUSAL_PAUSE_S`), their body never read, and meanwhile the
+  connection is marked as holding only refused work (the connection cap evicts it first,
+  see `connections.py`) and no longer counts as in flight: a flood of refusals costs the
+  server one answer per connection per pause, and takes no room from anyone.
 - Bodies over `max_bytes` get a 413 before any parsing, chunked uploads included, and
   each body's bytes count against its client's allowance (`bodies`, a 429 past it):
   parsing costs the server about what a client sends, valid or not.
@@ -45,9 +45,9 @@ from textenvs.service.tenancy import CLIENT, Credentials, RateLimiter
 log = logging.getLogger("textenvs.service")
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-#: seconds before a refused request (401, 429) is answered
+#: seconds before a refused request (401, 429, or 503 from a full server) is answered
 REFUSAL_PAUSE_S = 1.0
-PAUSED_STATUSES = frozenset({401, 429})
+PAUSED_STATUSES = frozenset({401, 429, 503})
 #: paths served without a token: liveness, and the play page's static files (no data)
 PUBLIC_PATHS = re.compile(r"/v1/health|/|/play/?|/play/static/[^/]+")
 RETRY = {"Retry-After": "1"}

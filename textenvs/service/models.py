@@ -97,6 +97,12 @@ class CreateSession(Request):
     options: JsonObject | None = Field(
         default=None, description="scenario options passed to reset (most take none)"
     )
+    label: str | None = Field(
+        default=None,
+        pattern=SESSION_ID_PATTERN,
+        description="a name for the session, shared by sessions its client may later delete "
+        "together with DELETE /v1/sessions?label=... (an eval names its run's sessions)",
+    )
 
 
 class ResetSession(Request):
@@ -170,11 +176,25 @@ class SessionView(BaseModel):
     steps_used: int
 
 
+class LabelledSessions(Request):
+    label: str = Field(
+        pattern=SESSION_ID_PATTERN, description="the label the sessions were created with"
+    )
+
+
+class SessionsDeleted(BaseModel):
+    deleted: int = Field(description="how many sessions were deleted")
+
+
 class Health(BaseModel):
     status: str
     version: str
-    sessions: int
-    max_sessions: int
+    sessions: int | None = Field(
+        default=None, description="the caller's open sessions (only with a valid token)"
+    )
+    max_sessions: int | None = Field(
+        default=None, description="how many sessions the caller may hold (with a valid token)"
+    )
 
 
 class ErrorBody(BaseModel):

@@ -66,7 +66,7 @@ class Operations:
         max_body_bytes: int = 256 * 1024,
     ) -> None:
         self.store = store
-        self.creates, self.resets, self.steps = limiters(limits)
+        self.creates, self.resets, self.steps, self.reads = limiters(limits)
         self.bodies = body_bytes_limiter(limits, max_body_bytes)  # and WebSocket messages
         self.turns = Turns()  # clients take turns starting requests (fairness.py)
         self.reader = reader or CommandReader()
@@ -83,14 +83,15 @@ class Operations:
         return self._catalogue[scenario.name]
 
     def admit(self, client: str) -> None:
-        """A 429 or 503 unless `client` may create a session now (takes a creation)."""
-        self.store.reserve(client)
+        """A 429 or 503 unless `client` may create a session now (takes a creation). The
+        rate comes first: a flood is refused before anything looks at the sessions."""
         self.creates.check(client)
+        self.store.reserve(client)
 
     def admit_ahead(self, client: str) -> None:
         """`admit`'s refusal, taking nothing: a create refused before its body is read."""
-        self.store.reserve(client)
         self.creates.ahead(client)
+        self.store.reserve(client)
 
     def create(
         self,
@@ -100,8 +101,10 @@ class Operations:
         options: dict[str, Any] | None,
         *,
         admitted: bool = False,
+        label: str | None = None,
     ) -> Session:
-        """A new session; `admitted`: `admit` already took this creation."""
+        """A new session (named `label`, if given); `admitted`: `admit` already took this
+        creation."""
         name = self.info(env).name
         if admitted:
             self.store.reserve(client)
@@ -110,7 +113,7 @@ class Operations:
         scenario_env = registry.make(name)
         seed, observation, info = reset_env(scenario_env, name, seed, options)
         session = Session(
-            self.store.new_id(), name, scenario_env, seed, observation, info, owner=client
+            self.store.new_id(), name, scenario_env, seed, observation, info, client, label
         )
         self.store.add(session)
         if self.freezer is not None:
@@ -133,6 +136,8 @@ class Operations:
             observation, reward, terminated, truncated, info = step_parsed(env, text, outcome)
             session.observation, session.info = observation, info
             session.touch()
+            if session.before_answer is not None:
+                await session.before_answer()
         return {
             "observation": observation,
             "reward": float(reward),

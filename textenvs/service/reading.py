@@ -11,7 +11,10 @@ as it runs, so a worker thread is not enough for a long command. So:
   one client's flood holds at most one worker and the others keep the rest;
 - a command a worker process has not read within `timeout` seconds (counted from when a
   ready worker has it) is a `422 command_too_slow` that changes nothing; the worker is
-  killed and replaced. (A short command has no limit: it is quick to read, and under load
+  killed and replaced;
+- a worker that dies with a command (killed from outside, say) is replaced and the
+  command tried once more on a new one; a second loss is a `422 command_not_read` that
+  changes nothing, never a 500. (A short command has no limit: it is quick to read, and under load
   its wait for a thread would count against it.)
 
 The env then steps on the loop with the parse already done (`step_parsed`): the rules
@@ -39,6 +42,11 @@ DEFAULT_TIMEOUT_S = 2.0
 # would not pickle back with its fields.
 Outcome = tuple[bool, Any]
 READY = b"ready\n"
+ATTEMPTS = 2  # workers tried for one command: a worker killed from outside is replaced
+
+
+class WorkerLost(Exception):
+    """A worker process died (or did not start) while it had a command."""
 
 
 def read(parse: Callable[[str], Any], text: str) -> Outcome:
@@ -162,20 +170,45 @@ class CommandReader:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.processes)
         async with self._slots:
+            for attempt in range(1, ATTEMPTS + 1):
+                try:
+                    return await self._exchange(parse, text)
+                except WorkerLost:
+                    if attempt == ATTEMPTS:
+                        raise self._lost() from None
+        raise AssertionError("unreachable")
+
+    async def _exchange(self, parse: Callable[[str], Any], text: str) -> Outcome:
+        """One try on one worker: a `WorkerLost` when the worker died on the way (killed
+        from outside, or it could not start), after which it is gone."""
+        try:
             worker = self._idle.pop() if self._idle else await asyncio.to_thread(_Worker)
-            try:
-                outcome = await asyncio.wait_for(
-                    asyncio.to_thread(worker.exchange, parse, text), self.timeout
-                )
-            except TimeoutError:
-                # stuck: killed (off the loop), and a new worker starts when one is needed
-                await asyncio.to_thread(worker.kill)
-                raise self._too_slow() from None
-            except BaseException:  # cancelled, or the worker broke: it cannot be reused
-                worker.kill()
-                raise
-            self._idle.append(worker)
-            return outcome
+        except (OSError, RuntimeError) as exc:
+            raise WorkerLost from exc
+        try:
+            outcome = await asyncio.wait_for(
+                asyncio.to_thread(worker.exchange, parse, text), self.timeout
+            )
+        except TimeoutError:
+            # stuck: killed (off the loop), and a new worker starts when one is needed
+            await asyncio.to_thread(worker.kill)
+            raise self._too_slow() from None
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:  # its pipes broke
+            await asyncio.to_thread(worker.kill)
+            raise WorkerLost from exc
+        except BaseException:  # cancelled, or the worker broke: it cannot be reused
+            worker.kill()
+            raise
+        self._idle.append(worker)
+        return outcome
+
+    def _lost(self) -> ServiceError:
+        return ServiceError(
+            422,
+            "command_not_read",
+            "the command could not be read (its reading process stopped); nothing changed: "
+            "send it again, or send one short command",
+        )
 
     def _too_slow(self) -> ServiceError:
         return ServiceError(

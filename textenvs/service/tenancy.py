@@ -160,8 +160,13 @@ class ClientLimits:
 
     max_sessions: int = 0
     creates_per_minute: float = 1200.0
-    resets_per_minute: float = 6000.0
+    # 20 a second: a Squad Recon reset takes 2-3 ms on the event loop, so at this rate one
+    # client's resets hold it about 6% of the time (at 6,000 a minute, all of it)
+    resets_per_minute: float = 1200.0
     steps_per_second: float = 5000.0
+    # GETs of scenarios, sessions and the play page's API: a progress answer of a big run is
+    # tens of KB, and `GET /v1/envs` every scenario's rules
+    reads_per_second: float = 20.0
     #: request bodies and WebSocket messages, in bytes: what parsing costs the server
     body_bytes_per_second: float = 1024 * 1024
 
@@ -236,12 +241,23 @@ def body_bytes_limiter(limits: ClientLimits, max_body_bytes: int) -> RateLimiter
     return RateLimiter(rate, max(rate, 16.0 * max_body_bytes), "request bytes")
 
 
-def limiters(limits: ClientLimits) -> tuple[RateLimiter, RateLimiter, RateLimiter]:
-    """(creates, resets, steps): creates and resets refill over a minute, steps over a
-    second."""
-    creates = RateLimiter(
-        limits.creates_per_minute / 60.0, limits.creates_per_minute, "session creations"
-    )
-    resets = RateLimiter(limits.resets_per_minute / 60.0, limits.resets_per_minute, "resets")
+MIN_BURST = 10.0  # a per-minute allowance comes a second's worth at once, or this many
+
+
+def per_minute(allowance: float, what: str) -> RateLimiter:
+    """`allowance` a minute, refilling steadily; a second's worth of it at once (at least
+    `MIN_BURST`, or the whole allowance when it is smaller): a minute's worth of creations
+    or resets back to back, each a few milliseconds on the event loop, held it for
+    seconds."""
+    rate = allowance / 60.0
+    return RateLimiter(rate, min(allowance, max(rate, MIN_BURST)), what)
+
+
+def limiters(limits: ClientLimits) -> tuple[RateLimiter, RateLimiter, RateLimiter, RateLimiter]:
+    """(creates, resets, steps, reads): creates and resets refill over a minute (see
+    `per_minute`), steps and reads over a second; each comes a second's worth at once."""
+    creates = per_minute(limits.creates_per_minute, "session creations")
+    resets = per_minute(limits.resets_per_minute, "resets")
     steps = RateLimiter(limits.steps_per_second, limits.steps_per_second, "steps")
-    return creates, resets, steps
+    reads = RateLimiter(limits.reads_per_second, limits.reads_per_second, "reads")
+    return creates, resets, steps, reads

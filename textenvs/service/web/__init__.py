@@ -113,6 +113,7 @@ def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
     @router.get("/play/api/setup", response_model=PlaySetup)
     async def setup(client: Client) -> PlaySetup:
         """Whether this server records human runs, and its baseline sets."""
+        ops.reads.check(client)
         sets = recorder.sets.values() if recorder else ()
         return PlaySetup(
             recording=recorder is not None,
@@ -149,16 +150,13 @@ def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
         client: Client,
         player: Annotated[str, Query(max_length=40)],
         set: Annotated[str | None, Query(max_length=40)] = None,
-    ) -> Progress:
-        """The episodes recorded so far in a player's run (free play, or one set)."""
+    ) -> Response:
+        """The episodes recorded so far in a player's run (free play, or one set); an
+        episode is recorded before the step that ended it answers."""
+        ops.reads.check(client)
         if recorder is None:
             raise ServiceError(404, "not_recording", "this server does not record human runs")
         who = recorder.player(client, player, set)
-        return Progress(
-            run=who.run,
-            set=who.baseline.name if who.baseline else None,
-            seeds=list(who.baseline.seeds) if who.baseline else [],
-            recorded=await recorder.recorded(who),
-        )
+        return Response(await recorder.progress(who), media_type="application/json")
 
     return router

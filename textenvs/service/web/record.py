@@ -10,11 +10,19 @@ up file descriptors.
 `textenvs report` then reads a human run like any model's and pairs it with
 model runs on the (env, seed, episode) keys both played.
 
-A session's env is wrapped in `RecordedEnv`, which remembers each command and how long the
-player took over it. When the episode ends, the commands are replayed through
-`run_episode` on a fresh env with the same seed, so the record and the trajectory are built
-and written by the same code as an eval's; a replay that does not end on what the player
-saw is logged and not written (it would mean the episode was not deterministic).
+A session's env is wrapped in `RecordedEnv` (`episodes.py`), which remembers each command
+and how long the player took over it. When the episode ends, the commands are replayed
+through `run_episode` on a fresh env with the same seed, so the record and the trajectory
+are built and written by the same code as an eval's; a replay that does not end on what
+the player saw is logged and not written (it would mean the episode was not
+deterministic). The step that ended the episode answers once its record is written and
+fsynced: an episode a player saw finish survives a kill -9 of the server.
+
+Nothing here grows with the data already recorded, per request: what a run holds is read
+incrementally (`runs.RunIndex`), `summary.json` is recomputed at most once every
+`SUMMARY_EVERY_S` per run (and when the server stops), and the disk the recordings take
+is bounded per client and in all (`runs.DiskQuota`): over a bound, a recorded session is
+refused with `409 recording_full` and an episode that would not fit is not written.
 
 A baseline set is a named list of seeds each player works through in order, once each: a
 seed handed out is not handed out again to that player while the server runs (reloading
@@ -25,18 +33,18 @@ the first is recorded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from textenvs.agents.base import Agent, Decision
+from pydantic_core import to_json
+
 from textenvs.core import registry
-from textenvs.core.parsing import ParseError
 from textenvs.evals import store
 from textenvs.evals.episode import EpisodeResult, run_episode
 from textenvs.evals.metrics import Key
@@ -48,15 +56,24 @@ from textenvs.evals.runner import (
     parse_seeds,
     write_summary,
 )
-from textenvs.service.reading import Outcome, read
 from textenvs.service.sessions import ServiceError, Session
 from textenvs.service.tenancy import ANONYMOUS
+from textenvs.service.web.episodes import Episode, RecordedEnv, ReplayAgent, replayed
+from textenvs.service.web.runs import (
+    DEFAULT_MAX_MB,
+    RUN_FOLDER_BYTES,
+    DiskQuota,
+    FileThreads,
+    RunIndex,
+    footprint,
+)
 
 log = logging.getLogger("textenvs.service")
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"  # player and set names: safe as folder names
 FREE = "free"  # the run of seeds the player chose
 MAX_SET_SEEDS = 10_000
+SUMMARY_EVERY_S = 30.0  # a run's summary.json is recomputed at most this often
 
 
 class BaselineSetError(ValueError):
@@ -108,97 +125,35 @@ def client_folder(client: str) -> str:
     return "client-" + hashlib.sha256(client.encode("utf-8")).hexdigest()[:16]
 
 
-class ReplayAgent(Agent):
-    """The human's recorded commands, played back (with the time each one took)."""
-
-    name = "human"
-
-    def __init__(self, player: Player, moves: list[tuple[str, float]] | None = None) -> None:
-        self.player = player
-        self._moves: Iterator[tuple[str, float]] = iter(moves or [])
-
-    def config(self) -> dict[str, Any]:
-        return {"name": self.name, "player": self.player.name, "client": self.player.client}
-
-    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
-        command, thinking = next(self._moves)
-        return Decision(command, raw=command, latency_s=thinking)
-
-
-@dataclass
-class Episode:
-    player: Player
-    env_name: str
-    seed: int
-    moves: list[tuple[str, float]] = field(default_factory=list)
-    readings: list[Outcome] = field(default_factory=list)  # what the parser read, per move
-    started: float = field(default_factory=time.monotonic)
-    last_shown: float = field(default_factory=time.monotonic)
-
-
-def replayed(readings: list[Outcome]) -> Callable[[str], Any]:
-    """A parser that gives back what was read, in order: the replay parses nothing on the
-    event loop (the service read each command off it, within its time limit)."""
-    outcomes = iter(readings)
-
-    def parse(_: str) -> Any:
-        ok, value = next(outcomes)
-        if ok:
-            return value
-        raise ParseError(*value)
-
-    return parse
-
-
-class RecordedEnv:
-    """A session's env that remembers the episode it plays; everything else is the env's."""
-
-    def __init__(self, env: Any, recorder: HumanRecorder, episode: Episode) -> None:
-        self.env = env
-        self._recorder = recorder
-        self._episode: Episode | None = episode
-        self._player: Player | None = episode.player  # holds the run until `close`
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.env, name)
-
-    def step(self, command: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        episode = self._episode
-        if episode is not None:  # the service has read it already: this costs nothing
-            episode.readings.append(read(self.env.unwrapped.parse, command))
-        stepped = self.env.step(command)
-        if episode is not None:
-            now = time.monotonic()
-            episode.moves.append((command, now - episode.last_shown))
-            episode.last_shown = now
-            if stepped[2] or stepped[3]:
-                self._episode = None
-                self._recorder.finish(episode, stepped[0])
-        return stepped
-
-    def reset(self, *args: Any, **kwargs: Any) -> Any:
-        self._episode = None  # an episode the player restarts by hand is not a baseline one
-        return self.env.reset(*args, **kwargs)
-
-    def close(self) -> None:
-        """The session ended: its hold on the run folder ends too."""
-        if self._player is not None:
-            self._recorder.release_run(self._player)
-            self._player = None
-        self.env.close()
-
-
 class HumanRecorder:
-    """Writes finished human episodes under `root`, one run folder per player and set."""
+    """Writes finished human episodes under `root`, one run folder per player and set, at
+    most `max_bytes` in all and `client_max_bytes` for each client (0: `max_bytes` shared
+    evenly between the server's clients, see `share_between`)."""
 
-    def __init__(self, root: Path, sets: list[BaselineSet] | tuple[BaselineSet, ...] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        sets: list[BaselineSet] | tuple[BaselineSet, ...] = (),
+        *,
+        max_bytes: int = DEFAULT_MAX_MB * 2**20,
+        client_max_bytes: int = 0,
+    ) -> None:
         self.root = Path(root)
         self.sets = {s.name: s for s in sets}
-        self._lock = asyncio.Lock()  # one writer at a time (all run folders)
+        self.threads = FileThreads()
+        self.index = RunIndex(self.threads)
+        self.quota = DiskQuota(self.threads, max_bytes, client_max_bytes)
+        self._writers: dict[str, asyncio.Lock] = {}  # client -> one episode at a time
+        self._held: dict[str, _Held] = {}  # run -> its lock and live users
+        self._opening: dict[str, asyncio.Lock] = {}  # run -> one opening at a time
         self._opened: set[str] = set()  # the run folders checked (and made) so far
-        self._held: dict[str, tuple[store.RunLock, int]] = {}  # run -> (lock, live users)
         self._handed_out: set[tuple[str, str, int]] = set()  # (run, env, seed)
-        self._pending: set[asyncio.Task[None]] = set()
+        self._pending: set[asyncio.Task[None]] = set()  # episodes being written
+        self._summaries: dict[str, asyncio.Task[None]] = {}  # run -> its summary to come
+        self._stopping = asyncio.Event()  # summaries due are written at once
+
+    def share_between(self, clients: int) -> None:
+        self.quota.share(clients)
 
     def player(self, client: str, name: str | None, set_name: str | None) -> Player:
         if not name or not re.fullmatch(NAME_PATTERN, name):
@@ -217,6 +172,10 @@ class HumanRecorder:
     def run_dir(self, player: Player) -> Path:
         return self.root / player.run
 
+    def client_root(self, client: str) -> Path:
+        """The folder of every run of `client`."""
+        return self.root if client == ANONYMOUS else self.root / client_folder(client)
+
     def config(self, player: Player) -> dict[str, Any]:
         seeds = list(player.baseline.seeds) if player.baseline else []
         plan = EvalPlan(envs=registry.names(), seeds=seeds, concurrency=1)
@@ -232,14 +191,19 @@ class HumanRecorder:
 
     async def open_run(self, player: Player) -> None:
         """Create (or check and resume) the player's run folder and hold its lock, as an
-        eval does while it runs, until every `open_run` has had its `release_run`."""
-        async with self._lock:
+        eval does while it runs, until every `open_run` has had its `release_run`. A
+        `409 recording_full` when the client's or the server's recordings are at their
+        bound (and no folder is made)."""
+        await self.quota.room(player.client, self.client_root(player.client), self.root)
+        async with self._opening.setdefault(player.run, asyncio.Lock()):
             if player.run in self._held:
-                lock, users = self._held[player.run]
-                self._held[player.run] = (lock, users + 1)
+                self._held[player.run].users += 1
                 return
+            new = player.run not in self._opened and not self.run_dir(player).exists()
+            if new and not self.quota.take(player.client, RUN_FOLDER_BYTES):
+                raise self.quota.full(player.client)
             try:
-                lock = await asyncio.to_thread(self._open, player)
+                lock = await self.threads.run(self._open, player)
             except (store.RunDirError, ValueError, OSError) as exc:
                 log.error("cannot record run %s: %s", player.run, exc)
                 raise ServiceError(
@@ -250,17 +214,17 @@ class HumanRecorder:
                     "process is writing it; choose another player name",
                 ) from None
             self._opened.add(player.run)
-            self._held[player.run] = (lock, 1)
+            self._held[player.run] = _Held(lock)
 
     def release_run(self, player: Player) -> None:
         """One user of the run is done (its session ended, or its write is written)."""
-        lock, users = self._held.pop(player.run, (None, 0))
-        if lock is None:
+        held = self._held.get(player.run)
+        if held is None:
             return
-        if users > 1:
-            self._held[player.run] = (lock, users - 1)
-        else:
-            lock.release()
+        held.users -= 1
+        if not held.users:
+            del self._held[player.run]
+            held.lock.release()
 
     def _open(self, player: Player) -> store.RunLock:
         lock = store.RunLock(self.run_dir(player))
@@ -275,22 +239,30 @@ class HumanRecorder:
 
     def close(self) -> None:
         """Release every run folder (the server is stopping)."""
-        for lock, _ in self._held.values():
-            lock.release()
+        for held in self._held.values():
+            held.lock.release()
         self._held.clear()
+        self.threads.close()
 
-    async def recorded(self, player: Player) -> dict[str, list[int]]:
-        """The seeds recorded so far in the player's run, by scenario (after pending writes)."""
-        await self.settle()
-        by_env: dict[str, list[int]] = {}
-        for record in store.read_episodes(self.run_dir(player)):
-            by_env.setdefault(str(record["env"]), []).append(int(record["seed"]))
-        return {env: sorted(set(seeds)) for env, seeds in by_env.items()}
+    async def progress(self, player: Player) -> bytes:
+        """The `GET /play/api/progress` answer (JSON): remade only when the run changed."""
+        recorded = await self.index.episodes(self.run_dir(player))
+        if recorded.progress is None:
+            baseline = player.baseline
+            recorded.progress = to_json(
+                {
+                    "run": player.run,
+                    "set": baseline.name if baseline else None,
+                    "seeds": list(baseline.seeds) if baseline else [],
+                    "recorded": {env: sorted(seeds) for env, seeds in recorded.seeds.items()},
+                }
+            )
+        return recorded.progress
 
     async def next_seed(self, player: Player, env_name: str) -> int:
         """The set's first seed this player has neither recorded nor been handed yet."""
         assert player.baseline is not None
-        done = set((await self.recorded(player)).get(env_name, []))
+        done = (await self.index.episodes(self.run_dir(player))).seeds.get(env_name, set())
         for seed in player.baseline.seeds:
             if seed not in done and (player.run, env_name, seed) not in self._handed_out:
                 return seed
@@ -305,57 +277,117 @@ class HumanRecorder:
         """Record the episode the new session plays (its set seed is now handed out)."""
         self._handed_out.add((player.run, session.env_name, session.seed))
         episode = Episode(player, session.env_name, session.seed)
-        session.env = RecordedEnv(session.env, self, episode)  # type: ignore[assignment]
+        recorded = RecordedEnv(session.env, self, episode)
+        session.env = recorded  # type: ignore[assignment]
+        session.before_answer = recorded.written
 
-    def finish(self, episode: Episode, final_observation: str) -> None:
-        player = episode.player
-        lock, users = self._held[player.run]  # the session still holds it
-        self._held[player.run] = (lock, users + 1)  # and now the pending write too
+    def finish(self, episode: Episode, final_observation: str) -> asyncio.Task[None]:
+        """Start recording `episode` (it holds the run until written); the task never fails."""
+        self._held[episode.player.run].users += 1  # the session still holds it: so does this
         task = asyncio.get_running_loop().create_task(self._record(episode, final_observation))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+        return task
 
     async def settle(self) -> None:
-        """Wait until every finished episode is written."""
+        """Wait until every finished episode is written, then write every summary due (the
+        server is stopping)."""
         while self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)
+        self._stopping.set()
+        while self._summaries:
+            await asyncio.gather(*self._summaries.values(), return_exceptions=True)
 
     async def _record(self, episode: Episode, final_observation: str) -> None:
+        """Replay and write `episode`, one episode of a client at a time: a client finishing
+        episodes as fast as it can holds one of the recorder's threads, never both."""
         wall_s = time.monotonic() - episode.started
         player = episode.player
         try:
-            agent = ReplayAgent(player, episode.moves)
-            env = registry.make(episode.env_name)
-            env.parse = replayed(episode.readings)  # type: ignore[method-assign]
-            result = await run_episode(env, agent, episode.seed)
-            if result.final_observation != final_observation:
-                log.error("replay of %s seed %d differs", episode.env_name, episode.seed)
-                return
-            result.wall_s = wall_s
-            async with self._lock:
-                await asyncio.to_thread(self._write, player, result)
+            async with self._writers.setdefault(player.client, asyncio.Lock()):
+                result = await self.threads.run(_replay, episode)
+                if result.final_observation != final_observation:
+                    log.error("replay of %s seed %d differs", episode.env_name, episode.seed)
+                    return
+                result.wall_s = wall_s
+                async with self._held[player.run].writing:
+                    if await self._write(player, result):
+                        self._summary_due(player)
         except Exception:  # a failed write must not take the service down
             log.exception("could not record a human episode of %s", episode.env_name)
         finally:
             self.release_run(player)
 
-    def _write(self, player: Player, result: EpisodeResult) -> None:
+    async def _write(self, player: Player, result: EpisodeResult) -> bool:
+        """Write one episode's trajectory and line (fsynced); False when it is not written
+        (a set seed already recorded, or no room left)."""
         run_dir = self.run_dir(player)
         assert result.seed is not None
-        earlier = sum(
-            1
-            for r in store.read_episodes(run_dir)
-            if (r["env"], r["seed"]) == (result.env, result.seed)
-        )
+        recorded = await self.index.episodes(run_dir)
+        earlier = recorded.counts[(result.env, result.seed)]
         if earlier and player.baseline is not None:
-            return  # a set seed counts once: the first episode that finished
+            return False  # a set seed counts once: the first episode that finished
         key: Key = (result.env, result.seed, earlier)
-        data = {"key": list(key), "model": None, **result.to_dict()}
-        trajectory = store.write_trajectory(run_dir, key, data)
-        episodes = store.EpisodeLog(run_dir)
+        trajectory, text, record = await self.threads.run(_encode, result, key)
+        size, line = recorded.size, len(store.record_line(record))
+        cost = footprint(len(text)) + footprint(size + line) - footprint(size)
+        if not self.quota.take(player.client, cost):
+            log.warning("not recording an episode in %s: %s", player.run,
+                        self.quota.full(player.client).message)  # fmt: skip
+            return False
+        await self.threads.run(_write_episode, run_dir, trajectory, text, record)
+        return True
+
+    def _summary_due(self, player: Player) -> None:
+        """Have the run's summary recomputed soon (it holds the run until then)."""
+        if player.run not in self._summaries:
+            self._held[player.run].users += 1
+            summary = asyncio.get_running_loop().create_task(self._summarise(player))
+            self._summaries[player.run] = summary
+
+    async def _summarise(self, player: Player) -> None:
         try:
-            episodes.append(episode_record(result, key, None, trajectory))
-            episodes.sync()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), SUMMARY_EVERY_S)
+            async with self._held[player.run].writing:
+                await self.threads.run(write_summary, self.run_dir(player), self.config(player))
+        except Exception:
+            log.exception("could not write the summary of %s", player.run)
         finally:
-            episodes.close()
-        write_summary(run_dir, self.config(player))
+            del self._summaries[player.run]
+            self.release_run(player)
+
+
+@dataclass
+class _Held:
+    lock: store.RunLock
+    users: int = 1  # live sessions, episodes being written and summaries to come
+    writing: asyncio.Lock = field(default_factory=asyncio.Lock)  # one write at a time
+
+
+def _replay(episode: Episode) -> EpisodeResult:
+    """The episode played again by the eval's own runner (in a recorder thread: a replay
+    takes as long as its steps did, and the event loop has other clients to serve)."""
+    env = registry.make(episode.env_name)
+    env.parse = replayed(episode.readings)  # type: ignore[method-assign]
+    agent = ReplayAgent(episode.player, episode.moves)
+    return asyncio.run(run_episode(env, agent, episode.seed))
+
+
+def _encode(result: EpisodeResult, key: Key) -> tuple[str, str, dict[str, Any]]:
+    """(trajectory path in the run, its text, the episodes.jsonl record) of one episode."""
+    data = {"key": list(key), "model": None, **result.to_dict()}
+    trajectory = store.trajectory_file(key)
+    return trajectory, store.trajectory_text(data), episode_record(result, key, None, trajectory)
+
+
+def _write_episode(run_dir: Path, trajectory: str, text: str, record: dict[str, Any]) -> None:
+    """The trajectory first, then its line, each fsynced: a line is only ever written
+    for a trajectory in place."""
+    store.write_atomic(run_dir / trajectory, text)
+    episodes = store.EpisodeLog(run_dir)
+    try:
+        episodes.append(record)
+        episodes.sync()
+    finally:
+        episodes.close()
