@@ -16,8 +16,8 @@ subprocess, two clients from a token file) is measured four ways:
 - lockout: the bystander also makes fresh requests (a new connection each, 5 a second,
   `/v1/health` and an authenticated `GET /v1/envs/{env}` in turn); served is the share
   answered 200 within 5 s;
-- server errors: every 5xx answer the attacker or the bystander got (and the recording
-  disk the attack grew, for a recording server).
+- server errors: every 5xx answer the attacker or the bystander got, but `503
+  at_capacity` (and the recording disk the attack grew, for a recording server).
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ async def exchange(
 
 
 def server_errors(statuses: Counter[int]) -> int:
-    return sum(n for status, n in statuses.items() if status >= 500)
+    """5xx answers but a full server's 503 (a documented refusal, not an error)."""
+    return sum(n for status, n in statuses.items() if status >= 500 and status != 503)
 
 
 def size_refusals(statuses: Counter[int]) -> int:

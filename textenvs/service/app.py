@@ -96,8 +96,8 @@ def create_app(
     The play page is at `/play/`; with a `recorder`, its finished episodes become eval runs.
     A command not read within `command_timeout` seconds is a 422 that changes nothing.
     WebSockets take at most three quarters of `max_connections`, each client its share,
-    and each client's requests in flight that share too. Refusals (401, 429) are answered
-    after `refusal_pause` seconds (see `guards.py`).
+    and each client's requests in flight that share too. Refusals (401, 429, and 503 when
+    the server is full) are answered after `refusal_pause` seconds (see `guards.py`).
     `freeze_gc` keeps long-lived objects out of garbage collections (process-wide, for a
     server process of its own: see `memory.py`).
     """
