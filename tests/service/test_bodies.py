@@ -14,7 +14,14 @@ from starlette.routing import Route
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.service.attacker import ENV, TOKENS, every_route, read_response, request
+from tests.service.attacker import (
+    ENV,
+    TOKENS,
+    every_route,
+    read_answers,
+    read_response,
+    request,
+)
 from textenvs.service.app import DEFAULT_MAX_BODY_BYTES, create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.service.connections import uvicorn_settings
@@ -76,6 +83,28 @@ def test_no_legitimate_body_is_refused_however_it_is_sent(url: str) -> None:
                 assert answer[9:12] not in REFUSALS and answer[9:10] != b"5", (way, answer[:300])
         answer = httpx.post(f"{url}{path}", content=body, headers=BOB, timeout=30)
         assert answer.status_code < 500 and str(answer.status_code).encode() not in REFUSALS
+
+
+@pytest.mark.parametrize("refusal", ["401", "413"])
+def test_a_body_refused_unread_leaves_the_next_request_alone(url: str, refusal: str) -> None:
+    """A body refused before it is read (a wrong token; over --max-body-bytes) closes its
+    connection after the one answer: the rest of the body would arrive where the next
+    request's head is read (a refused 249 KB body made that next request 431)."""
+    port = int(url.rsplit(":", 1)[1])
+    if refusal == "401":
+        body, token = b" " * 200_000, "not-a-token-0123456789"
+    else:
+        body, token = b" " * (DEFAULT_MAX_BODY_BYTES + 1), TOKENS["bob"]
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(request("POST", "/v1/sessions", body, token))
+        answers = read_answers(sock, timeout=10)
+    assert answers.startswith(f"HTTP/1.1 {refusal}".encode()), answers[:100]
+    assert answers.count(b"HTTP/1.1 ") == 1, answers
+    with httpx.Client(base_url=url, timeout=30) as http:  # one keep-alive connection
+        auth = {"Authorization": f"Bearer {token}"}
+        refused = http.post("/v1/sessions", content=body, headers=auth)
+        assert refused.status_code == int(refusal)
+        assert http.get(f"/v1/envs/{ENV}", headers=BOB).status_code == 200
 
 
 def nested(depth: int, shape: str) -> str:

@@ -16,7 +16,9 @@
   answered after a pause (`REFUSAL_PAUSE_S`), their body never read, and meanwhile the
   connection is marked as holding only refused work (the connection cap evicts it first,
   see `connections.py`) and no longer counts as in flight: a flood of refusals costs the
-  server one answer per connection per pause, and takes no room from anyone.
+  server one answer per connection per pause, and takes no room from anyone. An answer
+  given before its request's body was read closes the connection (the rest of the body
+  would arrive where the next request's head is read).
 - Bodies over `max_bytes` get a 413 before any parsing, chunked uploads included, and
   each body's bytes count against its client's allowance (`bodies`, a 429 past it):
   parsing costs the server about what a client sends, valid or not.
@@ -130,6 +132,8 @@ class Guard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        if scope["type"] == "http":
+            receive, send = closing_when_unread(scope, receive, send)
         host = the_host(scope["headers"])
         allowed = self.allowed_hosts is None or "*" in self.allowed_hosts
         if host is None or not (allowed or host in self.allowed_hosts):  # type: ignore[operator]
@@ -271,6 +275,34 @@ class Guard:
     def _too_big(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         message = f"request bodies are limited to {self.max_bytes} bytes"
         return error_response(413, "payload_too_large", message)(scope, receive, send)
+
+
+def closing_when_unread(scope: Scope, receive: Receive, send: Send) -> tuple[Receive, Send]:
+    """`receive` and `send` of an HTTP request, but an answer that starts before the
+    request's body was read (a refusal) closes the connection: the rest of the body would
+    arrive after it, where the next request's head is read (a refused 249 KB body made
+    the next request on the connection `431 headers too large`)."""
+    unread = any(
+        name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0")
+        for name, value in scope["headers"]
+    )
+    if not unread:
+        return receive, send
+
+    async def tracking_receive() -> Message:
+        nonlocal unread
+        message = await receive()
+        if not message.get("more_body", False):
+            unread = False  # the whole body, or the client went away
+        return message
+
+    async def closing_send(message: Message) -> None:
+        if message["type"] == "http.response.start" and unread:
+            headers = [*message.get("headers", []), (b"connection", b"close")]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return tracking_receive, closing_send
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
