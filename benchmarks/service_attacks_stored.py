@@ -47,14 +47,40 @@ def _post(path: str, body: dict, token: str) -> bytes:
     ).encode() + data
 
 
+class _Connection:
+    """A keep-alive connection, opened again when the server has closed it (as it does
+    after refusing a request with a body)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def exchange(self, request: bytes) -> tuple[int, bytes]:
+        for last in (False, True):
+            if self.streams is None:
+                self.streams = await asyncio.open_connection("127.0.0.1", self.port)
+            try:
+                return await _exchange(*self.streams, request)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                self.close()
+                if last:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self.streams is not None:
+            self.streams[1].close()
+            self.streams = None
+
+
 async def _repeat(port: int, request: bytes, stop: asyncio.Event) -> int:
     """Send `request` over one keep-alive connection as fast as it is answered."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    connection = _Connection(port)
     sent = 0
     while not stop.is_set():
-        await _exchange(reader, writer, request)
+        await connection.exchange(request)
         sent += 1
-    writer.close()
+    connection.close()
     return sent
 
 
@@ -180,23 +206,23 @@ async def record_disk(port: int, stop: asyncio.Event) -> int:
     whole city), one player per connection and a new session for each episode."""
 
     async def flood(p: int, s: asyncio.Event, i: int) -> int:
-        reader, writer = await asyncio.open_connection("127.0.0.1", p)
+        connection = _Connection(p)
         sent = 0
         while not s.is_set():
             create = _post("/play/api/sessions", {"env": "megacity", "player": f"p{i}"}, FLOODER)
-            status, data = await _exchange(reader, writer, create)
+            status, data = await connection.exchange(create)
             sent += 1
             if status != 201:
                 continue  # refused (paced by the server)
             sid = json.loads(data)["session_id"]
             step = _post(f"/v1/sessions/{sid}/step", {"command": "wait"}, FLOODER)
             while not s.is_set():
-                status, data = await _exchange(reader, writer, step)
+                status, data = await connection.exchange(step)
                 sent += 1
                 if status != 200 or b'"terminated":true' in data or b'"truncated":true' in data:
                     break
-            await _exchange(reader, writer, _delete(sid))
-        writer.close()
+            await connection.exchange(_delete(sid))
+        connection.close()
         return sent
 
     return await _on_connections(flood, stop, port)

@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 
 from benchmarks import service_attacks
+from benchmarks.service_attacks import PeakRss, request  # noqa: F401 (for the tests)
 from benchmarks.service_load import ROOT
 
 TOKENS = {
@@ -103,35 +104,6 @@ def rss_kb(pid: int) -> int:
     match = re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())
     assert match is not None
     return int(match.group(1))
-
-
-class PeakRss:
-    """The highest RSS of process `pid` from now until `stop()`, sampled every 10 ms."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid, self.peak = pid, rss_kb(pid)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.01):
-            self.peak = max(self.peak, rss_kb(self.pid))
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        return self.peak
-
-
-def request(method: str, path: str, body: bytes = b"", token: str | None = None) -> bytes:
-    """One raw HTTP/1.1 request (with `token` as a bearer token)."""
-    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-    if token:
-        head += f"Authorization: Bearer {token}\r\n"
-    if body or method in ("POST", "PUT"):
-        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-    return (head + "\r\n").encode() + body
 
 
 def read_answers(sock: socket.socket, timeout: float = 10.0) -> bytes:

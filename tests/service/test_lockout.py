@@ -46,8 +46,10 @@ def url() -> Iterator[str]:
 def test_refused_requests_filling_the_cap_lock_no_one_out(url: str) -> None:
     """Alice holds her one session and sends creates from twice the cap's connections:
     each is refused (429) after a second's pause; Bob's fresh requests are served. (Her
-    refused requests, waiting out their pause, do not count as in flight: refused for
-    her session limit, not for her share of the cap.)"""
+    refused requests, waiting out their pause, do not count as in flight: most are
+    refused for her session limit. Each refusal closes its connection, since its body
+    is unread, so hers reconnect and evict one another; the ones arriving at once past
+    her share of the cap are refused for that.)"""
     alice = TOKENS["alice"]
     body = json.dumps({"env": ENV}).encode()
     headers = {"Authorization": f"Bearer {alice}"}
@@ -55,7 +57,8 @@ def test_refused_requests_filling_the_cap_lock_no_one_out(url: str) -> None:
     with Flood(url, request("POST", "/v1/sessions", body, alice), 2 * CAP) as flood:
         served = fresh_requests(url, 20)
     assert flood.answers and set(flood.answers) == {429}
-    assert flood.codes == {b"too_many_sessions"}
+    assert b"too_many_sessions" in flood.codes
+    assert flood.codes <= {b"too_many_sessions", b"too_many_requests"}
     assert served >= SERVED_TARGET, f"{served:.0%} of fresh requests served"
 
 

@@ -75,4 +75,6 @@ def test_rejected_requests_make_no_folder_and_hold_no_file(served: tuple[str, Pa
         for i in range(8):  # each is answered after the 429 pause
             answer = mallory.post("/play/api/sessions", json={"env": "megacity", "player": f"p{i}"})
             assert answer.status_code == 429
-        assert (set(root.rglob("*")), len(os.listdir("/proc/self/fd"))) == before
+        # no folder made, no file held (a refused body's connection closes: fewer is fine)
+        assert set(root.rglob("*")) == before[0]
+        assert len(os.listdir("/proc/self/fd")) <= before[1]
