@@ -40,6 +40,19 @@ def parse_seeds(spec: str) -> list[int]:
     return sorted({seed for lo, hi in ranges for seed in range(lo, hi + 1)})
 
 
+def seed_ranges(seeds: list[int]) -> str:
+    """The shortest `parse_seeds` spec of `seeds`: `[0, 1, 2, 5]` -> `"0-2,5"`."""
+    parts: list[str] = []
+    ordered = sorted(set(seeds))
+    start = 0
+    for i, seed in enumerate(ordered):
+        if i + 1 == len(ordered) or ordered[i + 1] != seed + 1:
+            lo = ordered[start]
+            parts.append(str(lo) if lo == seed else f"{lo}-{seed}")
+            start = i + 1
+    return ",".join(parts)
+
+
 def resolve_envs(spec: str) -> list[str]:
     """`"all"` (every registered scenario, at run time) or a comma list of names."""
     if spec.strip().lower() == "all":
