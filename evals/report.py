@@ -61,8 +61,10 @@ class Run:
 
     @property
     def levels(self) -> dict[str, int | None]:
-        """The level each scenario played (None: it has no levels, or mixed them)."""
-        return {env: s.get("level") for env, s in self.summary.items() if env != "all"}
+        """The level each scenario played (None: it has no levels, or mixed them): as its
+        episodes say, else as the run's config planned it."""
+        played = {env: s.get("level") for env, s in self.summary.items() if env != "all"}
+        return {**(self.config.get("levels") or {}), **played}
 
     def env_label(self, env: str) -> str:
         """The scenario as this run played it: `megacity (level 2)`."""

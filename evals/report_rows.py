@@ -283,7 +283,7 @@ def warnings(report: Report) -> list[str]:
                 out.append(f"{run.label}: {env} mixes levels {mixed}: no normalised score")
     base = report.runs[0]
     for run in report.runs[1:]:
-        for env in set(run.versions) & set(base.versions):
+        for env in [env for env in base.versions if env in run.versions]:
             played = {(r.versions[env], r.levels.get(env)) for r in (base, run)}
             if len(played) > 1:
                 out.append(

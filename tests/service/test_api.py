@@ -316,6 +316,9 @@ def test_megacity_levels_reach_the_service(http: httpx.Client) -> None:
     """A session's `level` option draws the maps the local env draws at that level, on
     create and on reset; a level that does not exist is a 422."""
     local = textenvs.make("megacity")
+    meta = http.get("/v1/envs/megacity").json()
+    assert (meta["levels"], meta["default_level"]) == ([0, 1, 2, 3], 2)
+    assert http.get("/v1/envs/treasure-hunt").json()["levels"] == []
     body = {"env": "megacity", "seed": 4, "options": {"level": 0}}
     created = http.post("/v1/sessions", json=body).json()
     assert created["observation"] == local.reset(seed=4, options={"level": 0})[0]
