@@ -292,24 +292,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bands: error: {exc}", file=sys.stderr)
         return 2
     data = load_bands(args.out)
+    workers = max(1, args.workers)
     for env in envs:
         print(f"{env}: {len(seeds)} seeds ...", file=sys.stderr, flush=True)
-        stored = data["scenarios"].get(env)
-        try:
-            entry = measure_scenario(env, seeds, args.seeds, stored, levels, max(1, args.workers))
-        except ValueError as exc:
-            print(f"bands: error: {exc}", file=sys.stderr)
-            return 2
-        data["scenarios"][env] = entry
-        if "levels" not in entry:
-            report_band(env, entry)
+        scenario = textenvs.get(env).load()
+        # One level at a time, each saved when done: an interrupted run keeps those.
+        chunks = [[level] for level in levels or scenario.levels] if scenario.levels else [None]
+        for chunk in chunks:
+            stored = data["scenarios"].get(env)
+            try:
+                entry = measure_scenario(env, seeds, args.seeds, stored, chunk, workers)
+            except ValueError as exc:
+                print(f"bands: error: {exc}", file=sys.stderr)
+                return 2
+            data["scenarios"][env] = entry
+            if "levels" not in entry:
+                report_band(env, entry)
+            save(data, args.out, argv)
+    print(args.out)
+    return 0
+
+
+def save(data: dict[str, Any], path: Path, argv: list[str] | None) -> None:
+    import textenvs
+
     data["scenarios"] = dict(sorted(data["scenarios"].items()))
     data["textenvs_version"] = textenvs.__version__
     data["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     data["command"] = "python -m textenvs.evals.bands " + " ".join(argv or sys.argv[1:])
-    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(args.out)
-    return 0
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
