@@ -9,8 +9,9 @@ but reads only the observation.
    seam taps placed to feed the sites, and the step from which districts may open.
 3. Rehearse each plan with the equations on the rebuilt world and follow the first one
    that wins. Only when none wins, it also tries the site sets whose lines need shafts in
-   both directions (a weak current with sites at both ends of a line). Each turn it checks the world is where the rehearsal said; if not (say a
-   reply was lost) it plans again from there.
+   both directions (a weak current with sites at both ends of a line). Each turn it
+   checks the world is where the rehearsal said; if not (say a reply was lost) it plans
+   again from there.
 """
 
 from __future__ import annotations

@@ -80,17 +80,21 @@ def _settled(state: MegacityState, steps: int = 16) -> dict[Cell, int]:
 
 
 def _site_sets(
-    state: MegacityState, choices: tuple[str, ...], limit: int = 8
+    state: MegacityState, without: frozenset[str], limit: int = 8
 ) -> list[list[tuple[Cell, str]]]:
     """The most promising six-site sets with their columns, best first. A site's load is
-    judged with the neighbour loads and the seam relief that digging the others brings."""
+    judged with the neighbour loads and the seam relief that digging the others brings.
+    Without shafts, only cells whose current already serves a district are sites."""
     settled = _settled(state)
     on_seam = p.seam_cells(state)
+    choices = material_choices(without)
     options = {}
     for r in range(SIZE):
         for c in range(SIZE):
             cell = (c, r)
             materials = _materials_for(state, cell, choices)
+            if "vent" in without and _worst_flow(state, cell, []) < SAFE_FLOW:
+                continue
             if materials and (cell not in state.faults or cell in state.chambers):
                 options[cell] = materials
     ranked = sorted(
@@ -100,17 +104,32 @@ def _site_sets(
     free = [c for c in ranked if c not in fixed][:CANDIDATES]
     beside = {c: [n for n in neighbours(c) if n in options] for c in options}
     relief = {c: dict(p.relief_from(state.seams, c)) for c in options if c in on_seam}
+    # A cell no column holds even unloaded and relieved by every other candidate is in
+    # no set: leaving it out gives the same sets, in the same order, much faster.
+    pool = [*fixed, *free]
+    best_relief = {c: sum(relief[s].get(c, 0) for s in pool if s in relief) for c in pool}
+    caps = {c: [p.MATERIAL_SPECS[m][0] - 2 for m in options[c]] for c in pool}
+    if any(settled[c] - best_relief[c] > max(caps[c]) for c in fixed):
+        return []
+    free = [c for c in free if settled[c] - best_relief[c] <= max(caps[c])]
+    pool = [*fixed, *free]
+    bit = {c: 1 << i for i, c in enumerate(pool)}
+    near = {c: sum(bit[n] for n in beside[c] if n in bit) for c in pool}
+    relieved_by = {
+        c: [(bit[s], relief[s][c]) for s in pool if s in relief and relief[s].get(c)] for c in pool
+    }
     scored = []
     for extra in itertools.combinations(free, TARGET_DISTRICTS - len(fixed)):
         chosen = (*fixed, *extra)
-        sources = [relief[c] for c in chosen if c in relief]
+        mask = sum(bit[c] for c in chosen)
         total = 0.0
         picked = []
         for cell in chosen:
-            crowd = sum(n in chosen for n in beside[cell])
+            crowd = (mask & near[cell]).bit_count()
             load = settled[cell] + p.EXCAVATE_NEIGHBOUR_LOAD * crowd
-            load -= sum(source.get(cell, 0) for source in sources)
-            material = next((m for m in options[cell] if load <= p.MATERIAL_SPECS[m][0] - 2), None)
+            load -= sum(amount for source, amount in relieved_by[cell] if mask & source)
+            fits = (m for m, cap in zip(options[cell], caps[cell], strict=True) if load <= cap)
+            material = next(fits, None)
             if material is None:
                 break
             picked.append((cell, material))
@@ -213,7 +232,7 @@ def _site_vents(
     """The shafts a site set gets: one way, at most two per line; or, `wide`, only for a
     set that fails that, up to WIDE_SHAFTS per line in both directions."""
     if "vent" in without:
-        return None if wide else _vents(state, cells, most=0)
+        return _vents(state, cells, most=0)
     if not wide:
         return _vents(state, cells)
     if _vents(state, cells) is not None:
@@ -231,7 +250,9 @@ def proposals(
     assumed done in `state`. `wide`: the site sets whose shafts the narrow search could
     not place, with shafts both ways (the planner tries them only when nothing else
     wins)."""
-    for sites in _site_sets(state, material_choices(without)):
+    if wide and "vent" in without:
+        return  # no shafts: nothing wider to try
+    for sites in _site_sets(state, without):
         cells = [c for c, _m in sites]
         vents = _site_vents(state, cells, without, wide)
         if vents is None:
@@ -260,7 +281,7 @@ def relief_proposals(
 ) -> Iterator[Plan]:
     """Plans that first dig one seam cell for the relief it brings to distant sites
     (load transfer), the column chosen to keep its own excess small."""
-    if "relief" in without:
+    if "relief" in without or (wide and "vent" in without):
         return
     settled = _settled(state)
     options = []
