@@ -43,6 +43,17 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     "asides between commands": ("", "(a) wait ", ""),
     "orders and conditions": ("Action: ", "A north. if b. ", ""),
     "lines below Action lines": ("", "Action: north\nthis is fine\n", ""),
+    # reading v4: what a reply says beside its orders
+    "reasons with joints": ("north because ", "the east is a wall, and ", "east"),
+    "orders after reasons": ("", "north, because it is safe, and ", "east"),
+    "remarks after commas": ("Action: ", "north, toward the gold ", ""),
+    "remark sentences": ("Action: north", ". The east tile is a flower", ""),
+    "conditions after orders": ("Action: north", " - if possible", ""),
+    "questions after orders": ("Action: north. ", "Or east? ", ""),
+    "reasoning labels": ("", "Now: I am at (2,2).\n", "Action: north"),
+    "remarks below Action lines": ("Action: north\n", "Reason: the east is a wall.\n", ""),
+    "leaked chat tokens": ("", "north<|im_end|>", ""),
+    "squads described": ("", "A is weak; ", "B north"),
 }
 
 

@@ -82,13 +82,17 @@ def context_for(
     trial: int = 1,
     trials: int = 1,
 ) -> EpisodeContext:
-    from textenvs.prompts import prompt_name, rules_text
+    from textenvs.prompts import Mode, prompt_name, rules_text
 
     prompt = prompt_name(env.name, options)
+    try:  # in trial mode, the rules of episodes that follow one another
+        rules = rules_text(prompt, Mode(continued=trials > 1))
+    except FileNotFoundError:  # a scenario this install has no text for (a service's)
+        rules = env.rules
     return EpisodeContext(
         env_name=env.name,
         seed=seed,
-        rules=env.rules if prompt == env.name else rules_text(prompt),
+        rules=rules,
         max_steps=env.max_steps,
         parse=env.parse,
         action_schema=env.action_schema,

@@ -231,6 +231,67 @@ def learning_chart(
     return "".join([*parts, _legend(series, width), "</svg>"])
 
 
+def line_chart(
+    title: str,
+    x_label: str,
+    points: Sequence[tuple[float, float]],
+    *,
+    smooth: int = 5,
+    width: int = WIDTH,
+    height: int = 220,
+) -> str:
+    """A value by step (e.g. a training curve): each point, and the mean of the last
+    `smooth` points as a line (one step's batch is noisy)."""
+    xs = [p[0] for p in points]
+    ys = [p[1] for p in points]
+    x_lo, x_hi = min(xs), max(xs)
+    ticks = nice_ticks(min(0.0, min(ys)), max(ys) if max(ys) > min(0.0, min(ys)) else 1.0)
+    y_lo, y_hi = ticks[0], ticks[-1]
+    left, right, top, bottom = 54, 14, 26, 34
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x(value: float) -> float:
+        return left + (value - x_lo) / ((x_hi - x_lo) or 1) * plot_w
+
+    def y(value: float) -> float:
+        return top + (1 - (value - y_lo) / ((y_hi - y_lo) or 1)) * plot_h
+
+    fmt = _tick_format(ticks)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
+        f'<text x="{left}" y="16" class="t">{escape(title)}</text>',
+    ]
+    for t in ticks:
+        parts.append(
+            f'<line x1="{left}" y1="{y(t):.1f}" x2="{width - right}" y2="{y(t):.1f}" class="g"/>'
+            f'<text x="{left - 4}" y="{y(t) + 4:.1f}" class="a" text-anchor="end">'
+            f"{t:{fmt}}</text>"
+        )
+    for t in nice_ticks(x_lo, x_hi, 8):
+        if x_lo <= t <= x_hi:
+            parts.append(
+                f'<text x="{x(t):.1f}" y="{top + plot_h + 14}" class="a" '
+                f'text-anchor="middle">{t:g}</text>'
+            )
+    parts.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" class="a" '
+        f'text-anchor="middle">{escape(x_label)}</text>'
+    )
+    for px, py in points:
+        parts.append(
+            f'<circle cx="{x(px):.1f}" cy="{y(py):.1f}" r="2.5" fill="{PALETTE[0]}" '
+            f'fill-opacity="0.45"><title>{px:g}: {py:.4g}</title></circle>'
+        )
+    means = [
+        (px, sum(ys[max(0, i - smooth + 1) : i + 1]) / len(ys[max(0, i - smooth + 1) : i + 1]))
+        for i, px in enumerate(xs)
+    ]
+    line = " ".join(f"{x(px):.1f},{y(py):.1f}" for px, py in means)
+    parts.append(f'<polyline points="{line}" fill="none" stroke="{PALETTE[1]}" stroke-width="2"/>')
+    return "".join([*parts, "</svg>"])
+
+
 def _whisker(lo: float, hi: float, mid: float) -> str:
     return (
         f'<line x1="{lo:.1f}" y1="{mid:.1f}" x2="{hi:.1f}" y2="{mid:.1f}" class="w"/>'

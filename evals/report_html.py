@@ -8,6 +8,7 @@ from html import escape
 from textenvs.evals import plots
 from textenvs.evals.figures import Figure, band_figures, learning_figures, outcome_figures
 from textenvs.evals.metrics import key_of
+from textenvs.evals.paired import PAIRED_HEAD, PAIRED_NOTE, paired_rows
 from textenvs.evals.report import Report
 from textenvs.evals.report_rows import (
     COMPARE_HEAD,
@@ -106,6 +107,9 @@ def render_html(report: Report) -> str:
             f"<h2>Paired comparison against {escape(runs[0].label)}</h2>",
             f'<p class="note">{escape(COMPARE_NOTE)}</p>',
             f'<div id="compare">{table(COMPARE_HEAD, compare_rows(runs))}</div>',
+            "<h3>Headline and invalid-action rate, paired</h3>",
+            f'<p class="note">{escape(PAIRED_NOTE)}</p>',
+            f'<div id="paired">{table(PAIRED_HEAD, paired_rows(runs, report.envs))}</div>',
         ]
     groups = error_groups(runs)
     if groups:

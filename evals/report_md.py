@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textenvs.evals.metrics import key_of
+from textenvs.evals.paired import PAIRED_HEAD, PAIRED_NOTE, paired_rows
 from textenvs.evals.report import Report
 from textenvs.evals.report_rows import (
     COMPARE_HEAD,
@@ -72,6 +73,9 @@ def render_markdown(report: Report) -> str:
             f"## Paired comparison against {runs[0].label}",
             COMPARE_NOTE,
             md_table(COMPARE_HEAD, compare_rows(runs)),
+            "### Headline and invalid-action rate, paired",
+            PAIRED_NOTE,
+            md_table(PAIRED_HEAD, paired_rows(runs, report.envs)),
         ]
     groups = error_groups(runs)
     if groups:

@@ -48,11 +48,6 @@ from textenvs.core.parsing import ParseError
 
 log = logging.getLogger("textenvs.agents.llm")
 
-TOOLS_NOTE = (
-    "\n\nAnswer every turn by calling the function `act` exactly once with your command; "
-    "do not write the command as text."
-)
-
 Message = dict[str, Any]
 
 
@@ -81,17 +76,17 @@ class LLMAgent(Agent):
         super().reset(context)
         from textenvs.prompts import system_prompt
 
+        # the rules as they hold for this agent: its re-asks, action mode, and in trial
+        # mode the episodes that follow one another in this conversation
+        mode = self.cfg.prompt_mode(context.action_schema, continued=context.trials > 1)
         try:
-            system = system_prompt(context.prompt or context.env_name)
-        except FileNotFoundError:
-            system = context.rules
+            self._system = system_prompt(context.prompt or context.env_name, mode)
+        except FileNotFoundError:  # a scenario this install has no text for (a service's)
+            self._system = context.rules
         if self.cfg.mode == "json":
             self._json_schema = json_mode.response_schema(
                 context.action_schema, self.cfg.reasoning_chars
             )
-            example = json_mode.example(context.action_schema)
-            system += json_mode.JSON_NOTE.format(example=example)
-        self._system = system + (TOOLS_NOTE if self.cfg.mode == "tools" else "")
         # jitter only: seeded so runs are repeatable, never the global `random`
         self._transport.rng = random.Random(f"{context.seed}:{self.cfg.seed}")
         if context.trial > 1 and self._ending:

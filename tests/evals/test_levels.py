@@ -79,15 +79,16 @@ def test_runs_record_label_and_score_their_level(tmp_path: Path) -> None:
     write_report([easy, plain], out)
     md = (out / "report.md").read_text()
     bands = load_bands()
-    assert "megacity v4 level 0" in md and "megacity v4 level 2" in md
+    assert "megacity v5 level 0" in md and "megacity v5 level 2" in md
     for level, label in ((0, "easy"), (2, "plain")):
         band = band_for(bands, "megacity", level)
         assert band is not None
         row = f"| megacity (level {level}) | {label} | success rate |"
         line = next(line for line in md.splitlines() if line.startswith(row))
         assert f"| {band['random']:.3f} | {band['scripted']:.3f} |" in line
-    assert "plain and easy played megacity differently (v4 level 0 vs v4 level 2)" in md
-    assert "| megacity (level 0 vs 2) | plain vs easy |" in md
+    assert "plain and easy played megacity differently (v5 level 0 vs v5 level 2)" in md
+    # the differences table and the paired headline table both name the two levels
+    assert md.count("| megacity (level 0 vs 2) | plain vs easy |") == 2
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert {(r["run"], r["level"]) for r in rows if r["env"] == "megacity"} == {
         ("easy", "0"),

@@ -3,6 +3,9 @@ reading, and that reading is everything it orders (`docs/architecture.md`).
 
 - Corpora (`corpus/<env>.json`): real and realistic replies, each with its expected
   reading (the canonical command) or `null` for a rejection; a regression either way fails.
+- Honest replies in the taught format (`corpus/honest/<env>.json`, written independently
+  of the parser, in the styles different models answer in): none is misread, and at most
+  3% are rejected.
 - Properties: a canonical command wrapped in prose, markdown or an `Action:` line reads as
   the command itself; two different canonical commands in one template are rejected.
 - Structured actions: an argument the schema cannot represent is a validation error.
@@ -47,8 +50,10 @@ def _materials(text: str) -> str:
     return text
 
 
-def load_corpus(env_name: str) -> list[dict[str, Any]]:
-    entries = json.loads((CORPUS_DIR / f"{env_name}.json").read_text(encoding="utf-8"))
+def load_corpus(env_name: str, folder: str = "") -> list[dict[str, Any]]:
+    """A corpus: `corpus/<env>.json`, or `corpus/<folder>/<env>.json`."""
+    path = CORPUS_DIR / folder / f"{env_name}.json"
+    entries = json.loads(path.read_text(encoding="utf-8"))
     for entry in entries:
         entry["reply"] = _materials(entry["reply"])
         if entry["expect"] is not None:
@@ -84,6 +89,30 @@ def test_corpus_reply_reads_as_expected(env_name: str, index: int) -> None:
     entry = load_corpus(env_name)[index]
     env = textenvs.make(env_name)
     assert reading_of(env, env_name, entry["reply"]) == entry["expect"], entry["reply"]
+
+
+# The target for honest replies in the taught format (`corpus/honest/`): none misread, at
+# most this share rejected (each is a wasted turn the model did not earn).
+HONEST_REJECTED_AT_MOST = 0.03
+
+
+def test_honest_replies_are_never_misread_and_seldom_rejected() -> None:
+    misread: list[str] = []
+    rejected: list[str] = []
+    replies = 0
+    for env_name in ENVS:
+        env = textenvs.make(env_name)
+        entries = load_corpus(env_name, "honest")
+        assert len(entries) >= MIN_CORPUS and all(entry["expect"] for entry in entries)
+        replies += len(entries)
+        for entry in entries:
+            got = reading_of(env, env_name, entry["reply"])
+            if got is None:
+                rejected.append(entry["reply"])
+            elif got != entry["expect"]:
+                misread.append(entry["reply"])
+    assert not misread
+    assert len(rejected) <= HONEST_REJECTED_AT_MOST * replies, rejected
 
 
 # ----- properties: prose around one command changes nothing; two commands are rejected ----

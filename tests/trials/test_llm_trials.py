@@ -20,7 +20,7 @@ from textenvs.agents.llm import LLMAgent
 from textenvs.evals import runner, store
 from textenvs.evals.episode import EpisodeResult
 from textenvs.evals.trials import play_group
-from textenvs.prompts import prompt_name, system_prompt
+from textenvs.prompts import Mode, prompt_name, system_prompt
 
 FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.02, "read_timeout_s": 5.0}
 
@@ -69,7 +69,9 @@ def test_the_conversation_carries_across_episodes_with_marker_and_feedback(
     for before, after in itertools.pairwise(requests):
         assert after.messages[: len(before.messages)] == before.messages  # one conversation
     system = requests[0].messages[0]
-    assert system == {"role": "system", "content": system_prompt("magnetic-field")}
+    # the rules of episodes that follow one another, with the agent's one re-ask
+    rules = system_prompt("magnetic-field", Mode(continued=True, reasks=1))
+    assert system == {"role": "system", "content": rules}
     assert all(r.messages.count(system) == 1 for r in requests)  # the rules, given once
     first, second, third = user_texts(requests[-1])
     assert first.startswith("=== EPISODE 1 OF 3 ===") and "in this one conversation" in first
@@ -103,7 +105,7 @@ def test_a_variant_is_played_with_its_own_rules_text(server: OpenAIServer) -> No
     results = play_trials(agent_for(server), textenvs.make("em-anomaly"), [0, 1], options)
     system = server.requests[0].messages[0]["content"]
     assert prompt_name("em-anomaly", options) == "em-anomaly-withheld"
-    assert system == system_prompt("em-anomaly-withheld")
+    assert system == system_prompt("em-anomaly-withheld", Mode(continued=True, reasks=1))
     assert "withheld-knowledge variant" in system and "reads 2 or 3" not in system
     # what the variant reveals at the end reaches the next trial
     assert (

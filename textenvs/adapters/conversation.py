@@ -8,9 +8,13 @@ and reply reading. Their options are the `llm` agent's own settings (`LLMConfig`
 `reasks`, with the
 same defaults and validation, so a model's prompts do not depend on where it runs.
 
-One `Conversation` is one episode (text action mode; no trial groups):
+One `Conversation` is one episode (no trial groups), and its system prompt says so
+(`episode_system_prompt`: no promise of what a next episode shows). Replies are text, or
+in json action mode JSON objects read through the scenario's action schema, for a harness
+that holds the model to `response_schema` itself (training does; Inspect and verifiers
+play text):
 
-    conversation = Conversation.for_episode("treasure-hunt", options, settings)
+    conversation = Conversation.for_episode("treasure-hunt", options, env.parse, settings)
     conversation.observe(observation, info)      # each turn
     while True:
         reply, prompt_tokens = ask_model(conversation.request())
@@ -24,9 +28,12 @@ One `Conversation` is one episode (text action mode; no trial groups):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from textenvs.agents.llm import faults
+from pydantic import BaseModel
+
+from textenvs.agents.llm import faults, json_mode
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.history import (
     History,
@@ -36,6 +43,7 @@ from textenvs.agents.llm.history import (
     recap_command,
     shared_prefix_chars,
 )
+from textenvs.core import registry
 from textenvs.core.parsing import ParseError
 from textenvs.prompts import prompt_name, system_prompt
 
@@ -50,22 +58,63 @@ CONVERSATION_SETTINGS = (
 )
 
 
-def conversation_settings(**settings: Any) -> LLMConfig:
+def conversation_settings(
+    action_mode: str = "text", json_reasoning: int | None = None, **settings: Any
+) -> LLMConfig:
     """The `llm` agent's settings with `settings` (None values: the default), validated
-    as `textenvs eval` validates them (`history=K` alone selects the window policy)."""
+    as `textenvs eval` validates them (`history=K` alone selects the window policy), in
+    `action_mode` "text" or "json" (with up to `json_reasoning` characters of reasoning
+    before the action, as `--json-reasoning` sets)."""
     unknown = set(settings) - set(CONVERSATION_SETTINGS)
     if unknown:
         raise ValueError(f"unknown conversation settings: {', '.join(sorted(unknown))}")
+    if action_mode not in ("text", "json"):
+        raise ValueError(f"a conversation's action mode is text or json, not {action_mode!r}")
     given = {key: value for key, value in settings.items() if value is not None}
-    return LLMConfig(model="harness", **given)
+    if json_reasoning is not None:
+        given["json_reasoning_chars"] = json_reasoning
+    return LLMConfig(model="harness", action_mode=action_mode, **given)
+
+
+def episode_system_prompt(
+    name: str, settings: LLMConfig, action_schema: type[BaseModel] | None = None
+) -> str:
+    """The system prompt of one episode played through a `Conversation` with `settings`
+    (its re-asks and action mode; nothing carried to a next episode), for the rules prompt
+    `name` (a scenario, or a variant as `prompt_name` names it)."""
+    return system_prompt(name, settings.prompt_mode(action_schema))
+
+
+@dataclass(frozen=True)
+class JsonReading:
+    """What json mode reads a reply with (`json_mode.read`): the scenario's action schema,
+    how an action becomes its command, and the parser that then reads the command."""
+
+    action_schema: type[BaseModel]
+    command_for: Callable[[dict[str, Any]], str]
+    parse: Callable[[str], Any]
 
 
 class Conversation:
     """One episode's messages, built and read as the `llm` agent builds and reads them."""
 
-    def __init__(self, system: str, parse: Callable[[str], Any], settings: LLMConfig) -> None:
+    def __init__(
+        self,
+        system: str,
+        parse: Callable[[str], Any],
+        settings: LLMConfig,
+        json_reading: JsonReading | None = None,
+    ) -> None:
         self.system: Message = {"role": "system", "content": system}
         self.parse = parse
+        #: json mode (`settings.action_mode == "json"`): replies are JSON objects
+        self.json_reading = json_reading
+        #: json mode: the schema a reply must meet, as `response_format` sends it
+        self.response_schema = (
+            json_mode.response_schema(json_reading.action_schema, settings.reasoning_chars)
+            if json_reading is not None
+            else None
+        )
         self.reasks = settings.reasks
         self.history = History.for_settings(settings)
         self.turn_number = 0
@@ -86,8 +135,15 @@ class Conversation:
         settings: LLMConfig,
     ) -> Conversation:
         """The conversation of `env` with reset `options` (the rules prompt follows the
-        options, e.g. a magnetic-field level, as in `textenvs eval`)."""
-        return cls(system_prompt(prompt_name(env, dict(options or {}))), parse, settings)
+        options, e.g. a magnetic-field level, as in `textenvs eval`). In json mode
+        (`settings.action_mode`), replies are read through the scenario's action schema."""
+        reading = None
+        if settings.mode == "json":
+            scenario = registry.get(env).load()()
+            reading = JsonReading(scenario.action_schema, scenario.command_for, parse)
+        name = prompt_name(env, dict(options or {}))
+        schema = reading.action_schema if reading is not None else None
+        return cls(episode_system_prompt(name, settings, schema), parse, settings, reading)
 
     def observe(self, observation: str, info: dict[str, Any]) -> None:
         """Start a turn on `observation` (and note what the last command did)."""
@@ -131,6 +187,10 @@ class Conversation:
         )
         if fault is not None:
             problem = faults.REASK_FOR_FAULT[fault]
+        elif self.json_reading is not None:
+            command, problem, _ = json_mode.read(visible, self.json_reading)
+            if command is not None:
+                return self._close(command)
         else:
             try:
                 action = self.parse(visible)
@@ -145,11 +205,23 @@ class Conversation:
             self.pending.append({"role": "user", "content": text})
             self.transcript.append(self.pending[-1])
             return None
-        return self._close(visible)
+        return self._close(self._unread(visible))
 
     def finish(self, info: dict[str, Any]) -> None:
         """The episode ended: note what the last command did."""
         self.history.note_result(info)
+
+    def _unread(self, visible: str) -> str:
+        """What is stepped for a reply never read, so the env wastes the turn: its text,
+        unless json mode refused a reply the text parser would accept (then nothing, as
+        the `llm` agent steps)."""
+        if self.json_reading is None:
+            return visible
+        try:
+            self.parse(visible)
+        except ParseError:
+            return visible
+        return ""
 
     def _close(self, command: str) -> str:
         self.history.add(PastTurn(self.turn_number, self.pending, command))

@@ -140,7 +140,7 @@ class CurrentObservationWrapper(ta.ObservationWrapper):
 
 
 def arena_id(scenario: registry.Scenario) -> str:
-    """`textenvs/TreasureHunt-v3` + `treasure-hunt` -> `textenvs-treasure-hunt-v3`."""
+    """`textenvs/TreasureHunt-v4` + `treasure-hunt` -> `textenvs-treasure-hunt-v4`."""
     version = scenario.env_id.rsplit("-v", 1)[1]
     return f"textenvs-{scenario.name}-v{version}"
 

@@ -47,12 +47,13 @@ from textenvs.adapters.conversation import (
     CONVERSATION_SETTINGS,
     Conversation,
     conversation_settings,
+    episode_system_prompt,
 )
 from textenvs.adapters.episodes import EpisodeSpec, episode_scores, episode_specs
 from textenvs.agents.base import Agent, Decision, EpisodeContext
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.evals.episode import EpisodeResult, run_episode
-from textenvs.prompts import prompt_name, system_prompt
+from textenvs.prompts import prompt_name
 
 EPISODE_KEY = "textenvs"  # the played episode in `trace.info`
 TASKSET_ID = "textenvs"
@@ -121,6 +122,15 @@ class TextenvsConfig(vf.TasksetConfig):
         return self
 
 
+def default_system_prompt(
+    env: str, options: dict[str, Any], settings: LLMConfig | None = None
+) -> str:
+    """A task's system prompt, unless a taskset file overrides it: the episode's rules as
+    the harness plays them (`settings`, by default the conversation's defaults)."""
+    settings = settings or conversation_settings()
+    return episode_system_prompt(prompt_name(env, options), settings)
+
+
 class TextenvsTaskset(vf.Taskset[TextenvsTask, TextenvsConfig]):
     def load(self) -> Iterator[TextenvsTask]:
         for spec in self.config.specs():
@@ -130,7 +140,7 @@ class TextenvsTaskset(vf.Taskset[TextenvsTask, TextenvsConfig]):
             data = TextenvsData(
                 name=spec.id,
                 prompt=first,
-                system_prompt=system_prompt(prompt_name(spec.env, spec.options)),
+                system_prompt=default_system_prompt(spec.env, spec.options or {}),
                 env=spec.env,
                 seed=spec.seed,
                 options=spec.options or {},
@@ -182,7 +192,8 @@ class InterceptedModel(Agent):
 
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
-        system = self.system or system_prompt(context.prompt or context.env_name)
+        name = context.prompt or context.env_name
+        system = self.system or episode_system_prompt(name, self.settings)
         self.conversation = Conversation(system, context.parse, self.settings)
 
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
@@ -234,8 +245,13 @@ class TextenvsHarness(vf.Harness[TextenvsHarnessConfig]):  # type: ignore[valid-
         if not isinstance(data, TextenvsData):
             raise vf.HarnessError("the textenvs harness plays textenvs tasks only")
         async with openai.AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0) as client:
-            # the system prompt as loaded (a taskset `system_prompt` file overrides it)
-            agent = InterceptedModel(client, ctx.model, data.system_prompt, self.config.settings())
+            settings = self.config.settings()
+            # the system prompt as loaded, where a taskset `system_prompt` file overrode
+            # it; else the rules as this harness plays them (its re-asks)
+            system = data.system_prompt
+            if system == default_system_prompt(data.env, data.options):
+                system = default_system_prompt(data.env, data.options, settings)
+            agent = InterceptedModel(client, ctx.model, system, settings)
             env = textenvs.make(data.env)
             try:
                 result = await run_episode(env, agent, data.seed, options=data.options or None)

@@ -17,6 +17,7 @@ COMMANDS = (
     "textenvs.cli.eval",
     "textenvs.cli.report",
     "textenvs.cli.export",
+    "textenvs.cli.train",
     "textenvs.cli.serve",
 )
 

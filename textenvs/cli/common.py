@@ -189,6 +189,14 @@ def non_negative(text: str) -> int:
     return value
 
 
+def positive(text: str) -> int:
+    """argparse type: an integer >= 1 (trials, counts)."""
+    value = non_negative(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def seed_argument(parser: argparse.ArgumentParser, **kwargs: Any) -> None:
     parser.add_argument(
         "--seed",

@@ -19,6 +19,7 @@ from rich.progress import (
 
 import textenvs
 from textenvs.agents.llm.config import strip_credentials
+from textenvs.cli import checkpoint
 from textenvs.cli.common import (
     EXIT_USAGE,
     add_agent_options,
@@ -28,6 +29,7 @@ from textenvs.cli.common import (
     env_options_from_args,
     env_url_argument,
     non_negative,
+    positive,
     preflight,
     scrubber_for,
 )
@@ -86,7 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", default="0-99", help="seeds: N, N-M or a comma list (0-99)")
     p.add_argument(
         "--episodes-per-seed",
-        type=_positive,
+        type=positive,
         default=1,
         metavar="K",
         help="episodes per (env, seed) (1); the same seed gives the same world, so K > 1 "
@@ -94,7 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--trials",
-        type=_positive,
+        type=positive,
         default=1,
         metavar="K",
         help="trial mode: one agent plays K consecutive episodes (the seeds in groups of K: "
@@ -103,7 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="C",
         help="episodes (with --trials, trial groups) in flight (8; with --model local, 1: "
@@ -134,7 +136,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--max-invalid",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         help="end an episode after N invalid commands in a row (outcome invalid_limit)",
@@ -156,7 +158,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--ray-actors",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         help="with --backend ray: episode actors (default one per cluster CPU, at most C); "
@@ -189,13 +191,6 @@ def _share(text: str) -> float:
     return value
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
 def agent_options(args: argparse.Namespace) -> dict[str, Any]:
     """The agent's CLI options for `config.json`: JSON-able values, secrets dropped."""
     out: dict[str, Any] = {}
@@ -208,8 +203,17 @@ def agent_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    console = Console(stderr=True)
     local_model = plan_local_servers(args)
+    try:
+        seeds = runner.parse_seeds(args.seeds)
+    except ValueError:
+        seeds = []  # told below, with the other option errors
+    with checkpoint.served(args, seeds, slots=args.concurrency):
+        return _eval_planned(args, local_model)
+
+
+def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
+    console = Console(stderr=True)
     try:
         plan = runner.EvalPlan(
             envs=runner.resolve_envs(args.env),

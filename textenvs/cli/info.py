@@ -6,9 +6,10 @@ import argparse
 
 from rich.table import Table
 
+from textenvs.cli.common import checked_env_options, env_option_argument, positive
 from textenvs.cli.tables import stdout_console
 from textenvs.core import registry
-from textenvs.prompts import rules_text
+from textenvs.prompts import Mode, prompt_name, rules_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,9 +18,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "rules",
         help="print a scenario's rules",
-        description="Print the rules text a player (person or LLM) is given for ENV.",
+        description="Print the rules text a player (person or LLM) is given for ENV: by "
+        "default for one episode, as `textenvs play`, a single-episode eval and the service "
+        "give it; with --trials K as trial mode gives it.",
     )
     p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
+    p.add_argument(
+        "--trials",
+        type=positive,
+        default=1,
+        metavar="K",
+        help="the rules of trial mode (`eval --trials K`, K > 1): episodes follow one "
+        "another in one conversation, each after the first opening with how the last "
+        "ended (1)",
+    )
+    env_option_argument(p)
     p.set_defaults(handler=_rules)
 
 
@@ -35,5 +48,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    print(rules_text(registry.get(args.env).name), end="")
+    name = registry.get(args.env).name
+    options = checked_env_options(args, registry.make(name), seed=0)
+    print(rules_text(prompt_name(name, options), Mode(continued=args.trials > 1)), end="")
     return 0

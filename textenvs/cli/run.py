@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import sys
 
+from textenvs.cli import checkpoint
 from textenvs.cli.common import (
     EXIT_AGENT_ERRORS,
     add_agent_options,
@@ -14,7 +15,7 @@ from textenvs.cli.common import (
     checked_env_options,
     env_option_argument,
     env_url_argument,
-    non_negative,
+    positive,
     preflight,
     print_outcome,
     print_turn,
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     seed_argument(p)
     p.add_argument(
         "--trials",
-        type=_at_least_one,
+        type=positive,
         default=1,
         metavar="K",
         help="trial mode: the agent plays K consecutive episodes (seeds N, N+1, ..., "
@@ -52,14 +53,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run)
 
 
-def _at_least_one(text: str) -> int:
-    value = non_negative(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
 def _run(args: argparse.Namespace) -> int:
+    args.seed = seed_from_args(args.seed)
+    seeds = list(range(args.seed, args.seed + args.trials))
+    with checkpoint.served(args, seeds, slots=1):
+        return _run_on_env(args)
+
+
+def _run_on_env(args: argparse.Namespace) -> int:
     if args.env_url:
         try:
             return _play(args)

@@ -33,11 +33,19 @@ from textenvs.core.parse_error import ParseError
 MAX_COMMAND_CHARS = 20_000
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
-_LABEL = r"(?:(?:final|my|next|chosen|best)[ \t]+){0,2}(?:action|command|answer|orders?|move|now)"
+_LABEL = (
+    r"(?P<label>(?:(?:final|my|next|chosen|best)[ \t]+){0,2}"
+    r"(?:action|command|answer|orders?|move|now))"
+)
+# Labels models also put on a line of reasoning ("Now: I am at (2,2)", "Answer: the
+# safest way is north"): below a reply's `Action:` line they are read only when they
+# hold exactly one command (which must then agree with it).
+_REASONING_LABELS = frozenset({"now", "answer", "my answer"})
 _INTERJECTION = r"(?:wait|ok|okay|so|hmm+|alright|actually|well|fine|right|sorry)"
 _ACTION_LINE = re.compile(
     rf"(?:^|(?<=[.!?])[ \t]|^[ \t*_]*{_INTERJECTION}[ \t]*[,.!])"
-    rf"[ \t>*#_`{{\"'-]*{_LABEL}[\"'*_` \t]*[:=][*_` \t]*(?P<content>.*)$",
+    rf"(?P<lead>[ \t>*#_`{{\"'-]*){_LABEL}[\"'*_` \t]*"
+    r"(?:[:=][*_` \t]*(?P<content>.*)$|$)",
     re.IGNORECASE | re.MULTILINE,
 )
 # The opening line of a code fence names its language ("```text"): not part of the reply.
@@ -58,15 +66,27 @@ _LOOKALIKES = str.maketrans(
     "АВЕКМНОРСТХаеорсухіјѕԁһӏΑΒΕΖΗΙΚΜΝΟΡΤΥΧοιν",
     "ABEKMHOPCTXaeopcyxijsdhlABEZHIKMNOPTYXoiv",
 )
+# Chat-template tokens a model leaks ("north<|im_end|>", "</s>"): a space, so whatever a
+# model goes on to write after one is read with the rest, never dropped.
+_SPECIAL_TOKEN = re.compile(
+    r"<\|[a-z_]{1,20}\|>|</?s>|<(?:end|start)_of_turn>|<eos>|<bos>", re.IGNORECASE
+)
+# LaTeX wrappers around an answer ("\boxed{north}", "$\text{east}$"): the words inside
+# are read, the wrapper is punctuation.
+_LATEX_WRAPPER = re.compile(r"\\(?:boxed|fbox|text(?:bf|tt|rm)?|mathrm|mathbf|texttt)\b|\$")
 # A dash between clauses ("Not north — east", "north - the east is a wall") ends the clause.
 _CLAUSE_DASH = re.compile(r"(?<=\S)(?:[ \t]*—|[ \t]+–[ \t]|[ \t]+-{1,2}[ \t])")
 
 
 def clean(text: str) -> str:
-    """Drop reasoning blocks and control characters; fold unicode (NFKC, curly quotes,
-    Cyrillic and Greek look-alikes of Latin letters) towards ASCII; a dash between
-    clauses becomes `;`."""
+    """Drop reasoning blocks and format characters (zero-width spaces and joiners, soft
+    hyphens: "i<ZWSP>f" reads as the "if" it shows), blank other control characters;
+    fold unicode (NFKC, curly quotes, Cyrillic and Greek look-alikes of Latin letters)
+    towards ASCII; a dash between clauses becomes `;`."""
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     text = _THINK.sub(" ", text)
+    text = _SPECIAL_TOKEN.sub(" ", text)
+    text = _LATEX_WRAPPER.sub(" ", text)
     text = unicodedata.normalize("NFKC", text)
     text = _CLAUSE_DASH.sub(" ; ", text)
     text = _FENCE.sub(r"\1", text)
@@ -114,16 +134,23 @@ def prepare(text: str, valid: Sequence[str]) -> tuple[str, str]:
     return cleaned, whole
 
 
-def action_lines(text: str) -> tuple[list[str], list[str]]:
-    """The contents of the `Action: <command>` lines, and the lines right below each
+def action_lines(text: str) -> tuple[list[str], list[str], list[bool]]:
+    """The contents of the `Action: <command>` lines, the lines right below each
     non-empty one, up to a blank line or the next label (where a model may go on listing
-    orders, "Action: A north" then "B east", that the marked line does not hold). Under an
-    empty `Action:` the lines that follow, up to a blank line, are its content."""
+    orders, "Action: A north" then "B east", that the marked line does not hold), and
+    whether each is labelled as reasoning may be (`Now:`, `Answer:`). Under an empty
+    `Action:` the lines that follow, up to a blank line, are its content."""
     contents: list[str] = []
     below: list[str] = []
-    matches = list(_ACTION_LINE.finditer(text))
+    reasoning: list[bool] = []
+    # a label with no colon only as a markdown heading ("### Action", the command below)
+    matches = [
+        m
+        for m in _ACTION_LINE.finditer(text)
+        if m.group("content") is not None or "#" in m.group("lead")
+    ]
     for match, following in itertools.zip_longest(matches, matches[1:]):
-        content = match.group("content")
+        content = match.group("content") or ""
         if content.strip(_EDGE_NOISE):
             stop = following.start() if following else len(text)  # each stretch read once
             below += ("\n" + text[match.end() + 1 : stop]).split("\n\n", 1)[0].splitlines()
@@ -132,9 +159,12 @@ def action_lines(text: str) -> tuple[list[str], list[str]]:
             while text.startswith("\n", start):
                 start += 1
             blank = text.find("\n\n", start)
-            content = _ACTION_LINE.split(text[start : blank if blank >= 0 else len(text)], 1)[0]
+            stretch = text[start : blank if blank >= 0 else len(text)]
+            label = _ACTION_LINE.search(stretch)
+            content = stretch[: label.start()] if label else stretch
         contents.append(content)
-    return contents, below
+        reasoning.append(" ".join(match.group("label").lower().split()) in _REASONING_LABELS)
+    return contents, below, reasoning
 
 
 def _words(value: Any) -> str | None:
@@ -201,12 +231,13 @@ def json_command(text: str) -> tuple[str, int, int] | None:
     return None if command is None else (command, start, end + 1)
 
 
-def marked_commands(cleaned: str) -> tuple[list[str], list[str]]:
-    """The command parts a reply marks (module docstring; empty if it marks none), and
-    the lines right below its `Action:` lines (`action_lines`)."""
+def marked_commands(cleaned: str) -> tuple[list[str], list[str], list[bool]]:
+    """The command parts a reply marks (module docstring; empty if it marks none), the
+    lines right below its `Action:` lines, and which parts are labelled as reasoning may
+    be (`action_lines`)."""
     found = json_command(cleaned)
     if found is None:
         return action_lines(cleaned)
     command, start, end = found
-    contents, below = action_lines(cleaned[:start] + "\n" + cleaned[end:])
-    return [command, *contents], below
+    contents, below, reasoning = action_lines(cleaned[:start] + "\n" + cleaned[end:])
+    return [command, *contents], below, [False, *reasoning]

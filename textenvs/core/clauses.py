@@ -54,9 +54,11 @@ _CANCELLING = re.compile(
 _SENTENCE = re.compile(r"[^.;!?\n]+[.;!?]*")
 # Condition and hypothesis markers (matched on folded text: lower case, `-`/`_` as spaces).
 _CONDITION = re.compile(
-    r"\b(?:if|unless|otherwise|or\s+else|in\s+case|provided\s+that|providing\s+that"
-    r"|as\s+long\s+as|assuming"
-    r"|suppose|supposing|imagine|imagining|hypothetically|whether)\b"
+    r"\b(?:if|unless|otherwise|or\s+else|in\s+case|providing\s+that"
+    r"|provided\s+(?:that|it|the|we|i|there|they|this)"
+    r"|(?:as|so)\s+long\s+as|assuming|depending\s+on|depends\s+on|contingent\s+on"
+    r"|in\s+the\s+event|should\s+(?:it|this|that|there|we|i|they)\s+(?:be|fail|work)"
+    r"|barring|suppose|supposing|imagine|imagining|hypothetically|whether)\b"
 )
 # After these an `if` asks whether ("check if north is open"): only its clause is unread.
 _ASKING = re.compile(
@@ -64,6 +66,8 @@ _ASKING = re.compile(
     r"|determine|sure|unsure|tell|find\s+out|decide|deciding|figure\s+out)\s+$"
 )
 _CLAUSE_END = re.compile(r"[,;:)\n]|\bthen\b")
+# A condition right after one of these is the reason's own ("because if I go east ...").
+_OPENS_REASON = re.compile(r"\b(?:because|since|cause|cuz|as|given)\s+$")
 # Words that draw the conclusion: what follows them is said outright.
 _CONCLUSION = re.compile(r"\b(?:so|therefore|hence|thus|which\s+is\s+why)\b")
 
@@ -115,15 +119,55 @@ def _condition_spans(folded: str) -> list[tuple[int, int]]:
     return spans
 
 
-def orders_before_conditions(folded: str) -> list[tuple[int, int]]:
-    """The stretches of `folded` (lower case) that a condition later in their sentence
-    governs: from the sentence's start to the marker ("c attack" in "c attack if
-    possible"; nothing in "if c is adjacent, it wins"). Sorted, not overlapping."""
-    return [
-        (start, marker.start())
-        for start, _, marker, asking in _sentence_markers(folded)
-        if marker is not None and not asking and marker.start() > start
-    ]
+def conditioned_stretches(folded: str) -> list[tuple[int, int]]:
+    """The stretches of `folded` (lower case) where an order would be on a condition:
+    each sentence with a condition, from its start to the marker when a conclusion
+    follows ("c attack" in "c attack if possible, so ..."), else to its end ("c attack"
+    in "c attack if possible", "b east" in "if possible b east"; nothing in "if I go north
+    I hit the wall, so east"). Sorted, not overlapping."""
+    conclusions = list(_CONCLUSION.finditer(folded))
+    conclusion_at = [m.start() for m in conclusions]
+    stretches = []
+    for start, end, marker, asking in _sentence_markers(folded):
+        if marker is None or asking or _opens_reason(folded, marker):
+            continue
+        if _first(conclusion_at, conclusions, marker.end(), end) is not None:
+            end = marker.start()
+        if end > start:
+            stretches.append((start, end))
+    return stretches
+
+
+def questions(folded: str) -> list[tuple[int, int]]:
+    """The questions of `folded`: each sentence's stretch up to its last `?`."""
+    spans = []
+    for sentence in _SENTENCE.finditer(folded):
+        mark = folded.rfind("?", *sentence.span())
+        if mark >= 0:
+            spans.append((sentence.start(), mark + 1))
+    return spans
+
+
+def qualifying_conditions(folded: str) -> list[re.Match[str]]:
+    """The condition markers of `folded` that can qualify an order written before them
+    ("north - if possible", "north. Unless it is a wall."): every one but an `if` that
+    only asks whether ("check if"), `whether`, and one that opens a reason ("because if I
+    go east I hit the wall"). Linear: each looks back a bounded distance."""
+    out = []
+    for marker in _CONDITION.finditer(folded):
+        if marker.group(0) == "whether":
+            continue
+        before = folded[max(0, marker.start() - 40) : marker.start()]
+        if marker.group(0) == "if" and _ASKING.search(before):
+            continue
+        if not _opens_reason(folded, marker):
+            out.append(marker)
+    return out
+
+
+def _opens_reason(folded: str, marker: re.Match[str]) -> bool:
+    """Whether a condition marker opens a reason ("because if I go east ...")."""
+    return bool(_OPENS_REASON.search(folded, max(0, marker.start() - 12), marker.start()))
 
 
 def _masked(text: str, spans: list[tuple[int, int]]) -> str:

@@ -2,65 +2,59 @@
 
 A word counts when it is part of a command phrase the scenario found, one of the closed
 list of `FILLERS` (words that can never change an order), or inside a clause that is not
-read: quotes, negations, questions and conditions (`core.clauses`), and reasons. A reason
-clause starts at `because`, `since`, `so that`, `in order to`, `which`, or `to` + a word
-that is not part of a command ("north to reach the gold"), and runs to the end of the
-clause; `so`/`therefore` before any order in its sentence makes the part before it the
+read: quotes, negations, questions and conditions (`core.clauses`), and reasons
+(`core.reasons`: from `because`, `since`, `so that`, `in order to`, `which`, or `to` + a
+word that is not part of a command, to the end of the clause or to a joint before an
+order); `so`/`therefore` before any order in its sentence makes the part before it the
 reason ("The wall is west, so I'll go north"), after an order the part after it ("north so
 I reach the gold"). Any other word is reported, never skipped.
 """
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import re
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from textenvs.core.parse_error import ParseError, excerpt
+from textenvs.core.reasons import CONCLUSIONS, ReasonReader, next_stop, reason_ends, starts_reason
+from textenvs.core.words import FILLERS, TEMPORAL, WORD
+
+__all__ = [
+    "FILLERS",
+    "TEMPORAL",
+    "WORD",
+    "Accounting",
+    "Found",
+    "account",
+    "is_mention",
+    "split_places",
+    "unread_word",
+]
+
 A = TypeVar("A", bound=Hashable)
 
-WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
-# Words that can never change an order: pronouns, articles, politeness, verbs of choosing
-# and going, "now". Temporal words ("then", "next", "later", "once", ...) are not here.
-FILLERS = frozenset({
-    "please", "pls", "now", "i", "i'll", "ill", "i'm", "im", "i've", "i'd", "me", "my",
-    "we", "we'll", "let", "let's", "lets", "us", "you", "it", "it's", "this", "the", "a",
-    "an", "to", "will", "shall", "should", "must", "go", "going", "gonna", "move",
-    "moving", "head", "heading", "proceed", "proceeding", "step", "travel", "walk", "try",
-    "want", "wanna", "like", "do", "doing", "choose", "choosing", "chose", "pick", "select",
-    "decide", "decided", "opt", "think", "guess", "best", "option", "choice", "action",
-    "command", "answer", "final", "is", "be", "just", "simply", "ok", "okay", "alright",
-    "sure", "yes", "yeah", "well", "so", "and", "again", "for", "with", "one", "single",
-    "here", "turn", "time", "safely", "carefully", "cautiously", "quickly",
-    "immediately", "straight", "run", "perform", "make", "execute", "send", "sending",
-    "use", "using", "but", "instead", "would", "rather", "are", "hmm", "hm", "um", "uh",
-    "ah", "oh", "put", "seems", "safe", "safest", "only", "good", "better", "looks",
-    "promising", "optimal", "am", "ahead", "take", "decision", "route", "path", "way",
-    "direction",
-})  # fmt: skip
-# Scheduling words: named in the rejection, since they make an order one for later.
-TEMPORAL = frozenset({
-    "then", "next", "later", "once", "when", "whenever", "after", "afterwards", "afterward",
-    "eventually", "before", "until", "till", "soon", "first", "second", "third", "finally",
-    "subsequently", "meanwhile", "twice", "thrice",
-})  # fmt: skip
 # Words that are fillers only where nothing in the sentence is masked: "North is best" is
 # an order, "North is not safe" (its predicate negated) a description.
 _COPULAS = frozenset({"is", "are", "be", "it's", "am", "seems", "looks"})
-_REASONS = frozenset({"because", "cause", "'cause", "cuz", "since", "which", "given"})
-_REASON_PAIRS = {("so", "that"), ("in", "order"), ("so", "as")}
-_CONCLUSIONS = frozenset({"so", "therefore", "hence", "thus"})
 _LEADS = frozenset({
     "the", "my", "your", "its", "our", "their", "this", "that", "his", "her", "to", "from",
     "of", "on", "at", "in", "into", "onto", "towards", "toward", "face", "faces", "facing",
     "than", "with", "a", "an",
 })  # fmt: skip
-_ARTICLES = frozenset({"the", "my", "your", "its", "our", "their", "this", "that", "a", "an"})
 _VERBS = frozenset({
     "go", "goes", "going", "move", "moves", "moving", "head", "heads", "heading", "walk",
     "step", "travel", "proceed", "do", "run", "perform", "take", "make", "start",
+})  # fmt: skip
+# A command word right after one of these tells what was done, not what to do ("the
+# field rose when I moved south").
+_PAST = frozenset({
+    "moved", "went", "came", "headed", "walked", "stepped", "travelled", "traveled", "ran",
+    "turned", "rotated", "marked", "entered", "typed", "excavated", "dug", "placed", "built",
+    "researched", "scanned", "waited", "revealed", "attacked", "held", "submitted", "was",
+    "were",
 })  # fmt: skip
 _COUNTED = frozenset({
     "steps", "moves", "turns", "tries", "attempts", "slots", "characters", "digits", "cells",
@@ -71,44 +65,7 @@ _NEGATED_PREDICATE = re.compile(
     r"[ \t]{1,3}not|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|wouldn't|can't"
     r"|cannot|couldn't|shouldn't|never)\b"
 )
-_PARENTHESIS = re.compile(r"\([^()\n]*\)")
-# Words that keep a bracketed aside read: they could schedule, repeat, extend or cancel
-# the order ("north (twice)", "excavate B3 (and C3)", "north (scratch that)").
-REMARK_BLOCKERS = TEMPORAL | frozenset({
-    "times", "steps", "step", "all", "every", "each", "repeat", "repeatedly", "again",
-    "until", "till", "too", "also", "well", "plus", "and", "or", "more", "both", "x",
-    "cancel", "ignore", "skip", "disregard", "scratch", "undo", "kidding", "joke",
-    "joking", "abort", "stop", "wrong", "mistake", "oops", "actually", "instead", "rather",
-    "correction", "either", "maybe", "perhaps", "except", "but", "not",
-})  # fmt: skip
 _CLAUSE_BREAK = re.compile(r"[\n.;:!?,()\x1f]")
-# Words that sequence orders. A comma before one ends a reason clause ("north, which is
-# safe, then east": a reason, then a later order, which must be read and rejects the
-# reply), and so does one inside a reason where an order follows it ("north because it
-# is safe then east"; "north because then I reach the gold" stays a reason). A comma
-# between digits ("the camp is at (3,0)") ends nothing.
-_SEQUENCE_WORDS = (
-    r"(?:then|later|afterwards?|after\s+that|next\s+(?:turn|step|move|round)|followed\s+by)\b"
-)
-_SEQUENCING = re.compile(rf"\b{_SEQUENCE_WORDS}", re.IGNORECASE)
-_SEQUENCING_COMMA = re.compile(rf",(?=[ \t]*(?:and[ \t]+)?{_SEQUENCE_WORDS})", re.IGNORECASE)
-_DIGIT_COMMA = re.compile(r"(?<=\d),(?=[ \t]?\d)")
-#: where a reason clause after an order ends (with a comma too in listed grammars, and
-#: at a comma before a word that sequences orders always)
-REASON_STOPS = "\n.;!?)\x1f"
-
-
-def reason_is_last(text: str, start: int, *, listed: bool = False) -> bool:
-    """Whether the reason clause starting at `start` is the end of `text`: nothing is
-    written after its clause, and it has no word that could sequence a further order."""
-    end = reason_ends(text, listed=listed)[start]
-    return not WORD.search(text, end) and not _SEQUENCING.search(text, start, end)
-
-
-def reason_ends(text: str, *, listed: bool = False) -> list[int]:
-    """For each position of `text`, where a reason clause starting there ends."""
-    text = _SEQUENCING_COMMA.sub("\n", _DIGIT_COMMA.sub(" ", text))
-    return _next_stop(text, REASON_STOPS + ("," if listed else ""))
 
 
 @dataclass(frozen=True)
@@ -146,16 +103,29 @@ def is_mention(folded: str, item: Found[A]) -> bool:
         return True
     clause = _CLAUSE_BREAK.split(folded[max(0, item.start - 60) : item.start])[-1]
     before = WORD.findall(clause)
-    if before and before[-1] in _COUNTED:
+    if before and (before[-1] in _COUNTED or before[-1] in _PAST):
         return True
-    leads = 0
+    leads, last = 0, ""
     for word in reversed(before):
         if word in _VERBS or (word == "to" and leads == 0):
             return False
+        if word in ("along", "together") and last == "with":
+            return False  # "north, along with east": a second order
         if word not in _LEADS and (len(word) != 1 or word == "i"):  # "A north": a unit
             break
-        leads += 1
+        leads, last = leads + 1, word
     return leads > 0 or item.weak
+
+
+def split_places(folded: str, found: Iterable[Found[A]]) -> tuple[list[Found[A]], list[Found[A]]]:
+    """The command phrases `found` in `folded` (longest first where they overlap), as
+    orders and as places ("to my left", "the scan showed")."""
+    orders: list[Found[A]] = []
+    places: list[Found[A]] = []
+    for item in non_overlapping(found):
+        is_place = (item.bare or item.weak) and is_mention(folded, item)
+        (places if is_place else orders).append(item)
+    return orders, places
 
 
 @dataclass
@@ -177,10 +147,9 @@ def account(
     found = sorted(found, key=lambda f: f.start)
     covered = _coverage(len(folded), found)
     trailing_end = reason_ends(folded, listed=listed)
-    leading_end = _next_stop(folded, "\n.;:!?)\x1f,")
+    leading_end = next_stop(folded, "\n.;:!?)\x1f,")
     sentence = _sentence_starts(folded)
-    sequencing = [m.start() for m in _SEQUENCING.finditer(folded)]
-    found_starts = [f.start for f in found]
+    reasons: ReasonReader | None = None  # built at the first reason: most parts have none
     every_word = list(WORD.finditer(folded))
     next_word = {id(a): b for a, b in itertools.pairwise(every_word)}
     words = [w for w in every_word if not covered[w.start()]]
@@ -196,18 +165,17 @@ def account(
             next_found += 1
         ordered_before = bool(kept) and kept[-1].start >= sentence[at]
         following = next_word.get(id(match))
-        if _starts_reason(word, following, folded, covered, ordered_before, trailing_end[at]):
-            dropped_until = (trailing_end if ordered_before else leading_end)[at]
-            # ... but not past a sequencing word with an order after it
-            step = bisect.bisect_left(sequencing, at)
-            if step < len(sequencing) and sequencing[step] < dropped_until:
-                after = bisect.bisect_right(found_starts, sequencing[step])
-                if after < len(found_starts) and found_starts[after] < dropped_until:
-                    dropped_until = sequencing[step]
+        if starts_reason(word, following, covered, ordered_before, trailing_end[at]):
+            # to the end of its clause, or to a joint before an order (`core.reasons`)
+            clause_end = (trailing_end if ordered_before else leading_end)[at]
+            reasons = reasons or ReasonReader(folded, [(f.start, f.end) for f in found], fillers)
+            dropped_until, scheduling = reasons.end(at, clause_end)
+            if scheduling:
+                unknown.append((at, scheduling))  # the reason orders something for later
             while index < len(words) and words[index].start() < dropped_until:
                 index += 1
             continue
-        if word in _CONCLUSIONS and not ordered_before:
+        if word in CONCLUSIONS and not ordered_before:
             while unknown and unknown[-1][0] >= sentence[at]:
                 unknown.pop()  # what came before "so" was the reason
         elif word not in fillers:
@@ -217,35 +185,6 @@ def account(
     if kept and "\x1f" in folded:
         unknown += [(0, w) for w in WORD.findall(folded) if w in _COPULAS][:1]
     return Accounting(kept, [w for _, w in unknown])
-
-
-def mask_remarks(folded: str, found: list[Found[A]]) -> str:
-    """`folded` with its parenthetical remarks masked: a bracketed aside ("north (toward
-    the gold)") that names no command phrase, no number, and no word that could schedule,
-    repeat, extend or cancel an order (`REMARK_BLOCKERS`). Any other aside is read."""
-    # an aside overlaps a phrase when one that starts before the aside ends reaches past
-    # its start: phrases sorted by start and the furthest end so far answer that in
-    # log time (testing every pair was quadratic on long replies)
-    ordered = sorted(found, key=lambda f: f.start)
-    starts = [f.start for f in ordered]
-    reach = list(itertools.accumulate((f.end for f in ordered), max))
-    spans = []
-    for match in _PARENTHESIS.finditer(folded):
-        start, end = match.span()
-        before = bisect.bisect_left(starts, end)  # phrases starting before the aside ends
-        if before and reach[before - 1] > start:
-            continue
-        words = WORD.findall(match.group(0))
-        if any(w in REMARK_BLOCKERS or len(w) == 1 or any(c.isdigit() for c in w) for w in words):
-            continue
-        spans.append((start, end))
-    if not spans:
-        return folded
-    out, last = [], 0
-    for start, end in spans:
-        out += [folded[last:start], "\x1f" * (end - start)]
-        last = end
-    return "".join([*out, folded[last:]])
 
 
 def negated_predicate(original: str, item: Found[A]) -> str:
@@ -267,14 +206,6 @@ def _coverage(length: int, found: list[Found[A]]) -> list[bool]:
     return covered
 
 
-def _next_stop(folded: str, stops: str) -> list[int]:
-    """For each position, where the clause it is in ends (at one of `stops`)."""
-    out = [len(folded)] * (len(folded) + 1)
-    for index in range(len(folded) - 1, -1, -1):
-        out[index] = index if folded[index] in stops else out[index + 1]
-    return out
-
-
 def _sentence_starts(folded: str) -> list[int]:
     out, start = [], 0
     for index, ch in enumerate(folded):
@@ -285,26 +216,15 @@ def _sentence_starts(folded: str) -> list[int]:
     return out
 
 
-def _starts_reason(
-    word: str,
-    following: re.Match[str] | None,
-    folded: str,
-    covered: list[bool],
-    ordered_before: bool,
-    clause_end: int,
-) -> bool:
-    nxt = following.group(0) if following else ""
-    if word in _REASONS or (word, nxt) in _REASON_PAIRS:
-        return True
-    if word == "as" and nxt in ("it", "the", "this", "that", "there", "i", "we", "my"):
-        return True
-    if word in _CONCLUSIONS and ordered_before:
-        # "north so I reach the gold" gives a purpose; "north, so east" two orders
-        return not any(covered[following.start() if following else 0 : clause_end])
-    # "north to reach the gold": `to` + a word that belongs to no command phrase
-    return (
-        word == "to"
-        and following is not None
-        and nxt not in _ARTICLES
-        and not covered[following.start()]
-    )
+def unread_word(word: str, where: str, valid: Sequence[str]) -> ParseError:
+    """The rejection for a word of a command part that nothing accounts for."""
+    reason = f"'{excerpt(word, 24)}' in {where} is not part of any command"
+    if word in TEMPORAL:
+        reason += (
+            ": orders for later turns are not read; send only this turn's command, "
+            "on a final line 'Action: <command>'."
+        )
+    else:
+        reason += ", and every word of an order is read: send the command alone, on a final "
+        reason += "line 'Action: <command>'."
+    return ParseError(reason, valid)

@@ -2,12 +2,13 @@
 
 The reading invariant every scenario keeps: a reply is executed only if it has exactly one
 reading, and that reading is everything the reply orders. Otherwise it is rejected with a
-reason that says what was found and how to write it. The shared policy, in four parts:
+reason that says what was found and how to write it. The shared policy, in five parts:
 
 1. The answer format (`core.answer_format`): the reply is cleaned and bounded; a marked
    command (`Action: <command>` and the other labels, or a JSON action) is authoritative:
-   when a reply has one, only that is read, and a line right below it that is by itself
-   a command rejects the reply (the marked line was not the final word).
+   when a reply has one, only that is read (a `Now:`/`Answer:` line of reasoning before
+   it aside), and a line right below it that is not a descriptive remark rejects the
+   reply (the marked line was not the final word).
 2. Otherwise, if the whole reply is one command (ignoring case, markdown and punctuation
    at the edges), that is it.
 3. Otherwise the reply is prose, read sentence by sentence. A sentence with no order in it
@@ -16,17 +17,19 @@ reason that says what was found and how to write it. The shared policy, in four 
    clauses that are not read.
 4. Strict consumption (`core.consumption`) of every command part: each word is part of a
    command phrase, a filler word, or inside a clause that is not read (quotes, negations,
-   questions, conditions: `core.clauses`; reasons, to the end of their clause, so what
-   follows a reason is read). Any other word (an unknown verb, a typo, "then", "next
-   turn", "later", unsupported list or range syntax) rejects the reply, naming the word.
-   Among the orders that remain:
+   questions, conditions: `core.clauses`; reasons, up to a joint before an order:
+   `core.reasons`; descriptive remarks: `core.remarks`). Any other word (an unknown verb,
+   a typo, "then", "next turn", "later", unsupported list or range syntax) rejects the
+   reply, naming the word.
+5. What stands beside the orders (`core.beside`): a condition anywhere after an order, a
+   question about a command after one, or an order held on a condition beside others
+   rejects the reply. Among the orders that remain:
    - an order written with an argument it cannot take (`excavate B3 C3`, `submit FAAE`)
      rejects the reply with that order's own reason; it is never shortened;
    - two different commands, or commands written as successive steps ("north, then
      north", orders in two sentences), reject the reply;
    - in scenarios whose one command carries several orders (Squad Recon) the orders are
-     merged by the scenario, which rejects conflicts; an order on a condition beside
-     others rejects the reply (left unread, its unit would hold).
+     merged by the scenario, which rejects conflicts.
 
 Every step is linear in the length of the reply. Scenarios with simple vocabularies use
 `PhraseGrammar` (`core.phrases`); richer ones (parameters, several orders in one reply)
@@ -35,7 +38,6 @@ pass their own `exact`/`scan` functions to `resolve` or `read`.
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import itertools
 import re
@@ -51,32 +53,37 @@ from textenvs.core.answer_format import (
     normalise,
     prepare,
 )
-from textenvs.core.clauses import MASK, mask_unread, orders_before_conditions
+from textenvs.core.beside import Beside, hides_order
+from textenvs.core.clauses import MASK, mask_unread
 from textenvs.core.consumption import (
     FILLERS,
-    TEMPORAL,
     WORD,
     Found,
     account,
     is_mention,
-    mask_remarks,
     negated_predicate,
-    non_overlapping,
-    reason_is_last,
+    split_places,
+    unread_word,
 )
+from textenvs.core.memo import memoise_parse
 from textenvs.core.parse_error import ParseError, excerpt
+from textenvs.core.reasons import is_complement, is_subject, reason_is_last
+from textenvs.core.remarks import is_remark, mask_remarks
 
 __all__ = [
     "FILLERS",
     "MASK",
     "MAX_COMMAND_CHARS",
+    "WORD",
     "Found",
     "ParseError",
     "Reading",
     "clean",
     "excerpt",
     "fold",
+    "is_complement",
     "is_mention",
+    "is_subject",
     "memoise_parse",
     "normalise",
     "nothing_found",
@@ -140,20 +147,6 @@ def _is_context(folded: str, fillers: frozenset[str]) -> bool:
     return len(words) != 1 or MASK in folded
 
 
-def unread_word(word: str, where: str, valid: Sequence[str]) -> ParseError:
-    """The rejection for a word of a command part that nothing accounts for."""
-    reason = f"'{excerpt(word, 24)}' in {where} is not part of any command"
-    if word in TEMPORAL:
-        reason += (
-            ": orders for later turns are not read; send only this turn's command, "
-            "on a final line 'Action: <command>'."
-        )
-    else:
-        reason += ", and every word of an order is read: send the command alone, on a final "
-        reason += "line 'Action: <command>'."
-    return ParseError(reason, valid)
-
-
 def read(
     text: str,
     *,
@@ -174,7 +167,7 @@ def read(
     first word nothing accounts for.
     """
     cleaned, whole = prepare(text, valid)
-    marked, below_marked = marked_commands(cleaned)
+    marked, below_marked = _command_parts(cleaned, exact, scan)
     # "north?" is the command, edge punctuation aside; "Should A go north?" is a question.
     asks = cleaned.rstrip(_EDGE_NOISE.replace("?", "")).endswith("?") and " " in whole
     if not marked and not asks:
@@ -183,42 +176,41 @@ def read(
             return Reading([action], "the reply", False, False, whole)
     where = "the marked parts of the reply (Action: lines)" if marked else "the reply"
     for line in below_marked:
-        if _is_command(line, exact):
-            raise ParseError(
-                f"'{excerpt(line.strip())}', below the Action: line, is an order that line "
-                "does not hold, and only the Action: line is read: put the whole command on "
-                "one final line 'Action: <command>'.",
-                valid,
-            )
+        _check_below(line, exact, scan, fillers, valid)
     orders: list[A] = []
     in_sequence = skipped = False
     ordering_sentences = 0
-    unread = conditional = ""
+    unread = ""
+    beside = Beside(scan)
     segments = marked or [m.group(0) for m in _SENTENCE.finditer(cleaned)]
     for segment in segments:
         if not WORD.search(segment):
             continue  # punctuation only: nothing to read
         original = fold(segment)
         visible = mask_unread(segment, original, keep_quotes=bool(marked))
-        if listed and not conditional:
-            conditional = _conditional_order(segment, original, scan)
+        beside.look(segment, original, ordered=bool(orders))
         one = exact(normalise(segment)) if marked or MASK not in visible else None
         reason = None if one is not None else _REASON.search(segment)
-        if reason and reason_is_last(segment, reason.end(), listed=listed):
-            # "Action: A, because bit 3 is set": the command before a reason that runs to
-            # the end of the part; anything after the reason's clause is read below
+        # "Action: A, because bit 3 is set": the command before a reason that runs to the
+        # end of the part, if the reason hides no order (else all of it is read below)
+        if (
+            reason
+            and reason_is_last(segment, reason.end(), listed=listed)
+            and not hides_order(visible, reason.start(), scan, fillers)
+        ):
             one = exact(normalise(segment[: reason.start()]))
         if one is not None:
+            beside.orders_from(-1)
             orders.append(one)
             ordering_sentences += 1
             continue
         skipped = skipped or MASK in visible
         folded = fold(visible)
-        scanned = non_overlapping(scan(visible))
-        folded = mask_remarks(folded, scanned)
-        candidates = [
-            item for item in scanned if not ((item.bare or item.weak) and is_mention(folded, item))
-        ]
+        candidates, places = split_places(folded, scan(visible))
+        folded = mask_remarks(
+            folded, _spans(candidates), _spans(places), fillers, after_orders=bool(marked)
+        )
+        candidates = [item for item in candidates if folded[item.start] != MASK]  # no remark
         accounting = account(folded, candidates, fillers, listed=listed)
         found = [item for item in accounting.found if not item.consumed]
         if not marked and not found and _is_context(folded, fillers):
@@ -226,6 +218,8 @@ def read(
         for item in found:
             if item.action is None:
                 raise ParseError(item.problem, valid)
+        if found:
+            beside.orders_from(found[0].start)
         negated = [word for item in found if (word := negated_predicate(original, item))]
         unread = unread or next(iter(accounting.unknown + negated), "")
         ordering_sentences += bool(found)
@@ -243,14 +237,9 @@ def read(
             gap = folded[before.end : after.start]
             in_sequence = in_sequence or bool(_STEPS.search(gap))
             in_sequence = in_sequence or (not listed and bool(_LISTED.fullmatch(gap)))
-    if conditional and orders:
-        # one order of several held back on a condition would leave its unit to hold,
-        # whatever the condition: the reply must decide
-        raise ParseError(
-            f"'{excerpt(conditional)}' is an order on a condition, and the environment "
-            "checks no conditions: give every order outright in one command.",
-            valid,
-        )
+    if orders:
+        beside.below(below_marked)
+        beside.check(valid)
     if not marked and not listed and ordering_sentences > 1:
         in_sequence = True  # "North. North." is two turns
     # A word nothing accounts for rejects the reply; where the orders are rejected anyway
@@ -260,27 +249,71 @@ def read(
     return Reading(orders, where, in_sequence, skipped, whole)
 
 
+def _command_parts(
+    cleaned: str, exact: Callable[[str], A | None], scan: Callable[[str], list[Found[A]]]
+) -> tuple[list[str], list[str]]:
+    """The marked command parts of a reply and the lines right below them. Beside an
+    `Action:` line, a `Now:` or `Answer:` line before it is reasoning (`_is_reasoning`:
+    "Now: I am at (2,2)" is not read; "Now: east" must agree with the Action: line); one
+    after the Action: line is read like any marked part."""
+    marked, below, reasoning = marked_commands(cleaned)
+    if all(reasoning):
+        return marked, below
+    first = reasoning.index(False)
+    parts = [p for p in marked[:first] if not _is_reasoning(p, exact, scan)] + marked[first:]
+    return parts, below
+
+
+def _is_reasoning(
+    part: str, exact: Callable[[str], A | None], scan: Callable[[str], list[Found[A]]]
+) -> bool:
+    """Whether a `Now:`/`Answer:` part before the Action: line is reasoning: no command
+    by itself, nothing shaped like a command that cannot be executed ("Answer: 3FA0"
+    stays a marked part, and is rejected)."""
+    try:
+        if exact(normalise(part)) is not None:
+            return False
+    except ParseError:
+        return False
+    return all(item.action is not None for item in scan(part))
+
+
+def _check_below(
+    line: str,
+    exact: Callable[[str], A | None],
+    scan: Callable[[str], list[Found[A]]],
+    fillers: frozenset[str],
+    valid: Sequence[str],
+) -> None:
+    """A line right below an Action: line is not read only if it is a remark the reader
+    may leave unread (`core.remarks`: "Reason: the west is the edge of the grid");
+    anything else ("B east", "Actually, east", "Just kidding") rejects the reply: the
+    marked line was not the final word."""
+    if not WORD.search(line):
+        return
+    visible = mask_unread(line, fold(line))
+    folded = fold(visible)
+    orders, places = split_places(folded, scan(visible))
+    if not _is_command(line, exact) and is_remark(folded, _spans(orders), _spans(places), fillers):
+        return
+    raise ParseError(
+        f"'{excerpt(line.strip())}', below the Action: line, may change the order, and only "
+        "the Action: line is read: put the whole command on one final line "
+        "'Action: <command>', with nothing after it.",
+        valid,
+    )
+
+
+def _spans(found: list[Found[A]]) -> list[tuple[int, int]]:
+    return [(item.start, item.end) for item in found]
+
+
 def _is_command(line: str, exact: Callable[[str], A | None]) -> bool:
     """Whether `line` is, by itself, exactly one command."""
     try:
         return bool(line.strip()) and exact(normalise(line)) is not None
     except ParseError:
         return False
-
-
-def _conditional_order(segment: str, folded: str, scan: Callable[[str], list[Found[A]]]) -> str:
-    """The first command phrase of `segment` that a condition after it governs ("C
-    attack if possible", "C attack unless it is stronger"), as written; empty if none.
-    (An order asked as a question is no order: "A north? B east." leaves A to hold.)"""
-    spans = orders_before_conditions(folded)
-    if not spans:
-        return ""
-    ends = [end for _, end in spans]
-    for item in non_overlapping(scan(segment)):
-        index = bisect.bisect_right(ends, item.start)  # the first span ending after it
-        if index < len(spans) and spans[index][0] <= item.start:
-            return segment[item.start : item.end]
-    return ""
 
 
 def nothing_found(
@@ -347,43 +380,3 @@ def suggest(text: str, vocabulary: Sequence[str], limit: int = 3) -> list[str]:
             if spelled[match] not in out:
                 out.append(spelled[match])
     return out[:limit]
-
-
-@dataclass(frozen=True)
-class _Rejected:
-    """A memoised parse failure (a fresh ParseError is raised from it each time)."""
-
-    reason: str
-    valid: list[str]
-    suggestions: list[str]
-
-
-_CACHED_TEXT_CHARS = 200
-_CACHE_ENTRIES = 4096
-
-
-def memoise_parse(parse: Callable[..., A]) -> Callable[..., A]:
-    """Memoise a pure parse function of (text, *hashable args): agents repeat the same few
-    short replies, so short texts are remembered, failures included (a fresh ParseError is
-    raised from a remembered one each time). Bounded: the memo is dropped when full."""
-    memo: dict[tuple[object, ...], A | _Rejected] = {}
-
-    def memoised(text: str, *args: Hashable) -> A:
-        key = (text, *args)
-        cached = memo.get(key) if isinstance(text, str) else None
-        if cached is None:
-            try:
-                cached = parse(text, *args)
-            except ParseError as exc:
-                cached = _Rejected(exc.reason, exc.valid, exc.suggestions)
-            if isinstance(text, str) and len(text) <= _CACHED_TEXT_CHARS:
-                if len(memo) >= _CACHE_ENTRIES:
-                    memo.clear()
-                memo[key] = cached
-        if isinstance(cached, _Rejected):
-            raise ParseError(cached.reason, cached.valid, cached.suggestions)
-        return cached
-
-    memoised.__doc__ = parse.__doc__
-    memoised.__wrapped__ = parse  # type: ignore[attr-defined]
-    return memoised

@@ -27,31 +27,31 @@ class Scenario:
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "treasure-hunt",
-        "textenvs/TreasureHunt-v3",
+        "textenvs/TreasureHunt-v4",
         "textenvs.scenarios.treasure_hunt.env:TreasureHuntEnv",
         "Inverted-Symbol Treasure Hunt Grid",
     ),
     Scenario(
         "magnetic-field",
-        "textenvs/MagneticField-v3",
+        "textenvs/MagneticField-v4",
         "textenvs.scenarios.magnetic_field.env:MagneticFieldEnv",
         "Magnetic Field Pattern Recognition",
     ),
     Scenario(
         "em-anomaly",
-        "textenvs/EMAnomaly-v3",
+        "textenvs/EMAnomaly-v4",
         "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
         "Electromagnetic Field Anomaly Mapping",
     ),
     Scenario(
         "squad-recon",
-        "textenvs/SquadRecon-v3",
+        "textenvs/SquadRecon-v4",
         "textenvs.scenarios.squad_recon.env:SquadReconEnv",
         "Squad Reconnaissance and Elimination",
     ),
     Scenario(
         "megacity",
-        "textenvs/Megacity-v4",
+        "textenvs/Megacity-v5",
         "textenvs.scenarios.megacity.env:MegacityEnv",
         "Subterranean Megacity",
     ),

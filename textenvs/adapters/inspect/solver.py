@@ -24,13 +24,16 @@ from inspect_ai.model import (
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 import textenvs
-from textenvs.adapters.conversation import Conversation, conversation_settings
+from textenvs.adapters.conversation import (
+    Conversation,
+    conversation_settings,
+    episode_system_prompt,
+)
 from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.base import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.evals.episode import run_episode
 from textenvs.evals.runner import episode_record
-from textenvs.prompts import system_prompt
 
 RESULT_KEY = "textenvs_result"  # the episode record the solver leaves for the scorer
 #: Inspect's stop reasons as the `llm` agent reads OpenAI's finish reasons
@@ -85,7 +88,7 @@ class InspectModelAgent(Agent):
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
         # the rules prompt of the episode's variant, as the llm agent picks it
-        system = system_prompt(context.prompt or context.env_name)
+        system = episode_system_prompt(context.prompt or context.env_name, self.settings)
         self.conversation = Conversation(system, context.parse, self.settings)
         self.transcript[:] = [ChatMessageSystem(content=system)]
 

@@ -16,14 +16,29 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
         Action.SOUTH: ["south", "s", "move south", "MoveSouth", "go south", "down"],
         Action.EAST: ["east", "e", "move east", "MoveEast", "go east"],
         Action.WEST: ["west", "w", "move west", "MoveWest", "go west"],
-        Action.ROTATE_LEFT: ["rotate left", "RotateLeft", "turn left", "rotate counterclockwise"],
-        Action.ROTATE_RIGHT: ["rotate right", "RotateRight", "turn right", "rotate clockwise"],
+        Action.ROTATE_LEFT: [
+            "rotate left",
+            "RotateLeft",
+            "turn left",
+            "rotate counterclockwise",
+            "rotate to the left",
+            "turn to the left",
+        ],
+        Action.ROTATE_RIGHT: [
+            "rotate right",
+            "RotateRight",
+            "turn right",
+            "rotate clockwise",
+            "rotate to the right",
+            "turn to the right",
+        ],
         Action.MARK: ["mark", "m", "Mark node", "mark anomaly", "mark here"],
     },
     describe=lambda action: action.value,
     # "pick up", "look down": orders in prose only after a verb ("go up").
     weak=["up", "down"],
-    fillers=["node"],
+    # "mark the anomaly", "mark this tile": what is marked is always where you stand
+    fillers=["node", "anomaly", "tile", "spot", "vulnerability"],
 )
 
 

@@ -1,7 +1,9 @@
 """Magnetic Field commands: text -> Action.
 
 A hex digit alone (`A`, `7`, `0xA`) is a command only as the whole reply or a whole
-`Action:` line: inside prose single letters are ordinary words. In prose a digit needs its
+`Action:` line: inside prose single letters are ordinary words, and one beside other
+words rejects the reply (`Action: A; right`), the article "a" included when it stands
+alone or is written `A` before no word. In prose a digit needs its
 verb (`enter A`, `type 7`), and a lower-case letter must also end its clause, so "type a
 message" is not read as a digit.
 
@@ -9,7 +11,7 @@ Nothing is submitted that the reply did not ask to submit as it stands: `submit`
 argument (`submit FAAE`, `Submit: A`, `submit the code 3FA0`) is rejected, and so is a
 several-character answer anywhere in the reply (`FAAE` then `submit`), because `submit`
 scores the slots as they are. A digit always goes into the selected slot, so `type 9 into
-slot 2` is rejected rather than typed into the wrong slot.
+slot 2` (or `enter 9 (slot 2)`) is rejected rather than typed into the wrong slot.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ _ENDS_CLAUSE = re.compile(_CLAUSE_END)
 _EXACT_HEX = re.compile(rf"^(?:{VERBS}\s+{_FILLER})?{_CHAR}$")
 _SCAN_HEX = re.compile(rf"\b{VERBS}\s+{_FILLER}['\"]?(?:0x)?([0-9a-f]{{1,8}})\b['\"]?")
 _INTO_SLOT = re.compile(
-    r"\s+(?:in|into|at|to|for|on)\s+(?:the\s+)?(?:slot|position|place|box)\s*(?:#\s*)?\d"
+    r"(?:[\s(\[,;:>@-]+(?:in|into|at|to|for|on)\s+|[\s(\[,;:>@-]+)(?:the\s+)?"
+    r"(?:slot|position|place|box)\s*(?:#\s*)?\d"
 )
 _MORE_CHARS = re.compile(rf"(?:\s*[,&+/]\s*|\s+and\s+|\s+){_CHAR}{_CLAUSE_END}")
 # 'submit' followed by a character, in any punctuation: "submit: A", "submit (FAAE)",
@@ -63,6 +66,14 @@ _SPACED_CODE = re.compile(
     r"(?<![\w])(?=[0-9A-F ,\t]{0,60}[A-F])[0-9A-F]"
     r"(?:(?:[ \t]{0,3},[ \t]{0,3}|[ \t]{1,3})[0-9A-F]){2,7}(?![\w])"
 )
+# A lone `A` beside other words is the digit, not the article ("Action: A; right",
+# "A and enter B"): written upper case and not followed by a word, or followed by a
+# separator or a joining word in any case.
+_LONE_A = re.compile(
+    r"(?<![\w'])(?:A(?![\w'])(?![ \t]+[a-z])|[aA](?=[ \t]*(?:[;,.!:)\]\n]|$|(?:and|or|then"
+    r"|plus|also|next)\b|&)))",
+    re.MULTILINE,
+)
 _CODE_LINE = re.compile(r"^[ \t*`'\"]*(?:0x)?([0-9a-fA-F]{1,8})[ \t*`'\".]*$", re.MULTILINE)
 _MANY = re.compile(rf"^(?:(?:{VERBS}|{_SUBMIT})\s+)?['\"]?(?:0x)?([0-9a-f]{{2,8}})['\"]?$")
 _VERB_ONLY = re.compile(rf"^{VERBS}(?:\s+{_FILLER}['\"]?(\S+?)['\"]?)?$")
@@ -70,11 +81,13 @@ _VERB_ONLY = re.compile(rf"^{VERBS}(?:\s+{_FILLER}['\"]?(\S+?)['\"]?)?$")
 PHRASES: dict[Action, tuple[str, ...]] = {
     Action.RIGHT: (
         "right", "cursor right", "move right", "move cursor right", "moveright",
-        "movecursorright", "cursor_right", "next slot",
+        "movecursorright", "cursor_right", "next slot", "move the cursor right",
+        "move cursor to the right", "move the cursor to the right", "cursor to the right",
     ),
     Action.LEFT: (
         "left", "cursor left", "move left", "move cursor left", "moveleft",
-        "movecursorleft", "cursor_left", "previous slot", "prev slot",
+        "movecursorleft", "cursor_left", "previous slot", "prev slot", "move the cursor left",
+        "move cursor to the left", "move the cursor to the left", "cursor to the left",
     ),
     Action.SUBMIT: (
         "submit", "finalize", "finalise", "finalize answer", "finalise answer",
@@ -198,6 +211,16 @@ def scan(text: str) -> list[Found[Action]]:
                 found.append(Found(match.start(), match.end(), _hex(chars), chars))
             elif pattern is not _CODE or (len(chars) > 1 and not chars.isdigit()):
                 found.append(Found(match.start(), match.end(), None, chars, _several(chars)))
+    covered = bytearray(len(text) + 1)  # where a phrase found so far lies (linear)
+    for item in found:
+        covered[item.start : item.end] = b"\x01" * (item.end - item.start)
+    for match in _LONE_A.finditer(text):
+        if not covered[match.start()]:
+            problem = (
+                "'A' stands alone beside other words: send 'enter A' (or just 'A') as the "
+                "whole command."
+            )
+            found.append(Found(match.start(), match.end(), None, "A", problem))
     for match in _SCAN_PHRASES.finditer(folded):
         phrase = " ".join(match.group(1).split())
         found.append(

@@ -50,7 +50,7 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v4`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v5`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,
@@ -200,15 +200,35 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       (an `Action:` line quoted in the reasoning was run instead), and an `arguments` object
       beside an action rejects the reply. Found by an adversarial review. Rules, rendering
       and baselines unchanged (re-measured under v3 over seeds 0-999).
-    - v4: levels 0-3 (reset option `level`, default 2): softer rock and fewer faults at 0
-      and 1, harder rock and more faults at 3, a calm current with crosswinds at 0, 1
-      and 3; level 2 draws v3's maps for every seed. Physics, costs, rewards, rendering
-      and reading unchanged. Bands and baselines per level (seeds 0-499).
+    - v4: reading (issue 36). A reason never hides an order: it ends at any joint (a comma,
+      a colon, `and`, `but`, `so`, `plus`, `also`, `as well as`, `then`, ...) before a
+      command used as an order (`Action: north, because it is safe, and east` ran north; now
+      its second command rejects it), while a description stays a reason (`because the east
+      and west are walls`); a reason that schedules an order rejects the reply (`north
+      because it is safe: then east`). A condition anywhere after an order rejects the reply
+      (`north - if possible`, `north. If possible.`, `(if possible)` on the line below ran
+      north), and so do a question about another command after it (`Action: north. Or
+      east?`) and a line right below the `Action:` line that is not a descriptive remark
+      (`Actually, east.`). Read as written now: `place a basalt support column at C2`, `open
+      a district at B3`, `excavate a chamber at B3`, `support C2 (basalt)`, `vent A1
+      eastward`, `lay a conduit on B3 and C3`, `scan the seams`, `Now:`/`Answer:` lines of
+      reasoning before the `Action:` line, a `### Action` heading, `\\boxed{...}`, a leaked
+      chat token (`<|im_end|>`), and descriptive remarks beside the command (`(field 2)`, `-
+      the west is fully explored`, `. East is a flower.`). Of 759 honest replies in the
+      taught format, written independently of the parser, v3 rejected 13.6% and v4 1.2%, and
+      neither misread one (the last 155, written after v4's changes and not tuned on: 5.2%
+      and 1.3%). Rules and rendering unchanged; goldens regenerated (unchanged). Baselines
+      re-measured under v4 over seeds 0-999: every figure as v3.
+    - v5: levels 0-3 (reset option `level`, make argument, gymnasium kwarg; default 2):
+      softer rock and fewer faults at 0 and 1, harder rock and five faults at 3, a calm
+      current with crosswinds at 0, 1 and 3; level 2 draws v3's and v4's maps for every
+      seed. Physics, costs, rewards, rendering and reading unchanged (v4's reading). Bands,
+      baselines and what the planner's victories need published per level (seeds 0-499).
     """
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "4"
+    version = "5"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation

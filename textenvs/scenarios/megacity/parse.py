@@ -1,7 +1,9 @@
 """Megacity commands: text -> Action, through the core `resolve` policy.
 
 Each command form is a regular expression over the folded text (lower case, `-`/`_` as
-spaces). A phrase that has a command's shape but cannot be executed as written rejects
+spaces); a verb phrase may open it ("place a basalt support column at C2", "open a
+district at B3", "excavate a chamber at B3", "support C2 (basalt)", "vent A1 eastward").
+A phrase that has a command's shape but cannot be executed as written rejects
 the whole reply with its precise complaint: bad parameters ("excavate c9", "support c2
 granite") or more targets than the command takes ("excavate B3 C3", "vent A1 north
 east"); nothing is dropped. An incomplete phrase ("support C2") is explained when the reply
@@ -45,53 +47,73 @@ MAX_CONDUIT = 3
 
 _CELL = r"[a-z]\d{1,2}"
 _SEP = r"(?:\s*[,>]\s*|\s+(?:to|and|then|through)\s+|\s+)"
+# A verb phrase may open a command: "place a basalt support column at C2", "open a
+# district at B3", "lay a conduit on B3": the verb and its article are part of it.
+_ARTICLE = r"(?:(?:a|an|the|one|new|a\s+new)\s+)?"
+_BUILD = r"(?:build|place|install|put|add|erect|construct|create|open|establish|lay|set\s+up)"
+_CELL_AT = rf"(?:(?:at|on|in|into|under)\s+)?(?:(?:the\s+)?(?:cell|chamber)\s+)?(?P<c1>{_CELL})"
+_SHAFT = r"(?:ventilation\s+shaft|vent\s+shaft|air\s+shaft|shaft|vent)"
+_COLUMN = r"(?:support\s+column|support|column|pillar)"
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (kind, re.compile(pattern))
     for kind, pattern in [
         (
             "vent",
-            r"\b(?:dig\s+(?:a\s+)?)?(?:ventilation\s+shaft|vent\s+shaft|shaft|ventilate|vent)"
-            rf"\s+(?:(?:at|from|in)\s+)?(?P<c1>{_CELL})\s+(?:(?:to(?:wards?)?|going|heading"
-            r"|facing|pointing)\s+)?(?:the\s+)?(?P<d>[a-z]+)\b",
+            rf"\b(?:(?:dig|{_BUILD}|cut|drill)\s+{_ARTICLE})?(?:{_SHAFT}|ventilate)"
+            rf"\s+(?:(?:at|from|in|on)\s+)?(?P<c1>{_CELL})\s+(?:(?:to(?:wards?)?|going|heading"
+            r"|facing|pointing|running)\s+)?(?:the\s+)?(?P<d>[a-z]+)\b",
         ),
         (
             "vent",
-            r"\b(?:dig\s+(?:a\s+)?)?(?:ventilation\s+shaft|vent\s+shaft|shaft|vent)\s+"
+            rf"\b(?:(?:dig|{_BUILD}|cut|drill)\s+{_ARTICLE})?{_SHAFT}\s+"
             rf"(?P<d>north|south|east|west)\s+(?:(?:from|at)\s+)?(?P<c1>{_CELL})\b",
         ),
         (
             "excavate",
-            r"\b(?:excavate|excavating|dig\s+out|dig|digging|mine)\s+(?:(?:at|in|into)\s+)?(?:(?:the\s+)?cell\s+)?"
-            rf"(?P<c1>{_CELL})\b",
+            r"\b(?:excavate|excavating|dig\s+out|dig|digging|mine|hollow\s+out)\s+"
+            rf"{_ARTICLE}(?:(?:chamber|cell|room|cavern)\s+)?{_CELL_AT}\b",
         ),
         (
             "support",
-            r"\b(?:place\s+(?:a\s+)?)?(?:support(?:\s+column)?|column)\s+(?:(?:at|on|in)\s+)?"
-            rf"(?P<c1>{_CELL})\s+(?:(?:with|using|of|made\s+of|in)\s+)?(?P<m>[a-z]+)\b",
+            rf"\b(?:{_BUILD}\s+{_ARTICLE})?(?:support(?:\s+column)?|column|pillar)\s+{_CELL_AT}"
+            r"\s+(?:(?:with|using|of|made\s+of|in|from)\s+)?(?:(?:a|an)\s+)?\(?(?P<m>[a-z]+)\b"
+            r"(?:\)|\s+(?:support\s+column|support|column|pillar)\b)?",
         ),
         (
             "support",
-            r"\b(?:place\s+(?:a\s+)?)?(?:support(?:\s+column)?|column)\s+"
-            r"(?!at\b|on\b|in\b|column\b)(?P<m>[a-z]+)\s+(?:(?:column|support)\s+)?"
-            rf"(?:(?:at|on|in)\s+)?(?P<c1>{_CELL})\b",
+            rf"\b(?:{_BUILD}\s+{_ARTICLE})?(?:support(?:\s+column)?|column)\s+"
+            r"(?!at\b|on\b|in\b|column\b|the\b|cell\b)(?P<m>[a-z]+)\s+(?:(?:column|support)\s+)?"
+            rf"{_CELL_AT}\b",
         ),
         (
             "support",
-            rf"\b(?:place\s+(?:a\s+)?)?(?P<m>{'|'.join(MATERIALS)})\s+(?:support|column)s?\s+"
-            rf"(?:(?:at|on|in)\s+)?(?P<c1>{_CELL})\b",
+            rf"\b(?:{_BUILD}\s+{_ARTICLE})?(?P<m>{'|'.join(MATERIALS)})\s+{_COLUMN}s?\s+"
+            rf"{_CELL_AT}\b",
+        ),
+        (
+            "support",
+            rf"\b{_BUILD}\s+{_ARTICLE}(?P<m>{'|'.join(MATERIALS)})\s+{_CELL_AT}\b",
         ),
         (
             "conduit",
-            r"\b(?:install\s+(?:a\s+)?)?(?:power\s+)?conduits?\s+(?:(?:on|along|at|through|"
-            rf"over|from|in)\s+)?(?P<cells>{_CELL}(?:{_SEP}{_CELL})*)\b",
+            rf"\b(?:(?:{_BUILD}|run|connect|extend)\s+{_ARTICLE})?(?:power\s+)?conduits?\s+"
+            r"(?:(?:on|along|at|through|over|from|in|across|between)\s+)?(?:(?:the\s+)?cells?\s+)?"
+            rf"(?P<cells>{_CELL}(?:{_SEP}{_CELL})*)\b",
         ),
         (
             "district",
-            r"\b(?:build\s+(?:a\s+)?)?district(?:\s+core)?\s+(?:(?:at|on|in)\s+)?"
-            rf"(?P<c1>{_CELL})\b",
+            rf"\b(?:{_BUILD}\s+{_ARTICLE})?district(?:\s+core)?\s+{_CELL_AT}\b",
         ),
-        ("research", r"\bresearch(?:\s+(?:the\s+)?anomal(?:y|ies))?\b"),
-        ("scan", r"\b(?:diagnostic\s+scan|scan)\b"),
+        (
+            "research",
+            r"\b(?:(?:do|conduct|carry\s+out|perform)\s+(?:some\s+|more\s+)?)?research"
+            r"(?:\s+(?:the\s+)?anomal(?:y|ies))?\b",
+        ),
+        (
+            "scan",
+            r"\b(?:diagnostic\s+scan|scan)(?:\s+(?:of\s+)?(?:the\s+)?(?:geology|mineral\s+seams"
+            r"|seams(?:\s+and\s+faults)?|faults|fault\s+lines))?\b",
+        ),
         ("wait", r"\bwait\b"),
     ]
 ]
@@ -111,7 +133,8 @@ _ARGUMENT = re.compile(
 # A build order without its cell ("excavate B3 and build a district there", "excavate
 # B3, then district"): a second command, rejected rather than dropped.
 _INCOMPLETE = re.compile(
-    r"\b(?:build|place|install|lay|put|add|then)\s+(?:(?:a|an|the|another|one\s+more)\s+)?"
+    r"\b(?:build|place|install|lay|put|add|open|create|construct|then)\s+"
+    r"(?:(?:a|an|the|another|one\s+more)\s+)?"
     r"(?P<kind>district|support|column|conduit|vent|shaft)s?\b(?=\s*(?:$|[.,;:!)\n]|(?:there|here"
     r"|too|next|later|afterwards?|on\s+it|in\s+it)\b))"
 )
@@ -129,6 +152,10 @@ VOCABULARY = [
     "excavate", "support", "vent", "conduit", "district", "research", "scan", "wait",
     *MATERIALS, *DIRECTIONS,
 ]  # fmt: skip
+
+
+# "vent A1 eastward": a direction written as an adverb
+_TOWARD = re.compile(r"wards?$")
 
 
 class BadParameter(ValueError):
@@ -167,6 +194,8 @@ def _build(kind: str, match: re.Match[str]) -> Action:
     direction = groups.get("d")
     if direction is not None:
         direction = SHORT_DIRECTIONS.get(direction, direction)
+        if _TOWARD.sub("", direction) in DIRECTIONS:
+            direction = _TOWARD.sub("", direction)
         if direction not in DIRECTIONS:
             raise BadParameter(f"'{direction}' is not a direction; use north, south, east or west.")
     return Action(kind, cells, material, direction)

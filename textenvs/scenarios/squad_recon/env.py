@@ -22,7 +22,7 @@ ORDER_WORDS = "north|south|east|west|hold|attack"
 
 
 class SquadReconEnv(TextEnv[ReconState, Orders]):
-    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v3`, `squad-recon`).
+    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v4`, `squad-recon`).
 
     ## Description
     A 15x15 battlefield of open ground, walls and forest hides two enemy camps of
@@ -130,11 +130,31 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
       condition beside others (`A north; B east; C attack if possible`) rejects the reply
       (the squad was left to hold); one asked as a question is still no order. Rules,
       rendering and baselines unchanged (re-measured under v3 over seeds 0-999).
+    - v4: reading (issue 36). A reason never hides an order: it ends at any joint (a comma,
+      a colon, `and`, `but`, `so`, `plus`, `also`, `as well as`, `then`, ...) before a
+      command used as an order (`Action: north, because it is safe, and east` ran north; now
+      its second command rejects it), while a description stays a reason (`because the east
+      and west are walls`); a reason that schedules an order rejects the reply (`north
+      because it is safe: then east`). A condition anywhere after an order rejects the reply
+      (`north - if possible`, `north. If possible.`, `(if possible)` on the line below ran
+      north), and so do a question about another command after it (`Action: north. Or
+      east?`) and a line right below the `Action:` line that is not a descriptive remark
+      (`Actually, east.`). An order under a condition beside others rejects the reply
+      wherever the condition stands (`A north; if possible B east` ran A north alone); `C is
+      east` says where a squad is and rejects the reply (it ran C east). Read as written
+      now: `C holds position`, `C is weak` (a description), `Now:`/`Answer:` lines of
+      reasoning before the `Action:` line, a `### Action` heading, `\\boxed{...}`, a leaked
+      chat token (`<|im_end|>`), and descriptive remarks beside the command (`(field 2)`, `-
+      the west is fully explored`, `. East is a flower.`). Of 759 honest replies in the
+      taught format, written independently of the parser, v3 rejected 13.6% and v4 1.2%, and
+      neither misread one (the last 155, written after v4's changes and not tuned on: 5.2%
+      and 1.3%). Rules and rendering unchanged; goldens regenerated (unchanged). Baselines
+      re-measured under v4 over seeds 0-999: every figure as v3.
     """
 
     name = "squad-recon"
     title = "Squad Reconnaissance and Elimination"
-    version = "3"
+    version = "4"
     max_steps = STEP_BUDGET
     action_schema = SquadReconAction
     observation_model = ReconObservation

@@ -18,9 +18,10 @@ and every word must still be accounted for (`core.consumption`): a squad followe
 word that is no order ("A regroup", "C joins the attack") rejects the reply. A squad
 given two different orders, a choice (`A or B north`), an exception (`all north except
 C`, `all but C north`), an order by reference (`A north, B as well`, `the rest too`),
-an order word given to no squad (`A north. Actually, east`) and orders for later turns
-(`A north, then next turn B east`) are rejected, never guessed or cut short; `the rest
-hold` is what unordered squads do anyway.
+an order word given to no squad (`A north. Actually, east`), a squad's place written as
+its order (`C is east`; `C is weak` describes it, `C is to attack` orders it) and orders
+for later turns (`A north, then next turn B east`) are rejected, never guessed or cut
+short; `the rest hold` is what unordered squads do anyway.
 """
 
 from __future__ import annotations
@@ -31,16 +32,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from textenvs.core.parsing import (
-    FILLERS as CORE_FILLERS,
-)
-from textenvs.core.parsing import (
-    MASK,
+    WORD,
     Found,
     ParseError,
     Reading,
     excerpt,
     fold,
+    is_complement,
     is_mention,
+    is_subject,
     memoise_parse,
     nothing_found,
     read,
@@ -48,85 +48,18 @@ from textenvs.core.parsing import (
     suggest,
 )
 from textenvs.scenarios.squad_recon.state import SQUADS, Order, Orders
-
-ORDER_ALIASES: dict[Order, tuple[str, ...]] = {
-    Order.NORTH: ("north", "n", "move north", "movenorth", "go north", "up"),
-    Order.SOUTH: ("south", "s", "move south", "movesouth", "go south", "down"),
-    Order.EAST: ("east", "e", "move east", "moveeast", "go east", "right"),
-    Order.WEST: ("west", "w", "move west", "movewest", "go west", "left"),
-    Order.HOLD: (
-        "hold",
-        "h",
-        "hold position",
-        "holdposition",
-        "stay",
-        "wait",
-        "halt",
-        "holds",
-        "stays",
-    ),
-    Order.ATTACK: (
-        "attack",
-        "attack enemy camp",
-        "attackenemycamp",
-        "attack camp",
-        "assault",
-        "attacks",
-    ),
-}
-_ORDER_OF = {alias: order for order, aliases in ORDER_ALIASES.items() for alias in aliases}
-CALL_SIGNS = {"alpha": "A", "bravo": "B", "charlie": "C"}
-EVERYONE = ("all squads", "all units", "every squad", "everyone", "everybody", "all")
-ALL = "all"
-# Words allowed between squads and their order ("A should move to the north").
-FILLERS = frozenset({
-    "should", "will", "shall", "must", "can", "to", "move", "moves", "moving", "go", "goes",
-    "going", "head", "heads", "heading", "advance", "advances", "please", "now", "the",
-    "squad's", "squads'", "i'll", "let", "orders", "order", "are",
-})  # fmt: skip
-# Every word a reply of orders may carry besides the grammar ("a" is squad A, not filler).
-READ_FILLERS = (CORE_FILLERS | FILLERS) - {"a"}
-
-VALID = [
-    "<squads> <order>, joined by ';' (e.g. A north; B east; C attack, or A+B north)",
-    "squads: A, B, C (also alpha, bravo, charlie), a group (A+B, A and B), or all",
-    "orders: north, south, east, west (n/s/e/w, MoveNorth, ...), hold (HoldPosition), "
-    "attack (AttackEnemyCamp)",
-]
-VOCABULARY = sorted({*_ORDER_OF, *CALL_SIGNS, "squad"})
-
-
-def _alternation(words: Sequence[str]) -> str:
-    return "|".join(
-        re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len, reverse=True)
-    )
-
-
-# One token; matched on folded text (lower case, `-`/`_` as spaces), in this order.
-_TOKEN = re.compile(
-    rf"(?P<mask>{MASK}+)"
-    rf"|\b(?P<order>{_alternation(list(_ORDER_OF))})\b"
-    r"|\b(?P<exception>except|excepting|apart\s+from|other\s+than|besides|save\s+for"
-    rf"|(?:{_alternation(EVERYONE)})\s+but)\b"
-    r"|\b(?P<rest>(?:all|everyone|everybody)\s+else|the\s+rest|(?:the\s+)?others"
-    r"|(?:the\s+)?(?:other|remaining)\s+(?:squads|units))\b"
-    rf"|\b(?P<every>{_alternation(EVERYONE)})\b"
-    r"|\b(?P<keyword>squads?|units?|teams?)\b"
-    r"|\b(?P<squad>alpha|bravo|charlie|[a-z])\b"
-    r"|\b(?P<step>then|next\s+(?:turn|step|move|round)|after\s+(?:that|this)|afterwards?"
-    r"|later)\b"
-    r"|\b(?P<choice>or|either)\b"
-    r"|\b(?P<same>too|as\s+well|also|likewise|similarly|ditto|same|follows?|following)\b"
-    r"|\b(?P<join>and)\b"
-    r"|(?P<word>[a-z0-9][a-z0-9']*)"
-    r"|(?P<sep>[;|.!\n])"
-    r"|(?P<joiner>->|[,/&+:=>])"
+from textenvs.scenarios.squad_recon.vocabulary import (
+    ALL,
+    CALL_SIGNS,
+    COPULAS,
+    IGNORABLE,
+    ORDER_OF,
+    READ_FILLERS,
+    TOKEN,
+    VALID,
+    VOCABULARY,
+    Item,
 )
-
-Item = tuple[str, Order]  # (squad name or "all", order)
-# What may stand between tokens of a whole-reply command ("A: north", `**B** east`); any
-# other character (a letter of another script, an emoji) means it is not one.
-_IGNORABLE = re.compile(r"[\s*#>()\[\]{}\"'`~]*")
 
 
 def _unknown(name: str, valid: Sequence[str]) -> ParseError:
@@ -174,13 +107,16 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
     folded = fold(text)
     tally = _Tally(strict, valid, [])
     found: list[Found[tuple[Item, ...]]] = []
-    matches = list(_TOKEN.finditer(folded))
+    matches = list(TOKEN.finditer(folded))
     if strict and not all(
-        _IGNORABLE.fullmatch(folded, a.end() if a else 0, b.start() if b else len(folded))
+        IGNORABLE.fullmatch(folded, a.end() if a else 0, b.start() if b else len(folded))
         for a, b in itertools.pairwise([None, *matches, None])
     ):
         return None
+    described = -1  # the order token a "C is east" description takes in
     for index, match in enumerate(matches):
+        if index == described:
+            continue
         kind, word = match.lastgroup, " ".join(match.group(0).split())
         following = matches[index + 1].lastgroup if index + 1 < len(matches) else None
         if kind == "order" and not strict and (len(word) == 1 or _is_place(folded, match)):
@@ -202,7 +138,7 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
         if kind == "order":
             who = tally.pending or ([ALL] if strict else [])
             if tally.rest and not tally.pending:
-                if _ORDER_OF[word] is not Order.HOLD:
+                if ORDER_OF[word] is not Order.HOLD:
                     raise ParseError(
                         f"'the rest {word}' does not say which squads: give each squad its "
                         "own order (e.g. A north; B north; C hold).",
@@ -211,13 +147,15 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 tally.ordered = True  # "the rest hold": what unordered squads do anyway
                 found.append(Found(tally.group_start, match.end(), None, word, consumed=True))
             elif who:
-                order = _ORDER_OF[word]
+                order = ORDER_OF[word]
                 items = tuple((name, order) for name in who)
                 start = match.start() if tally.group_start < 0 else tally.group_start
                 found.append(Found(start, match.end(), items, word))
                 tally.pending, tally.ordered, tally.keyword = list(who), True, False
                 tally.in_sequence = tally.in_sequence or tally.step_seen
-            elif not is_mention(folded, Found(match.start(), match.end(), None, word, bare=True)):
+            elif not is_mention(
+                folded, Found(match.start(), match.end(), None, word, bare=True)
+            ) and not _describes(folded, match.start(), match.end()):
                 tally.stray.append(word)
                 if not strict:
                     found.append(Found(match.start(), match.end(), None, word, _stray(word, valid)))
@@ -257,6 +195,22 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
                 raise _no_order(tally.pending, valid)
             _check_clause(tally)
             tally.clear()
+        elif kind == "word" and word in COPULAS and tally.pending and not tally.ordered:
+            after = _after_copula(matches, index)
+            if after is not None and after.lastgroup == "order":
+                # "C is east" says where squad C is, not where it goes ("C is to go east")
+                problem = (
+                    f"'{excerpt(word)}' before an order says where squad "
+                    f"{' and '.join(tally.pending)} is, not an order: write e.g. "
+                    f"'{tally.pending[0]} east'."
+                )
+                if strict:
+                    raise ParseError(problem, valid)
+                found.append(Found(tally.group_start, after.end(), None, word, problem))
+                described = matches.index(after)
+                tally.clear()
+            elif after is not None and after.lastgroup == "word":
+                tally.clear()  # "C is weak", "A and B are the scouts": a description
         elif kind == "word" and word not in READ_FILLERS:
             if strict:
                 return None
@@ -312,6 +266,36 @@ def _check_clause(tally: _Tally) -> None:
 
 
 _OF = re.compile(r"\s*of\b")
+# After "C is", what makes an order of it: "C is to attack", "C is going east".
+_ORDER_LIKE = re.compile(r"(?:to|\w+ing|go|move|head|advance)$")
+
+
+def _after_copula(matches: list[re.Match[str]], index: int) -> re.Match[str] | None:
+    """What the copula at `index` links its squads to: the first token after it that is
+    not filler (a few at most); None where an order follows ("C is to attack")."""
+    for at, match in enumerate(matches[index + 1 : index + 5], index + 1):
+        following = matches[at + 1].group(0) if at + 1 < len(matches) else ""
+        if match.group(0) == "to" and following in ("the", "a", "an"):
+            return match  # "C is to the east": a place
+        if match.lastgroup == "word" and _ORDER_LIKE.match(match.group(0)):
+            return None
+        if match.group(0) == "too":
+            continue  # "C is too weak"
+        if match.lastgroup != "word" or match.group(0) not in READ_FILLERS:
+            return match
+    return None
+
+
+_CLAUSE = re.compile(r"[\n.;:!?,()\x1f]")
+
+
+def _describes(folded: str, start: int, end: int) -> bool:
+    """A direction that is the subject of a description ("west are walls") or the place
+    one names ("the camp is north"), not an order given to no squad."""
+    after = [m.group(0) for m in itertools.islice(WORD.finditer(folded, end), 8)]
+    clause = _CLAUSE.split(folded[max(0, start - 60) : start])[-1]
+    before = WORD.findall(clause)[::-1]
+    return is_subject(after, READ_FILLERS) or is_complement(before, READ_FILLERS)
 
 
 def _is_place(folded: str, match: re.Match[str]) -> bool:

@@ -19,7 +19,7 @@ from textenvs.scenarios.treasure_hunt.state import (
 
 
 class TreasureHuntEnv(TextEnv[TreasureState, Action]):
-    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v3`, `treasure-hunt`).
+    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v4`, `treasure-hunt`).
 
     ## Description
     An 8x8 grid hides one Bomb, ten Flowers and 53 Empty tiles. The symbols are inverted:
@@ -98,11 +98,28 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
       (an `Action:` line quoted in the reasoning was run instead), and an `arguments` object
       beside an action rejects the reply. Found by an adversarial review. Rules, rendering
       and baselines unchanged (re-measured under v3 over seeds 0-999).
+    - v4: reading (issue 36). A reason never hides an order: it ends at any joint (a comma,
+      a colon, `and`, `but`, `so`, `plus`, `also`, `as well as`, `then`, ...) before a
+      command used as an order (`Action: north, because it is safe, and east` ran north; now
+      its second command rejects it), while a description stays a reason (`because the east
+      and west are walls`); a reason that schedules an order rejects the reply (`north
+      because it is safe: then east`). A condition anywhere after an order rejects the reply
+      (`north - if possible`, `north. If possible.`, `(if possible)` on the line below ran
+      north), and so do a question about another command after it (`Action: north. Or
+      east?`) and a line right below the `Action:` line that is not a descriptive remark
+      (`Actually, east.`). Read as written now: `Now:`/`Answer:` lines of reasoning before
+      the `Action:` line, a `### Action` heading, `\\boxed{...}`, a leaked chat token
+      (`<|im_end|>`), and descriptive remarks beside the command (`(field 2)`, `- the west
+      is fully explored`, `. East is a flower.`). Of 759 honest replies in the taught
+      format, written independently of the parser, v3 rejected 13.6% and v4 1.2%, and
+      neither misread one (the last 155, written after v4's changes and not tuned on: 5.2%
+      and 1.3%). Rules and rendering unchanged; goldens regenerated (unchanged). Baselines
+      re-measured under v4 over seeds 0-999: every figure as v3.
     """
 
     name = "treasure-hunt"
     title = "Inverted-Symbol Treasure Hunt Grid"
-    version = "3"
+    version = "4"
     max_steps = STEP_BUDGET
     action_schema = TreasureHuntAction
     observation_model = TreasureObservation

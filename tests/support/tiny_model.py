@@ -1,0 +1,105 @@
+"""A tiny chat model made offline, for training and serving tests.
+
+A byte-level BPE tokenizer trained on the rules texts, with a ChatML template, and a
+two-layer Llama at random initialisation, fine-tuned for a moment to answer every prompt
+with `Action: <one of the replies>` in roughly equal shares. It plays real episodes (its
+replies are read by the real parser) fast, and its episodes differ, so GRPO has
+something to compare.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from textenvs.prompts import system_prompt
+
+CHATML = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def tokenizer(texts: list[str]) -> PreTrainedTokenizerFast:
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=600,
+        special_tokens=SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    bpe.train_from_iterator(texts, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        pad_token="<|im_end|>",
+        unk_token="<|endoftext|>",
+    )
+    fast.chat_template = CHATML
+    return fast
+
+
+def make(folder: Path, env: str, replies: list[str], seed: int = 0) -> Path:
+    """Write the tiny model for `env` into `folder`; it answers with one of `replies`."""
+    import textenvs
+
+    first = [textenvs.make(env).reset(seed=s)[0] for s in range(3)]
+    tok = tokenizer([system_prompt(env), *first, *replies] * 3)
+    model = untrained(tok, seed)
+    _answer_with(model, tok, first, replies)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def untrained(tok: PreTrainedTokenizerFast, seed: int = 0) -> LlamaForCausalLM:
+    """A two-layer Llama at random initialisation: what it writes depends on every token
+    it reads, so a cache that lost or misplaced one shows."""
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        initializer_range=0.3,
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+def _answer_with(
+    model: LlamaForCausalLM,
+    tok: PreTrainedTokenizerFast,
+    observations: list[str],
+    replies: list[str],
+) -> None:
+    """A few supervised steps on short prompts (a line of an observation): after the
+    assistant's turn opens, `Action: <reply>` and the end of the turn. The model only
+    needs the last tokens to do that, so it does it after whole episodes' prompts too."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    lines = [line for text in observations for line in text.splitlines() if line.strip()]
+    model.train()
+    for step in range(150):
+        user = {"role": "user", "content": lines[step % len(lines)]}
+        prompt = tok.apply_chat_template([user], add_generation_prompt=True)
+        prompt = prompt["input_ids"] if hasattr(prompt, "keys") else prompt
+        answer = tok.encode(f"Action: {replies[step % len(replies)]}<|im_end|>")
+        ids = torch.tensor([prompt + answer])
+        labels = torch.tensor([[-100] * len(prompt) + answer])
+        model(input_ids=ids, labels=labels).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()

@@ -1,0 +1,104 @@
+"""The checkpoint server: an OpenAI-compatible endpoint on loopback, used through the
+official `openai` client as the `llm` agent uses it."""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+import openai
+import pytest
+
+from textenvs.training import serving
+
+SYSTEM = {"role": "system", "content": "You play Treasure Hunt."}
+
+
+@pytest.fixture(scope="module")
+def endpoint(tiny_dir):
+    with serving.serve(str(tiny_dir), slots=4) as url:
+        yield openai.OpenAI(base_url=url, api_key="unused", max_retries=0)
+
+
+def ask(client: openai.OpenAI, messages: list[dict], **options) -> openai.types.chat.ChatCompletion:
+    return client.chat.completions.create(model="tiny", messages=messages, **options)
+
+
+def test_models_lists_the_context_the_agent_sizes_its_prompts_by(endpoint):
+    (entry,) = endpoint.models.list().data
+    assert entry.model_extra["max_model_len"] == 32768
+
+
+def test_a_conversation_turn_by_turn_answers_as_a_fresh_request_would(endpoint, tiny_dir):
+    messages = [SYSTEM, {"role": "user", "content": "Position: x=0, y=0"}]
+    first = ask(endpoint, messages, temperature=0, max_tokens=8)
+    reply = first.choices[0].message.content
+    assert reply.startswith("Action:")
+    assert first.usage.completion_tokens <= 8
+    messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": "x=0, y=1"}]
+    extended = ask(endpoint, messages, temperature=0, max_tokens=8)
+    # the same request on a server that never saw the first turn reads it all afresh
+    with serving.serve(str(tiny_dir), slots=1) as url:
+        fresh = ask(openai.OpenAI(base_url=url, api_key="x"), messages, temperature=0, max_tokens=8)
+    assert extended.choices[0].message.content == fresh.choices[0].message.content
+    assert extended.usage.prompt_tokens == fresh.usage.prompt_tokens
+
+
+def test_concurrent_conversations_each_get_their_own_answer(endpoint):
+    conversations = [
+        [SYSTEM, {"role": "user", "content": f"Position: x={i}, y={i}"}] for i in range(6)
+    ]
+    alone = [
+        ask(endpoint, c, temperature=0, max_tokens=8).choices[0].message.content
+        for c in conversations
+    ]
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        together = list(
+            pool.map(lambda c: ask(endpoint, c, temperature=0, max_tokens=8), conversations)
+        )
+    assert [t.choices[0].message.content for t in together] == alone
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"stream": True}, "stream"),
+        ({"tools": [{"type": "function", "function": {"name": "act", "parameters": {}}}]}, "tools"),
+        ({"response_format": {"type": "xml"}}, "response_format"),
+        ({"n": 2}, "n"),
+    ],
+)
+def test_what_it_cannot_do_is_refused_with_a_400_that_says_so(endpoint, options, named):
+    with pytest.raises(openai.BadRequestError, match=named):
+        ask(endpoint, [SYSTEM], **options)
+
+
+def test_a_prompt_over_the_context_is_a_context_length_error(endpoint):
+    too_long = [{"role": "user", "content": "north " * 40000}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        ask(endpoint, too_long, max_tokens=8)
+    assert caught.value.code == "context_length_exceeded"
+    assert "maximum context length is 32768" in str(caught.value)
+
+
+@pytest.mark.parametrize("form", ["json_schema", "json_object"])
+def test_a_response_format_holds_the_reply_to_the_schema(endpoint, form):
+    import json
+
+    import textenvs
+    from textenvs.agents.llm import json_mode
+
+    schema = json_mode.response_schema(textenvs.make("treasure-hunt").action_schema, 0)
+    messages = [SYSTEM, {"role": "user", "content": "Position: x=0, y=0"}]
+    for seed in range(4):
+        reply = (
+            ask(
+                endpoint,
+                messages,
+                temperature=1.0,
+                seed=seed,
+                response_format=json_mode.response_format(schema, form),
+            )
+            .choices[0]
+            .message.content
+        )
+        assert json.loads(reply)["action"] in {"north", "south", "east", "west", "reveal", "wait"}

@@ -1,0 +1,120 @@
+"""`textenvs train`: real GRPO steps with TRL on a tiny model, then the checkpoint played
+by `textenvs eval` through the same agent and runner as any model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from safetensors.torch import load_file
+
+from textenvs.cli import main
+from textenvs.training import curve, models
+
+STEPS = ["--steps", "2", "--max-turns", "3", "--group-size", "4", "--seeds-per-step", "1"]
+SMALL = ["--micro-batch", "2", "--max-tokens", "10", "--learning-rate", "1e-2"]
+
+
+def train(tiny_dir, out, *extra: str) -> int:
+    model = ["--env", "treasure-hunt", "--model", str(tiny_dir), "--out", str(out)]
+    return main(
+        ["train", *model, *STEPS, *SMALL, "--reward", "headline", "--save-every", "1", *extra]
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("train") / "run"
+    assert train(tiny_dir, out) == 0
+    return out
+
+
+@pytest.mark.slow
+def test_two_grpo_steps_change_the_weights_and_write_the_curve(trained):
+    base = load_file(trained / "base" / "model.safetensors")
+    final = load_file(trained / "final" / "model.safetensors")
+    assert base.keys() == final.keys()
+    assert any(not (base[k] == final[k]).all() for k in base)
+    rows = curve.read(trained)
+    assert [r["step"] for r in rows] == [1.0, 2.0]
+    for row in rows:
+        assert row["episodes"] == 4
+        assert 0 <= row["invalid_rate"] <= 1
+        assert row["headline"] is not None and row["reward"] == pytest.approx(row["headline"])
+        assert row["generation_s"] > 0 and row["update_s"] > 0
+    assert {p.name for p in (trained / "figures").iterdir()} >= {
+        "curve-reward.svg",
+        "curve-reward.pdf",
+        "curve-invalid-rate.svg",
+    }
+    record = models.read_record(trained / "final")
+    assert record["env"] == "treasure-hunt" and record["steps"] == 2
+    assert record["eval_seeds"] == list(range(100))
+    assert not set(record["seeds"]) & set(record["eval_seeds"])
+
+
+@pytest.mark.slow
+def test_the_checkpoint_plays_through_eval_on_held_out_seeds(trained, tmp_path, capsys):
+    run = tmp_path / "after"
+    code = main(
+        ["eval", "--env", "treasure-hunt", "--agent", "llm", "--model", str(trained / "final"),
+         "--seeds", "0-1", "--out", str(run), "--max-invalid", "3"]
+    )  # fmt: skip
+    assert code == 0
+    episodes = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
+    assert len(episodes) == 2 and all(e["steps"] >= 1 for e in episodes)
+    config = json.loads((run / "config.json").read_text())
+    # the checkpoint's own settings: the reply limit it was trained with
+    assert config["agent"]["max_tokens"] == 10
+    assert "serving" in capsys.readouterr().err
+
+
+def test_eval_refuses_a_checkpoint_on_its_training_seeds(trained, tmp_path, capsys):
+    with pytest.raises(SystemExit) as refused:
+        main(["eval", "--env", "treasure-hunt", "--agent", "llm", "--model",
+              str(trained / "final"), "--seeds", "1000-1001",
+              "--out", str(tmp_path / "x")])  # fmt: skip
+    assert refused.value.code == 2
+    assert "trained on them" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_resume_goes_on_from_the_last_checkpoint(tiny_dir, tmp_path):
+    out = tmp_path / "run"
+    assert train(tiny_dir, out) == 0
+    first = curve.read(out)
+    with pytest.raises(SystemExit) as refused:
+        train(tiny_dir, out)  # the folder holds a run
+    assert refused.value.code == 2
+    assert train(tiny_dir, out, "--steps", "3", "--resume") == 0
+    rows = curve.read(out)
+    assert [r["step"] for r in rows] == [1.0, 2.0, 3.0]
+    assert rows[:2] == first
+    assert models.read_record(out / "final")["steps"] == 3
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--seeds", "0-5"], "overlap"),
+        (["--env", "all"], "one scenario"),
+        (["--env-option", "size=3"], "size"),
+        (["--micro-batch", "3"], "multiple of the micro batch"),
+    ],
+)
+def test_bad_settings_are_one_line_errors(tiny_dir, tmp_path, capsys, extra, message):
+    with pytest.raises(SystemExit) as failed:
+        main(["train", "--env", "treasure-hunt", "--model", str(tiny_dir), "--steps", "1",
+              "--out", str(tmp_path / "run"), *extra])  # fmt: skip
+    assert failed.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_missing_model_is_a_one_line_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as failed:
+        main(["train", "--env", "treasure-hunt", "--model", str(tmp_path / "nowhere"),
+              "--steps", "1", "--out", str(tmp_path / "run")])  # fmt: skip
+    assert failed.value.code == 2
+    assert "not 'local' nor a transformers model directory" in capsys.readouterr().err

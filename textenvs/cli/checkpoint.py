@@ -1,0 +1,71 @@
+"""`--agent llm --model DIR`: play a transformers model directory (a `textenvs train`
+checkpoint among them) through the same agent, runner and parser as any model.
+
+With no `--base-url`, the directory is served on loopback for the command
+(`training.serving`, an OpenAI-compatible endpoint) and the agent talks to it. A
+checkpoint of `textenvs train` carries how it was trained: its conversation settings and
+reply limit become the defaults (a model is evaluated under the prompt it trained on),
+and playing it on its own training seeds is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterator
+
+from textenvs.cli.common import fail
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether the command plays a model directory with no endpoint given."""
+    from pathlib import Path
+
+    model = getattr(args, "model", None)
+    return (
+        getattr(args, "agent", None) == "llm"
+        and bool(model)
+        and not getattr(args, "base_url", None)
+        and not getattr(args, "base_urls", None)
+        and (Path(model) / "config.json").is_file()
+    )
+
+
+@contextlib.contextmanager
+def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[None]:
+    """Serve `--model DIR` while the block runs (when `wanted`), with the checkpoint's
+    training settings as defaults; otherwise do nothing."""
+    if not wanted(args):
+        yield
+        return
+    try:
+        from textenvs.training import models, serving
+    except ImportError as exc:
+        raise fail(
+            args, f"--model {args.model} (a model directory) needs the [train] extra "
+            f"({exc.name} is missing): pip install 'textenvs[train]'"
+        ) from None  # fmt: skip
+    record = models.read_record(args.model) or {}
+    trained_on = sorted(set(record.get("seeds") or []) & set(seeds))
+    if trained_on:
+        shown = ", ".join(map(str, trained_on[:5])) + (" ..." if len(trained_on) > 5 else "")
+        raise fail(
+            args,
+            f"seeds {shown}: {args.model} was trained on them; evaluate it on held-out "
+            "seeds (its textenvs-training.json lists both)",
+        )
+    trained_with = {**(record.get("conversation") or {})}
+    for name in ("action_mode", "json_reasoning", "max_tokens"):
+        if record.get(name) is not None:
+            trained_with[name] = record[name]
+    for name, value in trained_with.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+    print(f"note: serving {args.model} on loopback ({slots} conversation slots)", file=sys.stderr)
+    try:
+        with serving.serve(args.model, slots=slots) as url:
+            args.base_url = [url]
+            yield
+    except models.ModelError as exc:
+        raise fail(args, str(exc)) from None

@@ -1,0 +1,208 @@
+"""`textenvs train`: GRPO on a scenario with TRL (`pip install 'textenvs[train]'`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from textenvs.cli.common import (
+    env_option_argument,
+    env_options_from_args,
+    env_url_argument,
+    fail,
+)
+
+DEFAULT_SEEDS = "1000-9999"
+DEFAULT_EVAL_SEEDS = "0-99"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="train a model on a scenario with reinforcement learning (TRL's GRPO)",
+        description="Train a model on one scenario with TRL's GRPOTrainer, multi-turn: one "
+        "rollout is one whole episode, each turn's prompt the conversation 'textenvs eval "
+        "--agent llm' sends, the reward the scenario's own return. Only the model's own "
+        "tokens are trained on. Writes OUT/base (the starting weights), OUT/checkpoints/ "
+        "(resumable), OUT/final (a transformers directory 'textenvs eval --model' plays), "
+        "OUT/curve.csv and OUT/figures/ (the training curve). Needs pip install "
+        "'textenvs[train]'; runs on a CPU (the model samples with transformers) or a GPU.",
+        epilog="Evaluate before and after on held-out seeds with the same harness: "
+        "textenvs eval --env ENV --agent llm --model OUT/base --seeds 0-99 --out runs/before; "
+        "the same with --model OUT/final; then textenvs report runs/before runs/after.",
+    )
+    p.add_argument("--env", required=True, metavar="ENV", help="the scenario to train on")
+    p.add_argument(
+        "--model",
+        required=True,
+        metavar="local|DIR",
+        help="'local' (SmolLM2-135M-Instruct, the GGUF of the [local] extra) or a "
+        "transformers model directory (e.g. an earlier run's OUT/final)",
+    )
+    p.add_argument("--steps", required=True, type=_positive, help="optimizer steps")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
+    p.add_argument(
+        "--seeds",
+        default=DEFAULT_SEEDS,
+        metavar="SEEDS",
+        help=f"training seeds, e.g. 1000-9999 (default {DEFAULT_SEEDS})",
+    )
+    p.add_argument(
+        "--eval-seeds",
+        default=DEFAULT_EVAL_SEEDS,
+        metavar="SEEDS",
+        help="held-out seeds the model is evaluated on: must not overlap --seeds; "
+        f"'textenvs eval' warns when a checkpoint is played on its training seeds "
+        f"(default {DEFAULT_EVAL_SEEDS})",
+    )
+    env_option_argument(p)
+    env_url_argument(p)
+    p.add_argument(
+        "--group-size", type=_positive, default=4, help="episodes per seed per step (GRPO's group)"
+    )
+    p.add_argument("--seeds-per-step", type=_positive, default=2, help="seeds per step")
+    p.add_argument(
+        "--micro-batch",
+        type=_positive,
+        default=2,
+        help="episodes per forward/backward pass (a step accumulates the rest)",
+    )
+    p.add_argument("--learning-rate", type=float, default=1e-5, help="AdamW learning rate")
+    p.add_argument(
+        "--temperature", type=float, default=1.0, help="sampling temperature of the rollouts"
+    )
+    p.add_argument("--max-tokens", type=_positive, default=32, help="most tokens in one reply")
+    p.add_argument(
+        "--max-turns",
+        type=_positive,
+        default=None,
+        help="stop each training episode after this many turns (default: play to its end); "
+        "evaluation always plays whole episodes",
+    )
+    p.add_argument(
+        "--observations",
+        choices=["full", "changes"],
+        default=None,
+        help="observations whole, or as their changes after the first (the eval setting "
+        "of the same name; default full)",
+    )
+    p.add_argument(
+        "--action-mode",
+        choices=["text", "json"],
+        default="text",
+        help="how replies carry commands: 'text' (an Action: line) or 'json' (a JSON object "
+        "held to the action schema as it is sampled, as 'textenvs eval --action-mode json' "
+        "asks a server for; the default of --model local)",
+    )
+    p.add_argument(
+        "--json-reasoning",
+        type=int,
+        default=0,
+        metavar="CHARS",
+        help="json mode: most characters of reasoning before the action (default 0: none, as "
+        "for --model local)",
+    )
+    p.add_argument(
+        "--reasks",
+        type=int,
+        default=None,
+        metavar="N",
+        help="re-asks per unreadable reply (the eval setting of the same name; default 1)",
+    )
+    p.add_argument(
+        "--reward",
+        choices=["return", "headline"],
+        default="return",
+        help="what an episode is scored by: 'return' (the scenario's own reward, the "
+        "default) or 'headline' (the per-episode headline metric reports score the "
+        "scenario by; for treasure-hunt the expected success of the exploration, a dense "
+        "form of its sparse return)",
+    )
+    p.add_argument(
+        "--train-layers",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="train only the top N decoder layers (faster on a CPU; default: all)",
+    )
+    p.add_argument("--save-every", type=_positive, default=10, help="steps between checkpoints")
+    p.add_argument("--seed", type=int, default=0, help="seed of the run (sampling, data order)")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from the last checkpoint in OUT/checkpoints (the same settings)",
+    )
+    p.set_defaults(handler=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from textenvs.training import run as training
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or str(exc)
+        raise fail(
+            args,
+            f"training needs the [train] extra ({missing} is missing): "
+            "pip install 'textenvs[train]'",
+        ) from None
+    training.quiet_libraries()
+    try:
+        settings = training.settings_from(
+            env=args.env,
+            model=args.model,
+            steps=args.steps,
+            seeds=args.seeds,
+            eval_seeds=args.eval_seeds,
+            options=env_options_from_args(args),
+            group_size=args.group_size,
+            seeds_per_step=args.seeds_per_step,
+            micro_batch=args.micro_batch,
+            learning_rate=args.learning_rate,
+            temperature=args.temperature,
+            max_tokens=args.max_tokens,
+            max_turns=args.max_turns,
+            conversation=_conversation(args),
+            train_layers=args.train_layers,
+            reward=args.reward,
+            action_mode=args.action_mode,
+            json_reasoning=args.json_reasoning,
+            env_url=args.env_url,
+            save_every=args.save_every,
+            seed=args.seed,
+        )
+        final = training.train(settings, args.out, resume=args.resume)
+    except training.TrainingError as exc:
+        raise fail(args, str(exc)) from None
+    print(f"trained model in {final}/ (a transformers directory); curve in {args.out}/curve.csv")
+    seeds = (
+        ",".join(str(s) for s in settings.eval_seeds)
+        if len(settings.eval_seeds) < 4
+        else (args.eval_seeds)
+    )
+    print(
+        "evaluate it on held-out seeds with:\n"
+        f"  textenvs eval --env {settings.env} --agent llm --model {args.out}/base "
+        f"--seeds {seeds} --out runs/{args.out.name}-before\n"
+        f"  textenvs eval --env {settings.env} --agent llm --model {final} "
+        f"--seeds {seeds} --out runs/{args.out.name}-after\n"
+        f"  textenvs report runs/{args.out.name}-before runs/{args.out.name}-after",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _conversation(args: argparse.Namespace) -> dict[str, Any]:
+    given = {"observations": args.observations, "reasks": args.reasks}
+    return {name: value for name, value in given.items() if value is not None}

@@ -1,0 +1,182 @@
+"""The training curve: one CSV row per optimizer step, and its charts (SVG and PDF).
+
+Each row describes the episodes played for that step (before its update): the reward
+trained on, the return (the scenario's reward), success, the invalid-action rate, the
+scenario's headline metric and normalised score as `textenvs report` reads them, its
+skill metrics, and where the step's time went. A learner that raises its reward while
+the headline metric stays flat is gaming the reward; the two sit side by side here for
+that reason.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from textenvs.evals import bands, plots, skills
+from textenvs.evals.pdf import svg_to_pdf
+from textenvs.training.rollouts import Rollout, Timing
+
+CURVE_FILE = "curve.csv"
+FIGURES = "figures"
+
+COLUMNS = [
+    "step",
+    "episodes",
+    "reward",
+    "return",
+    "success_rate",
+    "invalid_rate",
+    "headline",
+    "normalised_score",
+    "turns",
+    "reasks_per_turn",
+    "cut_replies",
+    "reply_tokens",
+    "sequence_tokens",
+    "loss",
+    "grad_norm",
+    "learning_rate",
+    "step_s",
+    "rollout_s",
+    "generation_s",
+    "env_s",
+    "update_s",
+]
+
+#: (column, chart title) of the charts drawn
+CHARTS = [
+    ("reward", "reward trained on"),
+    ("return", "return"),
+    ("headline", "headline metric"),
+    ("invalid_rate", "invalid-action rate"),
+    ("success_rate", "success rate"),
+]
+
+
+def episode_record(rollout: Rollout) -> dict[str, Any]:
+    """A rollout as an eval summary line reads (what `bands` and `skills` take)."""
+    result = rollout.result
+    return {
+        "success": result.success,
+        "return": result.total_reward,
+        "steps": result.steps,
+        "skills": rollout.skills,
+    }
+
+
+def row(
+    *,
+    step: int,
+    env: str,
+    level: int | None = None,
+    rollouts: Sequence[Rollout],
+    rewards: Sequence[float],
+    logs: dict[str, Any],
+    step_s: float,
+    rollout_s: float,
+    timing: Timing,
+) -> dict[str, Any]:
+    records = [episode_record(r) for r in rollouts]
+    steps = sum(r.result.steps for r in rollouts)
+    turns = sum(len(r.result.turns) for r in rollouts)
+    headlines = [v for rec in records if (v := bands.episode_headline(env, rec)) is not None]
+    headline = sum(headlines) / len(headlines) if headlines else None
+    band = bands.band_for(bands.load_bands(), env, level)  # the band of the level trained on
+    values: dict[str, Any] = {
+        "step": step,
+        "episodes": len(rollouts),
+        "reward": _mean(list(rewards)),
+        "return": _mean([r.reward for r in rollouts]),
+        "success_rate": _mean([float(r.result.success) for r in rollouts]),
+        "invalid_rate": sum(r.result.invalid_actions for r in rollouts) / steps if steps else None,
+        "headline": headline,
+        "normalised_score": bands.normalised(headline, band),
+        "turns": turns / len(rollouts) if rollouts else None,
+        "reasks_per_turn": sum(r.result.reasks for r in rollouts) / turns if turns else None,
+        "cut_replies": sum(r.cut_replies for r in rollouts),
+        "reply_tokens": _mean([float(sum(r.env_mask)) for r in rollouts]),
+        "sequence_tokens": _mean(
+            [float(len(r.prompt_ids) + len(r.completion_ids)) for r in rollouts]
+        ),
+        "loss": logs.get("loss"),
+        "grad_norm": logs.get("grad_norm"),
+        "learning_rate": logs.get("learning_rate"),
+        "step_s": step_s,
+        "rollout_s": rollout_s,
+        "generation_s": timing.generation,
+        "env_s": timing.environment,
+        "update_s": max(0.0, step_s - rollout_s),
+    }
+    values |= {f"skill_{k}": v for k, v in skills.aggregate(env, records).items()}
+    return values
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def append(out: Path, values: dict[str, Any]) -> None:
+    """Add a row to `out/curve.csv` (a header first in a new file)."""
+    path = out / CURVE_FILE
+    fields = COLUMNS + sorted(k for k in values if k not in COLUMNS)
+    new = not path.exists()
+    if not new:
+        with path.open(newline="") as handle:
+            fields = next(csv.reader(handle), fields)
+    with path.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        writer.writerow({k: _cell(values.get(k)) for k in fields})
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def read(out: Path) -> list[dict[str, float | None]]:
+    path = out / CURVE_FILE
+    if not path.exists():
+        return []
+    with path.open(newline="") as handle:
+        return [
+            {k: float(v) if v not in ("", None) else None for k, v in line.items()}
+            for line in csv.DictReader(handle)
+        ]
+
+
+def keep_until(out: Path, step: int) -> None:
+    """Drop the rows after `step` (a run resumed from that checkpoint writes them again)."""
+    path = out / CURVE_FILE
+    if not path.exists():
+        return
+    with path.open(newline="") as handle:
+        lines = list(csv.reader(handle))
+    kept = lines[:1] + [line for line in lines[1:] if line and float(line[0]) <= step]
+    with path.open("w", newline="") as handle:
+        csv.writer(handle).writerows(kept)
+
+
+def write_charts(out: Path, title: str) -> list[Path]:
+    """The curve's charts as `out/figures/curve-<column>.svg` and `.pdf`."""
+    rows = read(out)
+    folder = out / FIGURES
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for column, label in CHARTS:
+        points = [(r["step"], r[column]) for r in rows if r.get(column) is not None]
+        if not points:
+            continue
+        svg = plots.standalone(plots.line_chart(f"{title}: {label}", "step", points))
+        name = f"curve-{column.replace('_', '-')}"
+        (folder / f"{name}.svg").write_text(svg)
+        (folder / f"{name}.pdf").write_bytes(svg_to_pdf(svg))
+        written += [folder / f"{name}.svg", folder / f"{name}.pdf"]
+    return written

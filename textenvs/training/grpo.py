@@ -1,0 +1,303 @@
+"""GRPO on textenvs episodes with TRL's `GRPOTrainer` and a multi-turn `rollout_func`.
+
+Each training example is an episode (scenario, seed, reset options). TRL repeats each
+example `group_size` times; the rollout function plays all of a step's episodes in
+lockstep with the trainer's own model (`rollouts.play`), and returns per episode the
+prompt ids, the completion ids (every later token), the mask of the model's own tokens
+(`env_mask`: observations and re-asks are not trained on) and the sampled tokens'
+log-probabilities. The reward is the episode's return, the scenario's own reward. GRPO
+compares the episodes of one seed with each other (group-relative advantages).
+
+With no GPU the model samples through transformers on the CPU; on a GPU the same rollout
+function runs with the model on that device (TRL's vLLM generation serves single-turn
+prompts; its `rollout_func` path is where multi-turn episodes go).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from datasets import Dataset
+from transformers import PreTrainedModel, TrainerCallback
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from textenvs.adapters.conversation import conversation_settings
+from textenvs.adapters.episodes import EpisodeSpec
+from textenvs.agents.llm import context
+from textenvs.core import registry
+from textenvs.evals import bands
+from textenvs.training import curve, models
+from textenvs.training.chat import ChatTokens
+from textenvs.training.generation import Sampling
+from textenvs.training.rollouts import EnvFactory, Rollout, Timing, play
+
+CHECKPOINTS = "checkpoints"
+BASE = "base"
+FINAL = "final"
+
+
+@dataclass
+class TrainSettings:
+    """Everything a training run depends on (written into every checkpoint)."""
+
+    env: str
+    model: str
+    steps: int
+    seeds: list[int]
+    eval_seeds: list[int]
+    options: dict[str, Any] = field(default_factory=dict)
+    #: episodes per seed in a step (GRPO's group), and seeds per step
+    group_size: int = 4
+    seeds_per_step: int = 2
+    #: episodes trained on per forward/backward pass
+    micro_batch: int = 2
+    learning_rate: float = 1e-5
+    temperature: float = 1.0
+    max_tokens: int = 32
+    #: the trainer stops an episode after this many turns (None: the scenario's budget)
+    max_turns: int | None = None
+    #: conversation settings (`adapters.conversation.CONVERSATION_SETTINGS`)
+    conversation: dict[str, Any] = field(default_factory=dict)
+    #: "text" or "json" (replies held to the action schema), and in json mode the most
+    #: characters of reasoning before the action (0: none)
+    action_mode: str = "text"
+    json_reasoning: int = 0
+    #: train only the top layers (None: all): on a CPU the backward pass is most of a step
+    train_layers: int | None = None
+    #: "return" (the scenario's reward) or "headline" (the per-episode headline metric)
+    reward: str = "return"
+    env_url: str | None = None
+    save_every: int = 10
+    seed: int = 0
+
+    @property
+    def episodes_per_step(self) -> int:
+        return self.group_size * self.seeds_per_step
+
+    def record(self) -> dict[str, Any]:
+        return {"textenvs_training": 1, **asdict(self)}
+
+
+def episode_prompt(env: str, seed: int) -> str:
+    """A training example: the episode it stands for (the prompt is built per turn)."""
+    return f"{env} seed={seed}"
+
+
+def episode_of(prompt: str, options: dict[str, Any]) -> EpisodeSpec:
+    env, _, seed = prompt.partition(" seed=")
+    return EpisodeSpec(env, int(seed), dict(options) or None)
+
+
+class RolloutSource:
+    """TRL's `rollout_func`: plays the episodes of a step and keeps them for the curve."""
+
+    def __init__(
+        self,
+        settings: TrainSettings,
+        chat: ChatTokens,
+        make_env: EnvFactory,
+        prompt_budget: int,
+    ) -> None:
+        self.settings = settings
+        self.chat = chat
+        self.make_env = make_env
+        self.conversation = conversation_settings(
+            settings.action_mode,
+            settings.json_reasoning,
+            **{"prompt_budget": prompt_budget, **settings.conversation},
+        )
+        self.sampling = Sampling(
+            max_new_tokens=settings.max_tokens, temperature=settings.temperature
+        )
+        #: the last step's episodes and where its time went (read by `CurveWriter`)
+        self.last: list[Rollout] = []
+        self.rewards: list[float] = []
+        self.timing = Timing()
+        self.rollout_s = 0.0
+
+    def __call__(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list[Any]]:
+        started = time.perf_counter()
+        specs = [episode_of(prompt, self.settings.options) for prompt in prompts]
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        was_training = model.training
+        model.eval()
+        seed = self.settings.seed * 1_000_003 + trainer.state.global_step
+        self.timing = Timing()
+        try:
+            rollouts = play(
+                model,
+                self.chat,
+                specs,
+                self.make_env,
+                self.conversation,
+                self.sampling,
+                max_turns=self.settings.max_turns,
+                generator=torch.Generator().manual_seed(seed),
+                timing=self.timing,
+            )
+        finally:
+            model.train(was_training)
+        self.last = rollouts
+        self.rewards = [self.score(r) for r in rollouts]
+        self.rollout_s = time.perf_counter() - started
+        return {
+            "prompt_ids": [r.prompt_ids for r in rollouts],
+            "completion_ids": [r.completion_ids for r in rollouts],
+            "logprobs": [r.logprobs for r in rollouts],
+            "env_mask": [r.env_mask for r in rollouts],
+            "episode_reward": self.rewards,
+        }
+
+    def score(self, rollout: Rollout) -> float:
+        """What GRPO maximises for one episode: its return, or its headline metric."""
+        if self.settings.reward == "return":
+            return rollout.reward
+        value = bands.episode_headline(self.settings.env, curve.episode_record(rollout))
+        return 0.0 if value is None else value
+
+
+def episode_reward(prompts: list[Any], completions: list[Any], **fields: Any) -> list[float]:
+    """The reward of each episode (the rollout function scores them)."""
+    return [float(value) for value in fields["episode_reward"]]
+
+
+class CurveWriter(TrainerCallback):
+    """One curve row per optimizer step (and the charts), a checkpoint's record, and
+    progress for the caller."""
+
+    def __init__(
+        self,
+        settings: TrainSettings,
+        source: RolloutSource,
+        out: Path,
+        on_step: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.source = source
+        self.out = out
+        self.on_step = on_step
+        self.step_started = time.perf_counter()
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.step_started = time.perf_counter()
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+        if not logs or "loss" not in logs or not self.source.last:
+            return
+        step_s = time.perf_counter() - self.step_started
+        row = curve.row(
+            step=state.global_step,
+            env=self.settings.env,
+            level=registry.episode_level(self.settings.env, self.settings.options),
+            rollouts=self.source.last,
+            rewards=self.source.rewards,
+            logs=logs,
+            step_s=step_s,
+            rollout_s=self.source.rollout_s,
+            timing=self.source.timing,
+        )
+        curve.append(self.out, row)
+        if self.on_step is not None:
+            self.on_step(row)
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if folder.is_dir():
+            models.write_record(folder, self.settings.record())
+
+
+def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
+    per_step = settings.episodes_per_step
+    if per_step % settings.micro_batch:
+        raise ValueError(
+            f"episodes per step ({per_step}) must be a multiple of the micro batch "
+            f"({settings.micro_batch})"
+        )
+    return GRPOConfig(
+        output_dir=str(out / CHECKPOINTS),
+        max_steps=settings.steps,
+        learning_rate=settings.learning_rate,
+        num_generations=settings.group_size,
+        per_device_train_batch_size=settings.micro_batch,
+        gradient_accumulation_steps=per_step // settings.micro_batch,
+        generation_batch_size=per_step,
+        temperature=settings.temperature,
+        max_completion_length=None,
+        beta=0.0,  # no reference model: a second copy costs a CPU more than it helps here
+        use_cpu=not torch.cuda.is_available(),
+        bf16=False,
+        gradient_checkpointing=False,
+        logging_steps=1,
+        save_steps=settings.save_every,
+        save_total_limit=2,
+        report_to=[],
+        disable_tqdm=True,
+        seed=settings.seed,
+        data_seed=settings.seed,
+        lr_scheduler_type="constant",
+        dataloader_num_workers=0,
+    )
+
+
+def build_trainer(
+    settings: TrainSettings,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    make_env: EnvFactory,
+    out: Path,
+    on_step: Callable[[dict[str, Any]], None] | None = None,
+) -> GRPOTrainer:
+    """The GRPO trainer of `settings`, its rollouts played with `model` itself."""
+    chat = ChatTokens(tokenizer)
+    if settings.train_layers is not None:
+        freeze_below(model, settings.train_layers)
+    # the budget `textenvs eval` sets for this model (its context, learned at preflight)
+    budget = context.budget_under(models.context_window(model), settings.max_tokens)
+    source = RolloutSource(settings, chat, make_env, budget)
+    dataset = Dataset.from_dict(
+        {"prompt": [episode_prompt(settings.env, seed) for seed in settings.seeds]}
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=episode_reward,
+        args=grpo_config(settings, out),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        rollout_func=source,
+        callbacks=[CurveWriter(settings, source, out, on_step)],
+    )
+    for noisy in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(noisy)
+    return trainer
+
+
+def freeze_below(model: PreTrainedModel, trained_layers: int) -> None:
+    """Train only the top `trained_layers` decoder layers and the final norm (the
+    embeddings, shared with the output head in small models, stay as they are)."""
+    layers = _decoder_layers(model)
+    if not 0 < trained_layers <= len(layers):
+        raise ValueError(f"--train-layers must be 1-{len(layers)}")
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    for layer in layers[len(layers) - trained_layers :]:
+        for parameter in layer.parameters():
+            parameter.requires_grad_(True)
+    norm = getattr(getattr(model, "model", model), "norm", None)
+    if norm is not None:
+        for parameter in norm.parameters():
+            parameter.requires_grad_(True)
+
+
+def _decoder_layers(model: PreTrainedModel) -> Sequence[torch.nn.Module]:
+    inner = getattr(model, "model", None)
+    layers = getattr(inner, "layers", None)
+    if layers is None:
+        raise ValueError("--train-layers needs a decoder model with model.layers")
+    return list(layers)

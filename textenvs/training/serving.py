@@ -1,0 +1,345 @@
+"""Serve a trained checkpoint as an OpenAI-compatible chat endpoint, for `textenvs eval`.
+
+A checkpoint is evaluated like any model: `textenvs eval --agent llm --model DIR` starts
+this server on loopback and plays through the same runner, agent, parser and report.
+The requests of the episodes in flight are answered together: the engine keeps one
+cache row ("slot") per conversation, so a request that extends a slot's last prompt
+feeds only its new tokens (as prefix-caching servers do), and the replies of one round
+are sampled in one batch (`generation.Sequences`). A request that extends no slot takes
+the slot used longest ago.
+
+Routes: `GET /v1/models` (the model and its context, `max_model_len`, which the agent's
+preflight reads), `POST /v1/chat/completions` (text replies, or JSON held to the schema of
+a `response_format`, in either form the `llm` agent sends; no streaming or tools: a
+request asking for them is refused with a 400 that says so).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from transformers import PreTrainedModel
+
+from textenvs.agents.llm import json_mode
+from textenvs.training import models
+from textenvs.training.chat import ChatTokens
+from textenvs.training.generation import Sampling, Sequences
+
+#: how long the engine waits for more requests to join a round (seconds)
+ROUND_WAIT_S = 0.02
+#: compact the cache when hidden columns outnumber the ones in use by this factor
+COMPACT_RATIO = 1.0
+
+
+class ContextOverflow(ValueError):
+    def __init__(self, window: int, requested: int) -> None:
+        super().__init__(
+            f"This model's maximum context length is {window} tokens. However, you "
+            f"requested {requested} tokens."
+        )
+        self.window = window
+        self.requested = requested
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+
+
+@dataclass
+class _Request:
+    prompt: str
+    sampling: Sampling
+    schema: dict[str, Any] | None = None
+    future: concurrent.futures.Future[Completion] = field(default_factory=concurrent.futures.Future)
+
+
+@dataclass
+class _Slot:
+    text: str = ""  # what the slot's row holds, as text
+    tokens: int = 0
+    used: float = 0.0
+    #: the last reply as the client will send it back, to read before the next segment
+    refeed: list[int] = field(default_factory=list)
+
+
+class Engine:
+    """Answers chat requests with `model`, batching the requests that arrive together."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        chat: ChatTokens,
+        *,
+        slots: int = 8,
+        context_window: int = 8192,
+        seed: int = 0,
+    ) -> None:
+        self.chat = chat
+        self.context_window = context_window
+        self.slots = [_Slot() for _ in range(slots)]
+        self.sequences = Sequences(
+            model,
+            slots,
+            stop_ids=chat.stop_ids,
+            pad_id=chat.tokenizer.pad_token_id,
+            generator=torch.Generator().manual_seed(seed),
+        )
+        self._queue: queue.Queue[_Request | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._serve, name="textenvs-engine", daemon=True)
+        self._thread.start()
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """The model's reply to `messages`, held to the JSON `schema` if one is given
+        (blocks until it is sampled)."""
+        if schema is not None:
+            self.chat.json_grammars().for_schema(schema)  # a bad schema fails here
+        request = _Request(self.chat.render(messages, reply_next=True), sampling, schema)
+        self._queue.put(request)
+        return request.future.result()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=30)
+
+    # ----- the engine's thread ------------------------------------------------------------
+
+    def _serve(self) -> None:
+        while (first := self._queue.get()) is not None:
+            batch = [first]
+            deadline = time.monotonic() + ROUND_WAIT_S
+            while len(batch) < len(self.slots):
+                try:
+                    request = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if request is None:
+                    self._queue.put(None)  # stop after this round
+                    break
+                batch.append(request)
+            for group in _by_sampling(batch):
+                try:
+                    self._round(group)
+                except Exception as exc:  # answer every request of the round, never hang
+                    for request in group:
+                        if not request.future.done():
+                            request.future.set_exception(exc)
+
+    def _round(self, requests: list[_Request]) -> None:
+        taken: dict[int, _Request] = {}
+        segments: dict[int, list[int]] = {}
+        for request in requests:
+            row = self._slot_for(request.prompt, taken)
+            slot = self.slots[row]
+            if not slot.text or not request.prompt.startswith(slot.text):
+                self.sequences.restart(row)
+                slot.text, slot.tokens, slot.refeed = "", 0, []
+            ids = slot.refeed + self.chat.encode(request.prompt[len(slot.text) :])
+            requested = slot.tokens + len(ids) + request.sampling.max_new_tokens
+            if requested > self.context_window:
+                self.sequences.restart(row)
+                slot.text, slot.tokens, slot.refeed = "", 0, []
+                request.future.set_exception(ContextOverflow(self.context_window, requested))
+                continue
+            taken[row] = request
+            segments[row] = ids
+            slot.text, slot.tokens, slot.refeed = request.prompt, slot.tokens + len(ids), []
+        if not taken:
+            return
+        grammars = {
+            row: self.chat.json_grammars().for_schema(request.schema)
+            for row, request in taken.items()
+            if request.schema is not None
+        }
+        replies = self.sequences.extend_and_sample(segments, requests[0].sampling, grammars)
+        for row, request in taken.items():
+            reply = replies[row]
+            slot = self.slots[row]
+            prompt_tokens = slot.tokens
+            written = self.chat.reply_text(reply.ids)
+            self._keep_as_sent_back(row, written, reply.ids, reply.ended)
+            slot.used = time.monotonic()
+            request.future.set_result(
+                Completion(
+                    text=written,
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=len(reply.ids),
+                    finish_reason="stop" if reply.ended else "length",
+                )
+            )
+        if self.sequences.holes() > COMPACT_RATIO * max(1, int(self.sequences.mask.sum())):
+            self.sequences.compact()
+
+    def _keep_as_sent_back(self, row: int, written: str, ids: list[int], ended: bool) -> None:
+        """Hold the reply as the client's next request will carry it: clients keep a
+        reply without its surrounding whitespace (the `llm` agent does), so a reply that
+        had some is taken back and read again as kept, and the next request extends the
+        slot instead of starting it over (training reads replies the same way)."""
+        slot = self.slots[row]
+        kept = written.strip()
+        stop = ids[-1:] if ended else []
+        if kept == written:
+            slot.text += self.chat.decode(ids)
+            slot.tokens += len(ids)
+            return
+        self.sequences.rewind(row, len(ids))
+        slot.refeed = self.chat.encode(kept) + stop  # read with the next segment
+        slot.text += kept + self.chat.decode(stop)
+
+    def _slot_for(self, prompt: str, taken: dict[int, _Request]) -> int:
+        """The free slot whose text the prompt extends furthest, else the one used longest
+        ago."""
+        free = [row for row in range(len(self.slots)) if row not in taken]
+        extended = [
+            row for row in free if self.slots[row].text and prompt.startswith(self.slots[row].text)
+        ]
+        if extended:
+            return max(extended, key=lambda row: len(self.slots[row].text))
+        return min(free, key=lambda row: self.slots[row].used)
+
+
+def _by_sampling(batch: list[_Request]) -> list[list[_Request]]:
+    groups: dict[tuple[Any, ...], list[_Request]] = {}
+    for request in batch:
+        s = request.sampling
+        groups.setdefault((s.max_new_tokens, s.temperature, s.top_p, s.top_k), []).append(request)
+    return list(groups.values())
+
+
+# ----- the HTTP front -----------------------------------------------------------------
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    model: str = ""
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    max_tokens: int | None = Field(default=None, gt=0)
+    max_completion_tokens: int | None = Field(default=None, gt=0)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    n: int = 1
+    stream: bool = False
+
+
+UNSUPPORTED = ("tools", "functions", "logit_bias")
+
+
+def _schema_of(extra: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a request's `response_format` asks for (None: plain text)."""
+    field = extra.get("response_format")
+    if not field or field.get("type") == "text":
+        return None
+    if field.get("type") not in ("json_schema", "json_object"):
+        raise ValueError(f"type {field.get('type')!r} (json_schema, json_object or text)")
+    return json_mode.schema_of(field) or {"type": "object"}
+
+
+def create_app(engine: Engine, model_name: str, *, default_max_tokens: int = 256) -> FastAPI:
+    app = FastAPI(title="textenvs checkpoint server", docs_url=None, redoc_url=None)
+
+    def refuse(status: int, message: str, code: str) -> JSONResponse:
+        body = {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+        return JSONResponse(body, status_code=status)
+
+    @app.get("/v1/models")
+    def models() -> dict[str, Any]:
+        entry = {
+            "id": model_name,
+            "object": "model",
+            "owned_by": "textenvs",
+            "max_model_len": engine.context_window,
+        }
+        return {"object": "list", "data": [entry]}
+
+    @app.post("/v1/chat/completions")
+    def chat_completions(request: ChatRequest) -> Any:
+        asked = [name for name in UNSUPPORTED if (request.model_extra or {}).get(name)]
+        if asked or request.stream or request.n != 1:
+            what = ", ".join(
+                asked + (["stream"] if request.stream else []) + (["n"] if request.n != 1 else [])
+            )
+            return refuse(
+                400, f"this server answers plain text replies only (not: {what})", "unsupported"
+            )
+        try:
+            schema = _schema_of(request.model_extra or {})
+        except ValueError as exc:
+            return refuse(400, f"response_format: {exc}", "unsupported")
+        sampling = Sampling(
+            max_new_tokens=request.max_completion_tokens
+            or request.max_tokens
+            or default_max_tokens,
+            temperature=1.0 if request.temperature is None else request.temperature,
+            top_p=1.0 if request.top_p is None else request.top_p,
+        )
+        try:
+            done = engine.complete(request.messages, sampling, schema)
+        except ContextOverflow as exc:
+            return refuse(400, str(exc), "context_length_exceeded")
+        except ValueError as exc:  # a schema the grammar compiler cannot use
+            return refuse(400, f"response_format: {exc}", "unsupported")
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model_name,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": done.text},
+                    "finish_reason": done.finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": done.prompt_tokens,
+                "completion_tokens": done.completion_tokens,
+                "total_tokens": done.prompt_tokens + done.completion_tokens,
+            },
+        }
+
+    return app
+
+
+@contextlib.contextmanager
+def serve(model_dir: str, *, slots: int = 8, seed: int = 0) -> Iterator[str]:
+    """Serve the model in `model_dir` on loopback while the block runs; yields the base
+    URL of its OpenAI-compatible API (`.../v1`)."""
+    from textenvs.service.background import serve_in_thread
+    from textenvs.training.run import quiet_libraries
+
+    quiet_libraries()
+    model, tokenizer = models.load(model_dir)
+    engine = Engine(
+        model,
+        ChatTokens(tokenizer),
+        slots=slots,
+        context_window=models.context_window(model),
+        seed=seed,
+    )
+    try:
+        with serve_in_thread(create_app(engine, Path(model_dir).name)) as url:
+            yield f"{url}/v1"
+    finally:
+        engine.close()

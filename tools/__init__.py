@@ -1,0 +1,2 @@
+"""Project tools that are not part of the package (docs_outputs: the docs' shown
+output)."""
