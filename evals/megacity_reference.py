@@ -16,6 +16,7 @@ world and in the planner's model alike (`seam flow`: no stress moves along the s
 from __future__ import annotations
 
 import asyncio
+import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from typing import Any
 from textenvs.agents.base import Agent, Decision, EpisodeContext
 from textenvs.agents.scripted.megacity import MegacityPolicy
 from textenvs.agents.scripted.megacity_baselines import BASELINES
+from textenvs.evals.metrics import wilson
 from textenvs.scenarios.megacity import physics
 
 #: mechanism -> (what the planner must do without, physics constants switched off)
@@ -179,12 +181,22 @@ def tables(bands: dict[str, Any]) -> str:
                 f"({100 * need['share']:.1f}%)"
             )
         needs.append(f"| {mechanism} | " + " | ".join(cells) + " |")
+    intervals = []
+    for k, band in levels:
+        n = band["episodes"]
+        low, high = wilson(round(band["success_rate"]["scripted"] * n), n)
+        intervals.append(f"level {k} {100 * low:.1f}-{100 * high:.1f}%")
     seeds = {band["seeds"] for _k, band in levels}
     return "\n".join(
         [
             f"Victories (seeds {', '.join(sorted(seeds))}, one episode per seed and level):",
             "",
             *wins,
+            "",
+            textwrap.fill(
+                "The planner's success rate, 95% Wilson intervals: " + ", ".join(intervals) + ".",
+                width=88,
+            ),
             "",
             "Mean return:",
             "",
