@@ -14,6 +14,7 @@ from typing import Any
 import textenvs
 from textenvs.agents.base import Agent
 from textenvs.core.parsing import excerpt
+from textenvs.core.registry import episode_level
 from textenvs.evals import trials
 from textenvs.evals.metrics import Key
 
@@ -107,6 +108,12 @@ def build_config(
     return {
         "textenvs_version": textenvs.__version__,
         "envs": {name: textenvs.get(name).load().version for name in plan.envs},
+        # the level each scenario with levels plays (reports label and read scores by it)
+        "levels": {
+            name: level
+            for name in plan.envs
+            if (level := episode_level(name, plan.env_options)) is not None
+        },
         "seeds": seeds_spec,
         "seed_list": plan.seeds,
         "episodes_per_seed": plan.episodes_per_seed,

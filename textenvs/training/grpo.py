@@ -31,6 +31,7 @@ from trl import GRPOConfig, GRPOTrainer
 from textenvs.adapters.conversation import conversation_settings
 from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm import context
+from textenvs.core import registry
 from textenvs.evals import bands
 from textenvs.evals.plan import seed_ranges
 from textenvs.training import curve, models
@@ -199,6 +200,7 @@ class CurveWriter(TrainerCallback):
         row = curve.row(
             step=state.global_step,
             env=self.settings.env,
+            level=registry.episode_level(self.settings.env, self.settings.options),
             rollouts=self.source.last,
             rewards=self.source.rewards,
             logs=logs,
