@@ -11,7 +11,7 @@ reports how many of the seeds it wins cleanly it still wins. `--ablate NAME` swi
 hidden mechanism off (in the world and in the planner's model alike) to show it matters.
 
     nice python -m benchmarks.megacity_baselines --seeds 0-499 [--policies planner,naive]
-        [--inject] [--ablate pull,seam-flow,relief,conduit-gravity,reversal,draw]
+        [--level N] [--inject] [--ablate pull,seam-flow,relief,conduit-gravity,reversal,draw]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from textenvs.agents.scripted import ScriptedPolicy
 from textenvs.agents.scripted.megacity import MegacityPolicy, rebuild
 from textenvs.agents.scripted.megacity_baselines import BASELINES
 from textenvs.evals.episode import context_for
+from textenvs.evals.megacity_reference import switched_off
 from textenvs.scenarios.megacity import physics
 
 POLICIES = ["planner", *BASELINES, "random"]
@@ -68,13 +69,17 @@ plan_uses: Counter[str] = Counter()
 
 
 def play(
-    name: str, seed: int, inject_at: int | None = None, without: frozenset[str] = frozenset()
+    name: str,
+    seed: int,
+    inject_at: int | None = None,
+    without: frozenset[str] = frozenset(),
+    level: int | None = None,
 ) -> tuple[bool, float]:
-    """One episode: (victory, return). `inject_at` replaces that turn's reply with prose
-    the parser cannot read; `without` is what the planner must do without. The planner's
-    winning plans are tallied in `plan_uses`."""
+    """One episode at `level` (default: the scenario's): (victory, return). `inject_at`
+    replaces that turn's reply with prose the parser cannot read; `without` is what the
+    planner must do without. The planner's winning plans are tallied in `plan_uses`."""
     env = textenvs.make("megacity")
-    text, info = env.reset(seed=seed)
+    text, info = env.reset(seed=seed, options=None if level is None else {"level": level})
     choose, policy = chooser(name, env, seed, without)
     total = 0.0
     for turn in range(env.max_steps):
@@ -96,24 +101,21 @@ def seeds_of(text: str) -> list[int]:
     return list(range(int(first), int(last or first) + 1))
 
 
-ORIGINAL = {k: getattr(physics, k) for changes in ABLATIONS.values() for k in changes}
-
-
-def ablate(names: str, undo: bool = False) -> None:
-    """Switch off each mechanism in a comma-separated list (`undo`: back on)."""
+def ablations(names: str) -> dict[str, int]:
+    """The physics constants that switch off each mechanism in a comma-separated list."""
+    constants: dict[str, int] = {}
     for name in names.split(","):
         if name not in ABLATIONS:
             raise ValueError(f"unknown mechanism {name!r} (known: {', '.join(ABLATIONS)})")
-        for constant, value in ABLATIONS[name].items():
-            setattr(physics, constant, ORIGINAL[constant] if undo else value)
-    for cached in (physics.pull_of, physics.relief_from, physics._field, physics._power_flows):
-        cached.cache_clear()
+        constants |= ABLATIONS[name]
+    return constants
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0-499", help="a range like 0-499 (default)")
     parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated")
+    parser.add_argument("--level", type=int, help="the level (default: the scenario's)")
     parser.add_argument("--inject", action="store_true", help="also the injection run")
     parser.add_argument(
         "--ablate", help=f"switch mechanisms off, comma-separated: {', '.join(ABLATIONS)}"
@@ -125,15 +127,19 @@ def main() -> None:
         unknown = [n for n in names if n not in POLICIES]
         if unknown or not seeds:
             raise ValueError(f"unknown policy {unknown[0]!r}" if unknown else "no seeds")
-        if args.ablate:
-            ablate(args.ablate)
+        constants = ablations(args.ablate) if args.ablate else {}
     except ValueError as exc:
         sys.exit(f"megacity_baselines: {exc} (policies: {', '.join(POLICIES)})")
+    with switched_off(constants):
+        report(args, names, seeds)
+
+
+def report(args: argparse.Namespace, names: list[str], seeds: list[int]) -> None:
     rows = []
     wins_by: dict[str, list[bool]] = {}
     for name in names:
         started = time.perf_counter()
-        results = [play(name, seed) for seed in seeds]
+        results = [play(name, seed, level=args.level) for seed in seeds]
         wins_by[name] = [won for won, _ret in results]
         returns = [ret for _won, ret in results]
         rows.append(
@@ -147,7 +153,8 @@ def main() -> None:
             ]
         )
     label = f" (ablated: {args.ablate})" if args.ablate else ""
-    print(f"Megacity v2 baselines, seeds {args.seeds}{label}")
+    level = "" if args.level is None else f", level {args.level}"
+    print(f"Megacity baselines, seeds {args.seeds}{level}{label}")
     print(table(["policy", "victories", "rate", "mean return", "max return", "time"], rows))
     if plan_uses:
         uses = ", ".join(f"{k} {v}" for k, v in sorted(plan_uses.items()))
@@ -155,8 +162,8 @@ def main() -> None:
     if args.inject:
         won = [s for s, ok in zip(seeds, wins_by.get("planner") or [], strict=False) if ok]
         if "planner" not in wins_by:
-            won = [s for s in seeds if play("planner", s)[0]]
-        kept = sum(play("planner", s, inject_at=s % 40)[0] for s in won)
+            won = [s for s in seeds if play("planner", s, level=args.level)[0]]
+        kept = sum(play("planner", s, inject_at=s % 40, level=args.level)[0] for s in won)
         print(
             f"planner with one unreadable reply at turn (seed mod 40): wins {kept} of the "
             f"{len(won)} seeds it wins cleanly ({100 * kept / max(1, len(won)):.1f}%)"

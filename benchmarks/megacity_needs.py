@@ -1,14 +1,14 @@
-"""Megacity: which mechanisms decide the planner's victories.
+"""Megacity: which mechanisms decide the planner's victories, at one level.
 
 A victory *needs* a mechanism when the planner wins the seed with every capability and
-loses it with that one taken away: its action removed from the planner's repertoire
-(`shaft`: no ventilation shafts; `relief dig`: no seam cell dug for the relief it brings;
-`tap`: no seam taps, so power comes only from base generation and storage), or its
-effect switched off in the world and in the planner's model alike (`seam flow`,
-`load transfer`). Runs on at most `--workers` processes (default 2).
+loses it with that one taken away (`textenvs.evals.megacity_reference`, whose four
+mechanisms the published bands measure per level: relief dig, seam flow, shaft,
+research); two more here: `tap` (no seam taps, so power comes only from base generation
+and storage) and `load transfer` (no excavation relief in the world and the planner's
+model). Runs on at most `--workers` processes (default 2).
 
-    nice python -m benchmarks.megacity_needs --seeds 0-499 [--workers 2]
-        [--variants shaft,relief dig,load transfer,seam flow,tap]
+    nice python -m benchmarks.megacity_needs --seeds 0-499 [--level 2] [--workers 2]
+        [--variants shaft,relief dig,load transfer,seam flow,research,tap]
 """
 
 from __future__ import annotations
@@ -21,39 +21,32 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from benchmarks._common import table
-from benchmarks.megacity_baselines import ablate, play, seeds_of
+from benchmarks.megacity_baselines import ABLATIONS, seeds_of
+from textenvs.evals.megacity_reference import NEEDS, play
 
-#: name -> (what the planner must do without, mechanisms switched off)
-VARIANTS: dict[str, tuple[frozenset[str], str]] = {
-    "full": (frozenset(), ""),
-    "shaft": (frozenset({"vent"}), ""),
-    "relief dig": (frozenset({"relief"}), ""),
-    "load transfer": (frozenset({"relief"}), "relief"),
-    "seam flow": (frozenset(), "seam-flow"),
-    "tap": (frozenset({"tap"}), ""),
+#: name -> (what the planner must do without, physics constants switched off)
+VARIANTS: dict[str, tuple[frozenset[str], dict[str, int]]] = {
+    "full": (frozenset(), {}),
+    **NEEDS,
+    "load transfer": (frozenset({"relief"}), ABLATIONS["relief"]),
+    "tap": (frozenset({"tap"}), {}),
 }
 
 
-def _run(task: tuple[str, int]) -> tuple[str, int, bool, float]:
-    variant, seed = task
-    without, off = VARIANTS[variant]
-    if off:
-        ablate(off)  # a worker runs one variant's seeds at a time; constants reset below
-    try:
-        won, total = play("planner", seed, without=without)
-    finally:
-        if off:
-            ablate(off, undo=True)
+def _run(task: tuple[str, int, int | None]) -> tuple[str, int, bool, float]:
+    variant, seed, level = task
+    without, constants = VARIANTS[variant]
+    won, total = play(("planner", without, constants, seed, level))
     return variant, seed, won, total
 
 
 def measure(
-    seeds: list[int], workers: int, variants: list[str]
+    seeds: list[int], workers: int, variants: list[str], level: int | None = None
 ) -> dict[str, dict[int, tuple[bool, float]]]:
     """{variant: {seed: (victory, return)}}, always with the "full" planner."""
     variants = ["full", *(v for v in variants if v != "full")]
     results: dict[str, dict[int, tuple[bool, float]]] = {v: {} for v in variants}
-    tasks = [(v, s) for v in variants for s in seeds]
+    tasks = [(v, s, level) for v in variants for s in seeds]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for done, (variant, seed, won, total) in enumerate(pool.map(_run, tasks, chunksize=8), 1):
             results[variant][seed] = (won, total)
@@ -65,6 +58,7 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0-499", help="a range like 0-499 (default)")
+    parser.add_argument("--level", type=int, help="the level (default: the scenario's)")
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     parser.add_argument("--variants", default=",".join(list(VARIANTS)[1:]), help="comma-separated")
     args = parser.parse_args()
@@ -77,7 +71,7 @@ def main() -> None:
     if unknown:
         sys.exit(f"megacity_needs: unknown variant {unknown[0]!r} (known: {', '.join(VARIANTS)})")
     started = time.perf_counter()
-    results = measure(seeds, max(1, args.workers), variants)
+    results = measure(seeds, max(1, args.workers), variants, args.level)
     wins = [s for s in seeds if results["full"][s][0]]
     rows: list[list[Any]] = [["(none)", f"{len(wins)} / {len(seeds)}", "", ""]]
     for variant in list(results)[1:]:
@@ -85,7 +79,8 @@ def main() -> None:
         needed = sum(1 for s in wins if not results[variant][s][0])
         share = f"{100 * needed / max(1, len(wins)):.1f}%"
         rows.append([variant, f"{kept} / {len(seeds)}", f"{needed}", share])
-    print(f"Megacity: what the planner's victories need, seeds {args.seeds}")
+    level = "" if args.level is None else f", level {args.level}"
+    print(f"Megacity: what the planner's victories need, seeds {args.seeds}{level}")
     print(table(["taken away", "planner wins", "victories lost", "share of victories"], rows))
     returns = sorted(results["full"][s][1] for s in wins)
     if returns:

@@ -3,10 +3,14 @@
 Each scenario has a headline metric (`HEADLINES`) and a band measured by the project's
 own agents: `random`, `scripted`, and the best known `ceiling` (exact, a bound, or an
 estimate; see `textenvs.evals.ceilings`). The bands ship with the package in
-`bands.json`, which records the scenario versions and seeds they came from.
+`bands.json`, which records the scenario versions and seeds they came from. A scenario
+with difficulty levels has one band per level (`{"default_level": N, "levels": {"0":
+band, ...}}`), and a result is read against the band of the level it played
+(`band_for`). Megacity's bands also hold its reference runs per level (the baseline
+policies and what the planner's victories need; `textenvs.evals.megacity_reference`).
 Regenerate them with one command (every scenario, or only the ones named):
 
-    python -m textenvs.evals.bands --seeds 0-999 [--env megacity,...]
+    python -m textenvs.evals.bands --seeds 0-999 [--env megacity,...] [--workers 2]
 
 The normalised score of a result is `(agent - random) / (ceiling - random)` on the
 headline metric, clipped to [0, 1]: 0 is random play or worse, 1 is the ceiling or
@@ -21,6 +25,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,6 +87,24 @@ def normalised(value: float | None, band: dict[str, Any] | None) -> float | None
     return min(1.0, max(0.0, score))
 
 
+def band_for(bands: dict[str, Any], env: str, level: int | None = None) -> dict[str, Any] | None:
+    """The band a result of `env` at `level` is read against (None when there is none):
+    the level's band for a scenario with levels (its default level when `level` is
+    None), the one band otherwise."""
+    entry = bands["scenarios"].get(env)
+    if entry is None:
+        return None
+    if "levels" not in entry:
+        return entry if level is None else None
+    chosen = entry["default_level"] if level is None else level
+    return entry["levels"].get(str(chosen))
+
+
+def scenario_label(env: str, level: int | None) -> str:
+    """`megacity (level 2)`: how reports name a scenario played at a level."""
+    return env if level is None else f"{env} (level {level})"
+
+
 def load_bands(path: Path = BANDS_FILE) -> dict[str, Any]:
     """`{"scenarios": {env: band}}` and the provenance; an empty set if the file is absent."""
     if not path.is_file():
@@ -89,14 +112,23 @@ def load_bands(path: Path = BANDS_FILE) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def version_warnings(bands: dict[str, Any], run_label: str, versions: dict[str, str]) -> list[str]:
-    """One line per scenario whose run version differs from the version of its band."""
+def band_warnings(
+    bands: dict[str, Any],
+    run_label: str,
+    versions: dict[str, str],
+    levels: dict[str, int | None] | None = None,
+) -> list[str]:
+    """One line per scenario (at the level the run played) without a band, or whose run
+    version differs from the version of its band."""
     out = []
     for env, version in versions.items():
-        band = bands["scenarios"].get(env)
-        if band is not None and str(band["version"]) != str(version):
+        name = scenario_label(env, (levels or {}).get(env))
+        band = band_for(bands, env, (levels or {}).get(env))
+        if band is None:
+            out.append(f"{run_label}: no reference band for {name}")
+        elif str(band["version"]) != str(version):
             out.append(
-                f"{run_label}: {env} ran version {version}, its band was measured on version "
+                f"{run_label}: {name} ran version {version}, its band was measured on version "
                 f"{band['version']}; regenerate the bands before reading its normalised score"
             )
     return out
@@ -104,21 +136,34 @@ def version_warnings(bands: dict[str, Any], run_label: str, versions: dict[str, 
 
 # ----- measuring ---------------------------------------------------------------------
 
+Play = tuple[str, str, int, dict[str, Any] | None]  # (env, agent, seed, reset options)
 
-def play_many(env: str, agent: str, seeds: Sequence[int]) -> dict[str, Any]:
-    """Play one episode per seed in this process; the per-env summary with skills."""
+
+def play_one(task: Play) -> dict[str, Any]:
+    """One episode's record (with skills)."""
     import textenvs
     from textenvs.agents import make_agent
     from textenvs.evals.episode import run_episode
-    from textenvs.evals.metrics import summarize
     from textenvs.evals.runner import episode_record
 
-    instance = textenvs.make(env)
-    records = []
-    for seed in seeds:
-        result = asyncio.run(run_episode(instance, make_agent(agent), seed))
-        records.append(episode_record(result, (env, seed, 0), None, ""))
-    return summarize(records)
+    env, agent, seed, options = task
+    result = asyncio.run(run_episode(textenvs.make(env), make_agent(agent), seed, options=options))
+    return episode_record(result, (env, seed, 0), None, "")
+
+
+def play_many(
+    env: str,
+    agent: str,
+    seeds: Sequence[int],
+    options: dict[str, Any] | None = None,
+    workers: int = 1,
+) -> list[dict[str, Any]]:
+    """One episode per seed, on `workers` processes (in this one when 1): the records."""
+    tasks = [(env, agent, seed, options) for seed in seeds]
+    if workers <= 1:
+        return [play_one(task) for task in tasks]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(play_one, tasks, chunksize=8))
 
 
 def ceiling_for(env: str, seeds: Sequence[int], scripted: float) -> tuple[float, str, str]:
@@ -134,15 +179,35 @@ def ceiling_for(env: str, seeds: Sequence[int], scripted: float) -> tuple[float,
     return ceilings.reached_by_scripted(env, scripted)
 
 
-def measure_band(env: str, seeds: Sequence[int], seeds_spec: str) -> dict[str, Any]:
+def reference_runs(
+    env: str, level: int | None, seeds: Sequence[int], scripted: list[dict[str, Any]], workers: int
+) -> dict[str, Any]:
+    """A scenario's reference runs beyond random and scripted (Megacity's baselines and
+    what its planner's victories need); {} for the others."""
+    if env != "megacity":
+        return {}
+    from textenvs.evals import megacity_reference
+
+    wins = {int(r["seed"]): bool(r["success"]) for r in scripted}
+    note = lambda text: print(f"{env} level {level}: {text}", file=sys.stderr, flush=True)  # noqa: E731
+    return megacity_reference.measure(level, seeds, wins, workers, note)
+
+
+def measure_band(
+    env: str, seeds: Sequence[int], seeds_spec: str, level: int | None = None, workers: int = 1
+) -> dict[str, Any]:
     import textenvs
+    from textenvs.evals.metrics import summarize
 
     started = time.perf_counter()
-    runs = {agent: play_many(env, agent, seeds) for agent in ("random", "scripted")}
+    options = None if level is None else {"level": level}
+    records = {a: play_many(env, a, seeds, options, workers) for a in ("random", "scripted")}
+    runs = {agent: summarize(rs) for agent, rs in records.items()}
     values = {agent: headline_value(env, s) or 0.0 for agent, s in runs.items()}
     ceiling, kind, method = ceiling_for(env, seeds, values["scripted"])
-    return {
+    band = {
         "version": textenvs.get(env).load().version,
+        **({"level": level} if level is not None else {}),
         "seeds": seeds_spec,
         "episodes": len(seeds),
         "metric": headline(env).field,
@@ -155,8 +220,46 @@ def measure_band(env: str, seeds: Sequence[int], seeds_spec: str) -> dict[str, A
         "success_rate": {a: s["success_rate"] for a, s in runs.items()},
         "mean_return": {a: s["mean_return"] for a, s in runs.items()},
         "skills": {a: s["skills"] for a, s in runs.items()},
-        "seconds": round(time.perf_counter() - started, 1),
     }
+    band |= reference_runs(env, level, seeds, records["scripted"], workers)
+    band["seconds"] = round(time.perf_counter() - started, 1)
+    return band
+
+
+def measure_scenario(
+    env: str,
+    seeds: Sequence[int],
+    seeds_spec: str,
+    stored: dict[str, Any] | None,
+    levels: Sequence[int] | None = None,
+    workers: int = 1,
+) -> dict[str, Any]:
+    """A scenario's entry: its band, or for a scenario with levels a band per level
+    (`levels`: only these are measured again, the others are kept from `stored`)."""
+    import textenvs
+
+    scenario = textenvs.get(env).load()
+    if not scenario.levels:
+        return measure_band(env, seeds, seeds_spec, None, workers)
+    kept = (stored or {}).get("levels", {}) if levels else {}
+    entry = {"default_level": scenario.default_level, "levels": dict(kept)}
+    for level in levels or scenario.levels:
+        if level not in scenario.levels:
+            raise ValueError(f"{env} has levels {scenario.levels}, not {level}")
+        print(f"{env} level {level}: {len(seeds)} seeds ...", file=sys.stderr, flush=True)
+        entry["levels"][str(level)] = band = measure_band(env, seeds, seeds_spec, level, workers)
+        report_band(f"{env} level {level}", band)
+    entry["levels"] = dict(sorted(entry["levels"].items()))
+    return entry
+
+
+def report_band(name: str, band: dict[str, Any]) -> None:
+    print(
+        f"{name}: random {band['random']:.4f}, scripted {band['scripted']:.4f}, "
+        f"ceiling {band['ceiling']:.4f} ({band['ceiling_kind']}), {band['seconds']} s",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,36 +268,59 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="python -m textenvs.evals.bands",
-        description="Measure the reference bands (random, scripted, ceiling) with the "
-        "project's own agents and write them to the package's bands.json. Scenarios not "
-        "named with --env keep their stored band.",
+        description="Measure the reference bands (random, scripted, ceiling; per level for "
+        "a scenario with levels, and Megacity's reference runs) with the project's own "
+        "agents and write them to the package's bands.json. Scenarios not named with "
+        "--env keep their stored band.",
     )
     parser.add_argument("--seeds", default="0-999", help="seed range (default 0-999)")
     parser.add_argument("--env", default="all", help="scenarios to measure (default all)")
+    parser.add_argument(
+        "--levels",
+        help="for one scenario with levels: measure only these (e.g. 0,3), keep the others",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="processes (default 1)")
     parser.add_argument("--out", type=Path, default=BANDS_FILE, help="file to write")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seeds(args.seeds)
         envs = resolve_envs(args.env)
+        levels = [int(x) for x in args.levels.split(",")] if args.levels else None
+        if levels and len(envs) != 1:
+            raise ValueError("--levels needs a single --env")
     except (ValueError, KeyError) as exc:
         print(f"bands: error: {exc}", file=sys.stderr)
         return 2
     data = load_bands(args.out)
+    workers = max(1, args.workers)
     for env in envs:
         print(f"{env}: {len(seeds)} seeds ...", file=sys.stderr, flush=True)
-        data["scenarios"][env] = band = measure_band(env, seeds, args.seeds)
-        print(
-            f"{env}: random {band['random']:.4f}, scripted {band['scripted']:.4f}, "
-            f"ceiling {band['ceiling']:.4f} ({band['ceiling_kind']}), {band['seconds']} s",
-            file=sys.stderr,
-        )
+        scenario = textenvs.get(env).load()
+        # One level at a time, each saved when done: an interrupted run keeps those.
+        chunks = [[level] for level in levels or scenario.levels] if scenario.levels else [None]
+        for chunk in chunks:
+            stored = data["scenarios"].get(env)
+            try:
+                entry = measure_scenario(env, seeds, args.seeds, stored, chunk, workers)
+            except ValueError as exc:
+                print(f"bands: error: {exc}", file=sys.stderr)
+                return 2
+            data["scenarios"][env] = entry
+            if "levels" not in entry:
+                report_band(env, entry)
+            save(data, args.out, argv)
+    print(args.out)
+    return 0
+
+
+def save(data: dict[str, Any], path: Path, argv: list[str] | None) -> None:
+    import textenvs
+
     data["scenarios"] = dict(sorted(data["scenarios"].items()))
     data["textenvs_version"] = textenvs.__version__
     data["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     data["command"] = "python -m textenvs.evals.bands " + " ".join(argv or sys.argv[1:])
-    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(args.out)
-    return 0
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from typing import Any
 from textenvs.agents.base import AGENT_ERROR, Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.agents.base import CONTEXT_OVERFLOW as CONTEXT_OVERFLOW  # an outcome, re-exported
 from textenvs.core.env import TextEnv
+from textenvs.core.registry import episode_level
 
 # How an episode ended.
 SUCCESS = "success"
@@ -57,6 +58,8 @@ class EpisodeResult:
     latency_s: float = 0.0
     wall_s: float = 0.0
     final_observation: str = ""
+    #: the scenario's difficulty level (None for a scenario without levels)
+    level: int | None = None
     #: `info["observation"]` of the last observation (the data form of the text above)
     final_info_observation: dict[str, Any] = field(default_factory=dict)
     turns: list[Turn] = field(default_factory=list)
@@ -118,7 +121,8 @@ async def run_episode(
     episode's place in a trial group (`evals.trials`), told to the agent. An episode the
     agent did not break off ends with `agent.end_episode` and the final observation."""
     started = time.perf_counter()
-    result = EpisodeResult(env=env.name, seed=seed, agent=agent.name)
+    level = episode_level(env.name, options, getattr(env, "level", None))
+    result = EpisodeResult(env=env.name, seed=seed, agent=agent.name, level=level)
     observation, info = await _maybe_await(env.reset(seed=seed, options=options))
     agent.reset(context_for(env, seed, options, trial=trial, trials=trials))
     invalid_run = 0

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from textenvs.evals import store
-from textenvs.evals.metrics import Record
+from textenvs.evals.bands import scenario_label
+from textenvs.evals.metrics import Record, level_of
 
 FORMATS = ("hf", "jsonl-chat")
 SPLITS = ("train", "eval")
@@ -83,6 +84,7 @@ def chat_record(record: Record, trajectory: dict[str, Any]) -> dict[str, Any]:
         messages.append({"role": "assistant", "content": reply if reply else turn["command"]})
     return {
         "env": record["env"],
+        "level": record.get("level"),
         "seed": int(record["seed"]),
         "episode": int(record.get("episode", 0)),
         "agent": record.get("agent"),
@@ -108,9 +110,11 @@ def chat_records(run_dirs: Iterable[Path], keep: ExportFilter) -> Iterator[dict[
     for run_dir in run_dirs:
         if not (run_dir / store.EPISODES).is_file():
             raise store.RunDirError(f"{run_dir} is not an eval run (no {store.EPISODES})")
+        options = (store.read_config(run_dir) or {}).get("env_options")
         for record in store.read_episodes(run_dir):
             if not keep.keeps(record):
                 continue
+            record = {**record, "level": level_of(record, options)}  # older runs lack it
             path = run_dir / record.get("trajectory", "")
             if not record.get("trajectory") or not path.is_file():
                 raise store.RunDirError(f"{run_dir}: the trajectory of {record['env']} "
@@ -159,7 +163,7 @@ def card(splits: dict[str, list[dict[str, Any]]], fmt: str, rule: str, run_dirs:
     """The dataset card: what the export holds and how to load it."""
     rows = [row for split in splits.values() for row in split]
     agents = sorted({f"{r['agent']}" + (f" ({r['model']})" if r["model"] else "") for r in rows})
-    envs = sorted({r["env"] for r in rows})
+    played = sorted({(r["env"], r["level"]) for r in rows}, key=str)
     front = ["---"]
     if fmt == "jsonl-chat":  # `datasets.load_dataset(FOLDER)` reads the splits from here
         front += ["configs:", "- config_name: default", "  data_files:"]
@@ -167,10 +171,12 @@ def card(splits: dict[str, list[dict[str, Any]]], fmt: str, rule: str, run_dirs:
         front += [f"  - split: {s}\n    path: {s}.jsonl" for s, rows in splits.items() if rows]
     front += ["tags:", "- textenvs", "---"]
     counts = "\n".join(
-        f"| {env} | "
-        + " | ".join(str(sum(r["env"] == env for r in splits[s])) for s in splits)
+        f"| {scenario_label(env, level)} | "
+        + " | ".join(
+            str(sum((r["env"], r["level"]) == (env, level) for r in splits[s])) for s in splits
+        )
         + " |"
-        for env in envs
+        for env, level in played
     )
     load = (
         "datasets.load_dataset(FOLDER)"
@@ -209,11 +215,12 @@ def card(splits: dict[str, list[dict[str, Any]]], fmt: str, rule: str, run_dirs:
             "- `prompt`: the system message (the scenario's rules) and the first observation as a"
             " user message; the start of an episode for GRPO-style trainers, which sample their"
             " own replies and score them by playing the scenario (`textenvs.make(env)`,"
-            " `reset(seed=seed)`).",
+            ' `reset(seed=seed)`, with `options={"level": level}` where `level` is set).',
             "- `messages`: the whole episode in chat form (system, then per turn the observation"
             " and the reply that was stepped), for SFT.",
             "- `rewards`, `parse_ok`, `parse_errors`, `commands`: one entry per turn.",
-            "- `env`, `seed`, `episode`, `agent`, `model`, `outcome`, `success`, `return`,"
+            "- `env`, `level` (the scenario's difficulty level; empty for a scenario without"
+            " levels), `seed`, `episode`, `agent`, `model`, `outcome`, `success`, `return`,"
             " `steps`, `invalid_actions`, `final_observation`: the episode.",
             "",
         ]

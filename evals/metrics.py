@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from textenvs.core.registry import episode_level
 from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.skills import aggregate
 
@@ -40,7 +41,10 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
 
 
 def mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
+    """Exactly summed, so the episodes' order (completion order under concurrency) never
+    changes a printed figure (Megacity's 100 scripted returns sum to a mean of 103.455,
+    which plain summation printed as 103.45 or 103.46 by order)."""
+    return math.fsum(values) / len(values) if values else 0.0
 
 
 def stderr(values: Sequence[float]) -> float:
@@ -190,15 +194,25 @@ def summarize_by_env(
     records: Iterable[Record],
     prices: dict[str, float] | None = None,
     bands: dict[str, Any] | None = None,
+    env_options: dict[str, Any] | None = None,
 ) -> dict[str, Record]:
     """`{env: summary}` in first-seen order, plus `"all"` over every env. Each env gets
-    its `headline` metric and `normalised` score against its reference band (from
-    `bands`, by default the shipped ones), each with a 95% bootstrap interval over seeds
-    (`headline_ci95`, `normalised_ci95`; see `textenvs.evals.bootstrap`); "all" gets the
-    mean of the normalised scores (None unless every env has one) and its interval,
-    instead of pooled returns."""
+    its `level` (for a scenario with levels; `levels` lists them when its episodes mix
+    levels), its `headline` metric and `normalised` score against the reference band of
+    that level (from `bands`, by default the shipped ones; none for mixed levels), each
+    with a 95% bootstrap interval over seeds (`headline_ci95`, `normalised_ci95`; see
+    `textenvs.evals.bootstrap`). A record without a level (written before levels were
+    recorded) played the level its run's `env_options` chose. "all" gets the mean of the
+    normalised scores (None unless every env has one) and its interval, instead of
+    pooled returns."""
     from textenvs.evals import bootstrap
-    from textenvs.evals.bands import episode_headline, headline_value, load_bands, normalised
+    from textenvs.evals.bands import (
+        band_for,
+        episode_headline,
+        headline_value,
+        load_bands,
+        normalised,
+    )
 
     bands = load_bands() if bands is None else bands
     records = list(records)
@@ -208,7 +222,14 @@ def summarize_by_env(
     out = {env: summarize(rs, prices) for env, rs in groups.items()}
     resampled = []  # per env: its normalised score on each bootstrap resample
     for env, s in out.items():
-        band = bands["scenarios"].get(env)
+        levels = sorted({level_of(r, env_options) for r in groups[env]}, key=str)
+        band = None
+        if len(levels) == 1:
+            band = band_for(bands, env, levels[0])
+            if levels[0] is not None:
+                s["level"] = levels[0]
+        else:  # a mixed group has no one band to be read against
+            s["level"], s["levels"] = None, levels
         s["headline"] = headline_value(env, s)
         s["normalised"] = normalised(s["headline"], band)
         values, seeds = [], []
@@ -234,6 +255,13 @@ def summarize_by_env(
         else None
     )
     return out
+
+
+def level_of(record: Record, env_options: dict[str, Any] | None = None) -> int | None:
+    """The level an episode record played (None for a scenario without levels)."""
+    if "level" in record:
+        return record["level"]
+    return episode_level(record["env"], env_options)
 
 
 def compare(a: Iterable[Record], b: Iterable[Record]) -> Record:

@@ -21,6 +21,7 @@ from textenvs.evals import bootstrap
 from textenvs.evals.bands import episode_headline
 from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.metrics import Record, key_of
+from textenvs.evals.report_rows import paired_label
 
 
 def paired_differences(env: str, base: Iterable[Record], run: Iterable[Record]) -> dict[str, Any]:
@@ -109,7 +110,7 @@ def paired_rows(runs: list[Any], envs: list[str]) -> list[list[str]]:
                 continue
             rows.append(
                 [
-                    env,
+                    paired_label(env, base, run),  # names the levels when they differ
                     f"{run.label} vs {base.label}",
                     str(d["pairs"]),
                     _arrow(d.get("headline_base"), d.get("headline_run"), ".3f"),

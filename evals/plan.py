@@ -14,6 +14,7 @@ from typing import Any
 import textenvs
 from textenvs.agents.base import Agent
 from textenvs.core.parsing import excerpt
+from textenvs.core.registry import episode_level
 from textenvs.evals import trials
 from textenvs.evals.metrics import Key
 
@@ -38,6 +39,19 @@ def parse_seeds(spec: str) -> list[int]:
     if sum(hi - lo + 1 for lo, hi in ranges) > MAX_SEEDS:
         raise ValueError(f"'{excerpt(spec, 40)}' names over {MAX_SEEDS:,} seeds: give fewer")
     return sorted({seed for lo, hi in ranges for seed in range(lo, hi + 1)})
+
+
+def seed_ranges(seeds: list[int]) -> str:
+    """The shortest `parse_seeds` spec of `seeds`: `[0, 1, 2, 5]` -> `"0-2,5"`."""
+    parts: list[str] = []
+    ordered = sorted(set(seeds))
+    start = 0
+    for i, seed in enumerate(ordered):
+        if i + 1 == len(ordered) or ordered[i + 1] != seed + 1:
+            lo = ordered[start]
+            parts.append(str(lo) if lo == seed else f"{lo}-{seed}")
+            start = i + 1
+    return ",".join(parts)
 
 
 def resolve_envs(spec: str) -> list[str]:
@@ -94,6 +108,12 @@ def build_config(
     return {
         "textenvs_version": textenvs.__version__,
         "envs": {name: textenvs.get(name).load().version for name in plan.envs},
+        # the level each scenario with levels plays (reports label and read scores by it)
+        "levels": {
+            name: level
+            for name in plan.envs
+            if (level := episode_level(name, plan.env_options)) is not None
+        },
         "seeds": seeds_spec,
         "seed_list": plan.seeds,
         "episodes_per_seed": plan.episodes_per_seed,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from textenvs.evals import store
-from textenvs.evals.bands import load_bands
+from textenvs.evals.bands import band_for, load_bands, scenario_label
 from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Record, key_of, summarize_by_env
 from textenvs.evals.transcript import (
@@ -59,6 +59,17 @@ class Run:
     def versions(self) -> dict[str, str]:
         return {env: str(v) for env, v in (self.config.get("envs") or {}).items()}
 
+    @property
+    def levels(self) -> dict[str, int | None]:
+        """The level each scenario played (None: it has no levels, or mixed them): as its
+        episodes say, else as the run's config planned it."""
+        played = {env: s.get("level") for env, s in self.summary.items() if env != "all"}
+        return {**(self.config.get("levels") or {}), **played}
+
+    def env_label(self, env: str) -> str:
+        """The scenario as this run played it: `megacity (level 2)`."""
+        return scenario_label(env, self.levels.get(env))
+
 
 def load_run(path: Path, bands: dict[str, Any] | None = None) -> Run:
     config = store.read_config(path)
@@ -68,7 +79,7 @@ def load_run(path: Path, bands: dict[str, Any] | None = None) -> Run:
     for record in store.read_episodes(path):
         seen.setdefault(key_of(record), record)
     records = list(seen.values())
-    summary = summarize_by_env(records, config.get("prices"), bands)
+    summary = summarize_by_env(records, config.get("prices"), bands, config.get("env_options"))
     return Run(path, path.name, config, records, summary)
 
 
@@ -143,5 +154,8 @@ class Report:
     def envs(self) -> list[str]:
         return env_order(self.runs)
 
-    def band(self, env: str) -> dict[str, Any] | None:
-        return self.bands["scenarios"].get(env)
+    def band(self, env: str, run: Run | None = None) -> dict[str, Any] | None:
+        """The band `run` (by default the first, the baseline) is read against: the
+        band of the level it played."""
+        run = run or next((r for r in self.runs if env in r.summary), self.runs[0])
+        return band_for(self.bands, env, run.levels.get(env))

@@ -132,7 +132,7 @@ def render_html(report: Report) -> str:
             if rows:
                 s = run.summary[env]
                 body.append(
-                    f"<details><summary>{escape(env)} - {escape(run.label)}: "
+                    f"<details><summary>{escape(run.env_label(env))} - {escape(run.label)}: "
                     f"{s['successes']}/{s['scored_episodes']} succeeded</summary>"
                     f"{table(episode_head(runs), rows, raw=True)}</details>"
                 )

@@ -92,5 +92,6 @@ def render_markdown(report: Report) -> str:
         for run in runs:
             rows = [episode_cells(report, run, r, md=True) for r in sorted_records(run, env)]
             if rows:
-                parts += [f"### {env} - {run.label}", md_table(episode_head(runs), rows)]
+                heading = f"### {run.env_label(env)} - {run.label}"
+                parts += [heading, md_table(episode_head(runs), rows)]
     return "\n\n".join(parts) + "\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from textenvs.evals.bands import headline, version_warnings
+from textenvs.evals.bands import band_warnings, headline, scenario_label
 from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.metrics import Record, compare, key_of
 from textenvs.evals.report import Report, Run, env_order
@@ -110,7 +110,7 @@ def run_rows(runs: list[Run]) -> list[list[str]]:
                 plain(c.get("seeds")),
                 plain(c.get("episodes_per_seed")),
                 plain(c.get("max_invalid")),
-                ", ".join(f"{env} v{v}" for env, v in run.versions.items()),
+                ", ".join(f"{env} {describe(run, env)}" for env in run.versions),
                 plain(c.get("textenvs_version")),
                 plain(c.get("created_at")),
             ]
@@ -147,7 +147,8 @@ def score_rows(report: Report) -> list[list[str]]:
                     else with_ci(s["headline"], s.get("headline_ci95"))
                 )
                 rows.append(
-                    [env, run.label, headline(env).label, result, *band_cells(report.band(env)),
+                    [run.env_label(env), run.label, headline(env).label, result,
+                     *band_cells(report.band(env, run)),
                      with_ci(s["normalised"], s.get("normalised_ci95"))]
                 )  # fmt: skip
     for run in report.runs:
@@ -194,7 +195,8 @@ def summary_rows(runs: list[Run]) -> list[list[str]]:
         for run in runs:
             if env in run.summary:
                 own = counts_tokens([run])
-                rows.append([env, run.label, *summary_row(run.summary[env], tokens, cost, own)])
+                name = run.env_label(env) if env != "all" else env
+                rows.append([name, run.label, *summary_row(run.summary[env], tokens, cost, own)])
     return rows
 
 
@@ -225,7 +227,7 @@ def pass_rows(runs: list[Run]) -> list[list[str]]:
         for run in runs:
             s = run.summary.get(env, {})
             for k, value in s.get("pass@k", {}).items():
-                rows.append([env, run.label, k, pct(value), pct(s["pass^k"][k])])
+                rows.append([run.env_label(env), run.label, k, pct(value), pct(s["pass^k"][k])])
     return rows
 
 
@@ -246,7 +248,7 @@ def compare_rows(runs: list[Run]) -> list[list[str]]:
             delta = delta if delta == NA else ("+" if c["mean_return_diff"] >= 0 else "") + delta
             rows.append(
                 [
-                    env,
+                    env if env == "all" else paired_label(env, base, run),
                     f"{run.label} vs {base.label}",
                     str(c["pairs"]),
                     f"{pct(c['success_rate_a'])} → {pct(c['success_rate_b'])}",
@@ -260,17 +262,35 @@ def compare_rows(runs: list[Run]) -> list[list[str]]:
     return rows
 
 
+def paired_label(env: str, base: Run, run: Run) -> str:
+    """The scenario of a paired row: `megacity (level 2 vs 3)` when the runs' levels
+    differ."""
+    a, b = base.levels.get(env), run.levels.get(env)
+    return scenario_label(env, a) if a == b else f"{env} (level {a} vs {b})"
+
+
 def warnings(report: Report) -> list[str]:
-    """What makes the figures hard to compare: band versions, different scenario or
-    seed sets between runs, runs that did not finish."""
+    """What makes the figures hard to compare: bands missing or of another version than
+    the run's scenario at the level it played, episodes of mixed levels, runs that played
+    a scenario at another version or level than the first run, different scenario or seed
+    sets between runs."""
     out = []
     for run in report.runs:
-        out += version_warnings(report.bands, run.label, run.versions)
-        missing = [env for env in run.versions if env not in report.bands["scenarios"]]
-        if missing:
-            out.append(f"{run.label}: no reference band for {', '.join(missing)}")
+        out += band_warnings(report.bands, run.label, run.versions, run.levels)
+        for env, s in run.summary.items():
+            if s.get("levels"):
+                mixed = ", ".join(map(str, s["levels"]))
+                out.append(f"{run.label}: {env} mixes levels {mixed}: no normalised score")
     base = report.runs[0]
     for run in report.runs[1:]:
+        for env in [env for env in base.versions if env in run.versions]:
+            played = {(r.versions[env], r.levels.get(env)) for r in (base, run)}
+            if len(played) > 1:
+                out.append(
+                    f"{run.label} and {base.label} played {env} differently "
+                    f"({describe(base, env)} vs {describe(run, env)}): their figures and "
+                    "the paired comparison set different worlds side by side"
+                )
         if set(run.versions) != set(base.versions):
             out.append(
                 f"{run.label} and {base.label} cover different scenarios "
@@ -286,6 +306,12 @@ def warnings(report: Report) -> list[str]:
                 "compare them on the paired rows only"
             )
     return out
+
+
+def describe(run: Run, env: str) -> str:
+    """`v4 level 2`: the version and level a run played a scenario at."""
+    level = run.levels.get(env)
+    return f"v{run.versions[env]}" + ("" if level is None else f" level {level}")
 
 
 def error_groups(runs: list[Run]) -> list[tuple[Run, str, str, list[Record]]]:
@@ -342,7 +368,7 @@ def learning_rows(runs: list[Run]) -> list[list[str]]:
                 continue
             rows.append(
                 [
-                    env,
+                    run.env_label(env),
                     run.label,
                     f"{c['groups']} x {c['trials']}",
                     " → ".join(f"{t['success_rate']:.0%}" for t in c["by_trial"]),

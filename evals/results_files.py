@@ -12,7 +12,7 @@ from textenvs.evals.report import Report, Run
 from textenvs.evals.report_rows import counts_tokens
 
 CSV_FIXED = [
-    "run", "directory", "agent", "model", "env", "version", "band_version", "episodes",
+    "run", "directory", "agent", "model", "env", "version", "level", "band_version", "episodes",
     "scored_episodes", "seeds", "successes", "success_rate", "success_ci95_lo",
     "success_ci95_hi", "mean_return", "return_stderr", "mean_steps", "steps_stderr",
     "invalid_action_rate", "agent_errors", "headline_metric", "headline", "band_random",
@@ -39,7 +39,7 @@ def render_csv(report: Report) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_FIXED + [f"skill_{f}" for f in skill_fields])
     for run, env, s in _rows(report):
-        band = report.band(env) or {}
+        band = (report.band(env, run) if env != "all" else None) or {}
         lo, hi = s["success_ci95"] or (None, None)
         k = max((int(k) for k in s.get("pass@k", {})), default=None)
         head_lo, head_hi = s.get("headline_ci95") or (None, None)
@@ -48,7 +48,8 @@ def render_csv(report: Report) -> str:
         row: list[Any] = [
             run.label, str(run.path), run.config.get("agent", {}).get("name"),
             run.config.get("agent", {}).get("model"), env, run.versions.get(env),
-            band.get("version"), s["episodes"], s["scored_episodes"], s["seeds"],
+            run.levels.get(env), band.get("version"), s["episodes"], s["scored_episodes"],
+            s["seeds"],
             s["successes"], s["success_rate"], lo, hi, s["mean_return"], s["return_stderr"],
             s["mean_steps"], s["steps_stderr"], s["invalid_action_rate"], s["agent_errors"],
             headline(env).field if env != "all" else "mean_normalised", s["headline"],
@@ -106,7 +107,7 @@ def render_tex(report: Report) -> str:
         )
         value = s["success_ci95"] if headline(env).field == "success_rate" else None
         lines.append(
-            f"{tex(env)} & {tex(run.label)} & {tex(headline(env).label)} & "
+            f"{tex(run.env_label(env))} & {tex(run.label)} & {tex(headline(env).label)} & "
             f"{_tex_ci(s['headline'], value or s.get('headline_ci95'))} & {success} & "
             f"{_tex_ci(s['normalised'], s.get('normalised_ci95'))} \\\\"
         )

@@ -65,6 +65,7 @@ def episode_record(result: EpisodeResult, key: Key, model: str | None, trajector
     chars = {key: int(usage.get(key, 0)) for key in ("prompt_chars", "prefix_chars")}
     return {
         "env": key[0],
+        **({"level": result.level} if result.level is not None else {}),
         "seed": key[1],
         "episode": key[2],
         "agent": result.agent,
@@ -218,7 +219,9 @@ def write_summary(
         "recorded_episodes": len(records),
         "complete": planned <= {key_of(r) for r in records},
         "stopped": stopped,
-        "by_env": summarize_by_env(records, config.get("prices")),
+        "by_env": summarize_by_env(
+            records, config.get("prices"), env_options=config.get("env_options")
+        ),
     }
     if config.get("trials", 1) > 1:
         summary["learning"] = learning_curves(records)

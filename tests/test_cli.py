@@ -107,6 +107,23 @@ def test_env_options_reach_the_scenario() -> None:
     assert "Magnetic field, 9x9, level 3" in done.stdout
 
 
+def test_megacity_level_reaches_run_and_play() -> None:
+    import textenvs
+
+    env = textenvs.make("megacity")
+    easy = env.reset(seed=3, options={"level": 0})[0].split("Sites")[0]
+    plain = env.reset(seed=3)[0].split("Sites")[0]
+    assert easy != plain
+    done = textenvs_cli("run", "megacity", "--agent", "random", "--seed", "3",
+                        "--env-option", "level=0")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert easy in done.stdout and plain not in done.stdout
+    done = textenvs_cli("play", "megacity", "--seed", "3", "--env-option", "level=0", stdin="")
+    assert done.returncode == 0 and easy in done.stdout
+    done = textenvs_cli("run", "megacity", "--agent", "random", "--env-option", "level=4")
+    assert done.returncode == 2 and "level must be one of (0, 1, 2, 3), not 4" in done.stderr
+
+
 def test_bad_env_options_are_one_line_errors() -> None:
     for args, message in [
         (["--env-option", "level"], "--env-option takes KEY=VALUE, got 'level'"),

@@ -104,6 +104,10 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--reasoning-effort", metavar="LEVEL", help="e.g. low, medium, high")
     g.add_argument("--extra-body", type=_json_object, metavar="JSON",
                    help="extra request fields as a JSON object")  # fmt: skip
+    g.add_argument("--request-timeout", type=float, metavar="SECONDS",
+                   help="longest wait for one reply before it is retried (default 120 s for the "
+                   "silence, 300 for the attempt; 3600 for a model directory served on "
+                   "loopback, whose slowness on a busy CPU is not an outage)")  # fmt: skip
     g.add_argument("--local-threads", type=int, metavar="N",
                    help="--model local: CPU threads in all, shared by its servers (every "
                    "core)")  # fmt: skip
@@ -131,6 +135,9 @@ def llm_config_from_args(args: argparse.Namespace) -> LLMConfig:
         if urls:  # given URLs replace both fields of an --agent-config file
             overrides["base_url"] = urls[0] if len(urls) == 1 else ""
             overrides["base_urls"] = urls if len(urls) > 1 else []
+        timeout = getattr(args, "request_timeout", None)
+        if timeout is not None:  # one figure for the silence and the whole attempt
+            overrides["read_timeout_s"] = overrides["total_timeout_s"] = timeout
         if getattr(args, "agent_config", None):
             return LLMConfig.load(args.agent_config, **overrides)
         if not overrides["model"]:

@@ -8,8 +8,10 @@ but reads only the observation.
    prevailing current so each site keeps its strength through reversals, one or two
    seam taps placed to feed the sites, and the step from which districts may open.
 3. Rehearse each plan with the equations on the rebuilt world and follow the first one
-   that wins. Each turn it checks the world is where the rehearsal said; if not (say a
-   reply was lost) it plans again from there.
+   that wins. Only when none wins, it also tries the site sets whose lines need shafts in
+   both directions (a weak current with sites at both ends of a line). Each turn it
+   checks the world is where the rehearsal said; if not (say a reply was lost) it plans
+   again from there.
 """
 
 from __future__ import annotations
@@ -195,7 +197,8 @@ def rehearse(state: MegacityState, plan: Plan) -> tuple[bool, float]:
 
 class MegacityPolicy(ScriptedPolicy):
     """The planner; `without` names capabilities it must do without ("vent", "relief",
-    "tap"), which is how the baselines measure what each mechanism decides."""
+    "tap", "research"), which is how the reference runs measure what each mechanism
+    decides."""
 
     def __init__(self, context: Any, without: frozenset[str] = frozenset()) -> None:
         super().__init__(context)
@@ -220,7 +223,13 @@ class MegacityPolicy(ScriptedPolicy):
         tried = [self.plan] if self.plan is not None else []
         plain = itertools.islice(proposals(state, self.without), MAX_REHEARSALS)
         relieved = itertools.islice(relief_proposals(state, self.without), MAX_RELIEF_REHEARSALS)
-        for plan in itertools.chain(tried, plain, relieved):
+        # Only when none of those wins: site sets whose lines need shafts both ways (a
+        # weak current with sites at both ends of a line).
+        wide = itertools.islice(proposals(state, self.without, wide=True), MAX_REHEARSALS)
+        wide_relieved = itertools.islice(
+            relief_proposals(state, self.without, wide=True), MAX_RELIEF_REHEARSALS
+        )
+        for plan in itertools.chain(tried, plain, relieved, wide, wide_relieved):
             won, score = rehearse(state, plan)
             if won:
                 return plan

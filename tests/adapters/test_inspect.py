@@ -126,6 +126,21 @@ def test_all_task_reports_normalised_scores(tmp_path: Path) -> None:
     assert returns == set(textenvs.names())  # one per scenario, no pooled "all"
 
 
+def test_a_level_reaches_the_episode_and_labels_its_score(tmp_path: Path) -> None:
+    task = scenario_task("megacity", seeds="0", options={"level": 3})
+    (sample,) = task.dataset
+    assert sample.input == textenvs.make("megacity").reset(seed=0, options={"level": 3})[0]
+    with OpenAIServer(default=reply_for) as server:
+        model = get_model(MODEL, base_url=server.base_url, api_key="k", memoize=False)
+        (log,) = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none")
+    assert log.status == "success" and log.results is not None
+    metrics = {score.name: score.metrics for score in log.results.scores}
+    scenario = {m.name: m.value for m in metrics["episode_outcome"].values()}
+    assert scenario["megacity_level"] == 3
+    assert log.samples is not None
+    assert log.samples[0].scores["episode_outcome"].metadata["record"]["level"] == 3
+
+
 def test_inspect_list_tasks_finds_every_task() -> None:
     import textenvs.adapters.inspect as adapter
 

@@ -73,6 +73,16 @@ def test_rewards_match_textenvs_eval_and_groups_share_the_episode(
     assert len(lines) == 10 and "textenvs" in json.loads(lines[0])["traces"][0]["info"]
 
 
+def test_megacity_level_reaches_the_tasks() -> None:
+    env = textenvs.load_environment(env="megacity", seeds=[1, 2], level=0)
+    tasks = list(env.taskset)
+    assert [task.data.options for task in tasks] == [{"level": 0}, {"level": 0}]
+    first = textenvs.make("megacity").reset(seed=1, options={"level": 0})[0]
+    assert tasks[0].data.prompt == first
+    with pytest.raises(ValueError, match=r"level must be one of \(0, 1, 2, 3\)"):
+        textenvs.load_environment(env="megacity", seeds="0", level=7)
+
+
 def test_success_reward_options_settings_and_errors() -> None:
     env = textenvs.load_environment(env="magnetic-field", seeds=[1, 2], reward="success",
                                     level=2, history=3)  # fmt: skip

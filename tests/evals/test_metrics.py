@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from textenvs.evals.metrics import compare, sign_test, stderr, summarize, summarize_by_env, wilson
+from textenvs.evals.metrics import (
+    compare,
+    mean,
+    sign_test,
+    stderr,
+    summarize,
+    summarize_by_env,
+    wilson,
+)
 from textenvs.evals.plots import nice_ticks
 
 
@@ -274,3 +283,10 @@ def test_bootstrap_intervals_resample_seeds_deterministically() -> None:
     band = {"random": 0.2, "ceiling": 0.6}
     assert list(bootstrap.normalise(np.array([0.1, 0.4, 0.9]), band)) == pytest.approx([0, 0.5, 1])
     assert bootstrap.seed_resamples([], [], "x") is None and bootstrap.interval(None) is None
+
+
+def test_the_mean_does_not_depend_on_the_order_of_the_episodes() -> None:
+    """Episodes are recorded in completion order under concurrency; a printed mean must
+    not change with it (plain summation gives 0 or 1/3 here by order)."""
+    values = [1e16, 1.0, -1e16, 0.1, 0.2]
+    assert {mean(list(order)) for order in itertools.permutations(values)} == {1.3 / 5}

@@ -63,7 +63,7 @@ def test_only_episodes_both_runs_scored_are_paired():
 def test_rows_name_each_run_against_the_baseline():
     class Run:
         def __init__(self, label, records):
-            self.label, self.records = label, records
+            self.label, self.records, self.levels = label, records, {}
 
     before, after = runs(shift=0.02, invalid_after=5, seeds=20)
     (row,) = paired_rows([Run("base", before), Run("trained", after)], ["treasure-hunt"])

@@ -292,7 +292,7 @@ def test_bootstrap_intervals_are_deterministic_and_hold_the_score(
 def test_warnings_for_different_seeds_and_band_versions(
     report: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
-    from textenvs.evals.bands import version_warnings
+    from textenvs.evals.bands import band_warnings
 
     scripted = report[0]
     other = tmp_path / "few"
@@ -305,8 +305,10 @@ def test_warnings_for_different_seeds_and_band_versions(
     md = (tmp_path / "out" / "report.md").read_text()
     assert "## Warnings" in md and "ran different seed sets (0-1 vs 0-11)" in md
     bands = {"scenarios": {ENV: {"version": "7"}}}
-    (line,) = version_warnings(bands, "run", {ENV: "0"})
+    (line,) = band_warnings(bands, "run", {ENV: "0"})
     assert "ran version 0" in line and "version 7" in line
+    (line,) = band_warnings({"scenarios": {}}, "run", {ENV: "0"})
+    assert line == f"run: no reference band for {ENV}"
 
 
 def test_zero_scored_episodes_read_na(tmp_path: Path) -> None:

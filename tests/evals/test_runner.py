@@ -38,6 +38,14 @@ def test_parse_seeds() -> None:
             runner.parse_seeds(bad)
 
 
+def test_seed_ranges_are_read_back_as_the_same_seeds() -> None:
+    from textenvs.evals.plan import seed_ranges
+
+    for seeds in ([0, 1, 2, 5], [7], [1, 3, 5, 6], list(range(1000, 10000))):
+        assert runner.parse_seeds(seed_ranges(seeds)) == seeds
+    assert seed_ranges([5, 0, 1, 2, 2]) == "0-2,5"
+
+
 def test_all_means_every_registered_scenario() -> None:
     import textenvs
 

@@ -13,8 +13,8 @@ from textenvs.agents.scripted.megacity import MegacityPolicy, rebuild
 from textenvs.agents.scripted.megacity_baselines import BASELINES
 from textenvs.core.parsing import ParseError
 from textenvs.evals.episode import context_for
+from textenvs.scenarios.megacity import maps, research, rules
 from textenvs.scenarios.megacity import physics as p
-from textenvs.scenarios.megacity import research, rules
 from textenvs.scenarios.megacity.parse import parse
 from textenvs.scenarios.megacity.state import Action, MegacityState, Seam
 
@@ -69,10 +69,10 @@ def test_same_seed_same_world_and_different_seeds_differ() -> None:
 
 @pytest.mark.parametrize("seed", range(30))
 def test_initial_maps_follow_the_generator(seed: int) -> None:
-    state = rules.initial_state(np.random.default_rng(seed))
+    state = maps.initial_state(np.random.default_rng(seed))
     assert (state.integrity, state.air, state.power, state.districts) == (100, 85, 50, ())
     assert all(0 <= v <= 100 for row in state.stress for v in row)
-    assert len(state.seams) == 2 and len(state.faults) == rules.FAULTS
+    assert len(state.seams) == 2 and len(state.faults) == 3
     assert not set(state.faults) & p.seam_cells(state)
     # Seams lie on inner lines: only four cells are clear of sideways pull.
     clear = [(c, r) for r in range(5) for c in range(5) if p.pull_of(state.seams, (c, r)) == 0]

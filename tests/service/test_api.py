@@ -310,3 +310,24 @@ def test_bearer_auth(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_serve_refuses_a_missing_token_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TEXTENVS_TEST_NO_SUCH_TOKEN", raising=False)
     assert cli_main(["serve", "--token-env", "TEXTENVS_TEST_NO_SUCH_TOKEN"]) == 2
+
+
+def test_megacity_levels_reach_the_service(http: httpx.Client) -> None:
+    """A session's `level` option draws the maps the local env draws at that level, on
+    create and on reset; a level that does not exist is a 422."""
+    local = textenvs.make("megacity")
+    meta = http.get("/v1/envs/megacity").json()
+    assert (meta["levels"], meta["default_level"]) == ([0, 1, 2, 3], 2)
+    assert http.get("/v1/envs/treasure-hunt").json()["levels"] == []
+    body = {"env": "megacity", "seed": 4, "options": {"level": 0}}
+    created = http.post("/v1/sessions", json=body).json()
+    assert created["observation"] == local.reset(seed=4, options={"level": 0})[0]
+    sid = created["session_id"]
+    again = http.post(f"/v1/sessions/{sid}/reset", json={"seed": 4, "options": {"level": 3}})
+    assert again.json()["observation"] == local.reset(seed=4, options={"level": 3})[0]
+    assert created["observation"] != again.json()["observation"]
+    http.delete(f"/v1/sessions/{sid}")
+    error = assert_error(
+        http.post("/v1/sessions", json={**body, "options": {"level": 4}}), 422, "invalid_options"
+    )
+    assert "level must be one of (0, 1, 2, 3)" in error["message"]

@@ -41,6 +41,10 @@ def test_a_conversation_turn_by_turn_answers_as_a_fresh_request_would(endpoint, 
         fresh = ask(openai.OpenAI(base_url=url, api_key="x"), messages, temperature=0, max_tokens=8)
     assert extended.choices[0].message.content == fresh.choices[0].message.content
     assert extended.usage.prompt_tokens == fresh.usage.prompt_tokens
+    # only the new turn was fed: the rest is reported cached, as prefix-caching servers do
+    assert fresh.usage.prompt_tokens_details.cached_tokens == 0
+    cached = extended.usage.prompt_tokens_details.cached_tokens
+    assert first.usage.prompt_tokens <= cached < extended.usage.prompt_tokens
 
 
 def test_concurrent_conversations_each_get_their_own_answer(endpoint):

@@ -223,6 +223,7 @@ def episode_record(result: EpisodeResult) -> dict[str, Any]:
     """What a trace keeps of its episode (`trace.info["textenvs"]`)."""
     return {
         "scores": episode_scores(result),
+        "level": result.level,
         "outcome": result.outcome,
         "error": result.error,
         "reasks": result.reasks,

@@ -14,8 +14,11 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 from textenvs.cli.common import fail
+
+LOOPBACK_TIMEOUT_S = 3600.0
 
 
 def wanted(args: argparse.Namespace) -> bool:
@@ -30,6 +33,15 @@ def wanted(args: argparse.Namespace) -> bool:
         and not getattr(args, "base_urls", None)
         and (Path(model) / "config.json").is_file()
     )
+
+
+def trained_seeds(record: dict[str, Any]) -> list[int]:
+    """The seeds a checkpoint's record says it trained on (ranges, or a list in early
+    records)."""
+    from textenvs.evals.plan import parse_seeds
+
+    seeds = record.get("seeds") or []
+    return parse_seeds(seeds) if isinstance(seeds, str) else list(seeds)
 
 
 @contextlib.contextmanager
@@ -47,7 +59,7 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
             f"({exc.name} is missing): pip install 'textenvs[train]'"
         ) from None  # fmt: skip
     record = models.read_record(args.model) or {}
-    trained_on = sorted(set(record.get("seeds") or []) & set(seeds))
+    trained_on = sorted(set(trained_seeds(record)) & set(seeds))
     if trained_on:
         shown = ", ".join(map(str, trained_on[:5])) + (" ..." if len(trained_on) > 5 else "")
         raise fail(
@@ -59,6 +71,8 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
     for name in ("action_mode", "json_reasoning", "max_tokens"):
         if record.get(name) is not None:
             trained_with[name] = record[name]
+    # the server is this process's own: a slow answer on a busy CPU is not an outage
+    trained_with["request_timeout"] = LOOPBACK_TIMEOUT_S
     for name, value in trained_with.items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)

@@ -146,8 +146,9 @@ def env_option_argument(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="an option for the scenario's reset, e.g. 'level=2' for magnetic-field "
-        "(repeatable; values are read as JSON when they parse, else as text)",
+        help="an option for the scenario's reset, e.g. 'level=0' for magnetic-field or "
+        "megacity (levels 0-3) (repeatable; values are read as JSON when they parse, else "
+        "as text)",
     )
 
 

@@ -72,7 +72,7 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
     for env, s in summary["by_env"].items():
         lo, hi = s["success_ci95"] or (None, None)
         row = [
-            env,
+            env if s.get("level") is None else f"{env} (level {s['level']})",
             str(s["episodes"]),
             f"{s['successes']}/{s['scored_episodes']} {na(s['success_rate'], '.0%')}",
             f"{na(lo, '.0%')}-{na(hi, '.0%')}" if lo is not None else "n/a",

@@ -88,6 +88,10 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
     action_schema: ClassVar[type[ActionSchema]]
     #: pydantic model of `info["observation"]`, when `observe` returns a plain dict
     observation_model: ClassVar[type[BaseModel] | None] = None
+    #: difficulty levels, chosen with the reset option `level` (empty: no levels)
+    levels: ClassVar[tuple[int, ...]] = ()
+    #: the level played when none is given (None: no levels)
+    default_level: ClassVar[int | None] = None
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:

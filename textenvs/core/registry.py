@@ -51,7 +51,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "megacity",
-        "textenvs/Megacity-v4",
+        "textenvs/Megacity-v5",
         "textenvs.scenarios.megacity.env:MegacityEnv",
         "Subterranean Megacity",
     ),
@@ -90,6 +90,23 @@ def make(name: str, **kwargs: Any) -> TextEnv[Any, Any]:
     `gymnasium.make(scenario.env_id)` gives the same env inside gymnasium's wrappers.
     """
     return get(name).load()(**kwargs)
+
+
+def episode_level(
+    name: str, options: dict[str, Any] | None = None, constructed: int | None = None
+) -> int | None:
+    """The level an episode of scenario `name` plays: its reset option `level`, else the
+    level the env was made with (`constructed`), else the scenario's default; None for a
+    scenario without levels (or one this registry does not know). Reports label and read
+    scores by it."""
+    try:
+        scenario = get(name).load()
+    except UnknownEnvError:
+        return None
+    if not scenario.levels:
+        return None
+    level = (options or {}).get("level", constructed)
+    return scenario.default_level if level is None else int(level)
 
 
 def register_all() -> None:

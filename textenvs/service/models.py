@@ -142,6 +142,9 @@ class ScenarioInfo(BaseModel):
     title: str
     version: str
     max_steps: int
+    #: difficulty levels the reset option `level` takes (empty: none), and the default
+    levels: list[int] = Field(default_factory=list)
+    default_level: int | None = None
     rules: str
     action_schema: dict[str, Any]
 

@@ -52,6 +52,8 @@ def scenario_info(scenario: registry.Scenario) -> ScenarioInfo:
         title=scenario.title,
         version=str(cls.version),
         max_steps=int(cls.max_steps),
+        levels=list(cls.levels),
+        default_level=cls.default_level,
         rules=rules,
         action_schema=cls.action_schema.model_json_schema(),
     )

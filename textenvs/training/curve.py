@@ -71,6 +71,7 @@ def row(
     *,
     step: int,
     env: str,
+    level: int | None = None,
     rollouts: Sequence[Rollout],
     rewards: Sequence[float],
     logs: dict[str, Any],
@@ -83,7 +84,7 @@ def row(
     turns = sum(len(r.result.turns) for r in rollouts)
     headlines = [v for rec in records if (v := bands.episode_headline(env, rec)) is not None]
     headline = sum(headlines) / len(headlines) if headlines else None
-    band = bands.load_bands().get("scenarios", {}).get(env)
+    band = bands.band_for(bands.load_bands(), env, level)  # the band of the level trained on
     values: dict[str, Any] = {
         "step": step,
         "episodes": len(rollouts),

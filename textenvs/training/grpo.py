@@ -31,7 +31,9 @@ from trl import GRPOConfig, GRPOTrainer
 from textenvs.adapters.conversation import conversation_settings
 from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm import context
+from textenvs.core import registry
 from textenvs.evals import bands
+from textenvs.evals.plan import seed_ranges
 from textenvs.training import curve, models
 from textenvs.training.chat import ChatTokens
 from textenvs.training.generation import Sampling
@@ -81,7 +83,11 @@ class TrainSettings:
         return self.group_size * self.seeds_per_step
 
     def record(self) -> dict[str, Any]:
-        return {"textenvs_training": 1, **asdict(self)}
+        """The settings as JSON, seeds as ranges (`parse_seeds` reads them back)."""
+        fields = asdict(self)
+        for name in ("seeds", "eval_seeds"):
+            fields[name] = seed_ranges(fields[name])
+        return {"textenvs_training": 1, **fields}
 
 
 def episode_prompt(env: str, seed: int) -> str:
@@ -194,6 +200,7 @@ class CurveWriter(TrainerCallback):
         row = curve.row(
             step=state.global_step,
             env=self.settings.env,
+            level=registry.episode_level(self.settings.env, self.settings.options),
             rollouts=self.source.last,
             rewards=self.source.rewards,
             logs=logs,

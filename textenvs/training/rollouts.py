@@ -9,8 +9,8 @@ episodes of a batch play in lockstep, so each turn's replies are sampled togethe
 A rollout is what GRPO trains on: the episode's token sequence split into the prompt
 (rules and first observation) and the completion (every later token), with a mask that
 is 1 on the model's own tokens and 0 on what the environment wrote (observations,
-re-asks, the template's turn markers), and the sampled tokens' log-probabilities. Its
-reward is the episode's return, the scenario's own reward.
+re-asks, the template's turn markers), and the sampled tokens' log-probabilities. It is
+scored by `grpo.episode_reward` (the return, or the headline metric).
 """
 
 from __future__ import annotations

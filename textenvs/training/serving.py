@@ -60,6 +60,7 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
+    cached_tokens: int = 0  # of the prompt, already in the slot (not fed again)
 
 
 @dataclass
@@ -177,6 +178,7 @@ class Engine:
             reply = replies[row]
             slot = self.slots[row]
             prompt_tokens = slot.tokens
+            cached = prompt_tokens - len(segments[row])
             written = self.chat.reply_text(reply.ids)
             self._keep_as_sent_back(row, written, reply.ids, reply.ended)
             slot.used = time.monotonic()
@@ -186,6 +188,7 @@ class Engine:
                     prompt_tokens=prompt_tokens,
                     completion_tokens=len(reply.ids),
                     finish_reason="stop" if reply.ended else "length",
+                    cached_tokens=cached,
                 )
             )
         if self.sequences.holes() > COMPACT_RATIO * max(1, int(self.sequences.mask.sum())):
@@ -316,6 +319,7 @@ def create_app(engine: Engine, model_name: str, *, default_max_tokens: int = 256
                 "prompt_tokens": done.prompt_tokens,
                 "completion_tokens": done.completion_tokens,
                 "total_tokens": done.prompt_tokens + done.completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": done.cached_tokens},
             },
         }
 

@@ -21,7 +21,8 @@ from typing import Any
 import textenvs
 from textenvs.agents.llm.observation_view import changes_view
 from textenvs.core import registry
-from textenvs.evals.bands import BANDS_FILE
+from textenvs.evals import megacity_reference
+from textenvs.evals.bands import BANDS_FILE, band_for, scenario_label
 
 SETUP_HEADING = "## Set-up"
 
@@ -144,11 +145,21 @@ def treasure_hunt_note(sources: Sources) -> str:
 # ----- docs/evals.md and the scenario pages: the published bands ------------------------
 
 
+def default_band(sources: Sources, env: str) -> tuple[str, dict[str, Any]]:
+    """A scenario's name as reports label it and its band (at its default level, for a
+    scenario with levels)."""
+    entry = sources.bands[env]
+    band = band_for({"scenarios": sources.bands}, env)
+    if band is None:
+        raise ValueError(f"bands.json has no band for {env}")
+    return scenario_label(env, entry.get("default_level")), band
+
+
 def bands_table(sources: Sources) -> str:
     rows = [
-        f"| {env} | {b['metric_label']} | {b['random']:.3f} | {b['scripted']:.3f} | "
+        f"| {name} | {b['metric_label']} | {b['random']:.3f} | {b['scripted']:.3f} | "
         f"{b['ceiling']:.3f} ({b['ceiling_kind']}) |"
-        for env, b in ((s.name, sources.bands[s.name]) for s in registry.SCENARIOS)
+        for name, b in (default_band(sources, s.name) for s in registry.SCENARIOS)
     ]
     head = "| scenario | headline metric | random | scripted | ceiling |\n|---|---|---|---|---|"
     return "\n".join([head, *rows])
@@ -233,12 +244,21 @@ def marks_em_anomaly(sources: Sources) -> str:
 
 
 def band_magnetic_field(sources: Sources) -> str:
-    band = sources.bands["magnetic-field"]
-    return paragraph(
-        f"Reference band ({band_source(band, ', default level 0')}): the headline "
-        f"metric is the {band['metric_label']}: random {band['random']:.3f}, scripted "
-        f"{band['scripted']:.3f}, ceiling {band['ceiling']:.3f} ({band['ceiling_kind']})."
+    levels = sorted(sources.bands["magnetic-field"]["levels"].items(), key=lambda kv: int(kv[0]))
+    first = levels[0][1]
+    each = "; ".join(
+        f"level {level} random {b['random']:.3f}, scripted {b['scripted']:.3f}, ceiling "
+        f"{b['ceiling']:.3f} ({b['ceiling_kind']})"
+        for level, b in levels
     )
+    return paragraph(
+        f"Reference bands ({band_source(first, ', one per level')}): the headline metric "
+        f"is the {first['metric_label']}: {each}."
+    )
+
+
+def megacity_reference_runs(sources: Sources) -> str:
+    return megacity_reference.tables({"scenarios": sources.bands})
 
 
 # ----- docs/llm-agent.md ----------------------------------------------------------------
@@ -270,5 +290,6 @@ GENERATORS: dict[str, Callable[[Sources], str]] = {
     "band-em-anomaly": band_em_anomaly,
     "marks-em-anomaly": marks_em_anomaly,
     "band-magnetic-field": band_magnetic_field,
+    "megacity-reference-runs": megacity_reference_runs,
     "changes-example": changes_example,
 }

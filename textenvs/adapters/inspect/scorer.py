@@ -37,14 +37,18 @@ RECORD_KEY = "record"  # the episode record in each score's metadata
 
 @metric
 def scenario_scores() -> Metric:
-    """`<scenario>_normalised`, `<scenario>_headline` and `<scenario>_<skill>` for each
-    scenario, and `all_normalised` (the mean over scenarios, as in `textenvs report`)."""
+    """`<scenario>_normalised`, `<scenario>_headline`, `<scenario>_<skill>` and, for a
+    scenario with levels, `<scenario>_level` (the level played, whose band the normalised
+    score is read against) for each scenario, and `all_normalised` (the mean over
+    scenarios, as in `textenvs report`)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         records = [s.score.metadata[RECORD_KEY] for s in scores if s.score.metadata]
         out: dict[str, float] = {}
         for env, summary in summarize_by_env(records).items():
             figures = {"normalised": summary["normalised"], "headline": summary["headline"]}
+            if summary.get("level") is not None:  # the level its band was read at
+                figures["level"] = summary["level"]
             if env != "all":
                 figures |= {name: value for name, value in summary["skills"].items()}
             for name, value in figures.items():

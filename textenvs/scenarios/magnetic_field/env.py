@@ -11,6 +11,7 @@ from textenvs.core.variants import withheld_option
 from textenvs.scenarios.magnetic_field import parse as parsing
 from textenvs.scenarios.magnetic_field import render, rules
 from textenvs.scenarios.magnetic_field.state import (
+    LEVELS,
     STEP_BUDGET,
     Action,
     MagneticFieldAction,
@@ -170,6 +171,9 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
     max_steps = STEP_BUDGET
     action_schema = MagneticFieldAction
     observation_model = MagneticObservation
+
+    levels = LEVELS
+    default_level = 0
 
     def __init__(self, render_mode: str | None = None, level: int = 0) -> None:
         super().__init__(render_mode=render_mode)

@@ -10,8 +10,8 @@ import numpy as np
 
 from textenvs.core.env import TextEnv, Transition
 from textenvs.core.variants import withheld_option
+from textenvs.scenarios.megacity import maps, render, rules
 from textenvs.scenarios.megacity import parse as parsing
-from textenvs.scenarios.megacity import render, rules
 from textenvs.scenarios.megacity.state import (
     DIRECTIONS,
     KINDS,
@@ -50,7 +50,7 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v4`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v5`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,
@@ -62,8 +62,8 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     reverses every 8 steps, conduits tap seams for power but double the pull where they
     lie, and laying a conduit off the seams eases its cell once. Research reveals the
     equations rule by rule and unlocks the materials that hold sideways pull. The
-    equations are identical in every episode; only the maps (seams, faults, stress,
-    airflow) vary.
+    equations are identical in every episode and at every level; only the maps (seams,
+    faults, stress, airflow) vary, by seed and by level (0-3, default 2).
 
     ## Actions and command grammar
     | command | example | effect |
@@ -115,6 +115,20 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     nothing is built (as after `wait`), so the clock and the budget never drift apart.
 
     ## Rules as implemented
+    - Levels (`options={"level": 0..3}` at reset, `level=` when making the env,
+      `--env-option level=N`; default 2): a level changes only how the initial maps are
+      drawn, never the physics, costs or rewards. Level 2 draws exactly v3's maps for
+      every seed. Two inner seams at every level (four cells clear of pull, so research
+      always matters); base rock stress before the seam (+10) and fault (+25) terms:
+      | level | rock stress | faults | current per cell | crosswind |
+      |---|---|---|---|---|
+      | 0 | 36-71 | 1 | 1 | 50% of cells |
+      | 1 | 50-87 | 3 | 1 | 50% |
+      | 2 (default) | 54-91 | 3 | 1-3 | 35% |
+      | 3 | 60-95 | 5 | 1 | 50% |
+      Levels 0 and 1 ask for research, columns and shafts placed for both airflow
+      phases, rarely relief digs or seam-flow timing; levels 2 and 3 ask for all of
+      them (measured per level in docs/scenarios/megacity.md).
     - One step = the action's immediate effect (power is paid now; an action that cannot
       be done or afforded is refused with the reason, costs nothing, and time still
       passes), then the tick: seam flow, power generation and demand, air toward its
@@ -205,20 +219,35 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       neither misread one (the last 155, written after v4's changes and not tuned on: 5.2%
       and 1.3%). Rules and rendering unchanged; goldens regenerated (unchanged). Baselines
       re-measured under v4 over seeds 0-999: every figure as v3.
+    - v5: levels 0-3 (reset option `level`, make argument, gymnasium kwarg; default 2):
+      softer rock and fewer faults at 0 and 1, harder rock and five faults at 3, a calm
+      current with crosswinds at 0, 1 and 3; level 2 draws v3's and v4's maps for every
+      seed. Physics, costs, rewards, rendering and reading unchanged (v4's reading). Bands,
+      baselines and what the planner's victories need published per level (seeds 0-499).
     """
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "4"
+    version = "5"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation
 
+    levels = maps.LEVELS
+    default_level = maps.DEFAULT_LEVEL
+
+    def __init__(self, render_mode: str | None = None, level: int = maps.DEFAULT_LEVEL) -> None:
+        super().__init__(render_mode=render_mode)
+        self.level = maps.checked_level(level)
+
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> MegacityState:
-        unknown = sorted(set(options) - {"withheld"})
+        unknown = sorted(set(options) - {"level", "withheld"})
         if unknown:
-            raise ValueError(f"megacity takes only the option 'withheld', got {unknown}")
-        return replace(rules.initial_state(rng), withheld=withheld_option(options))
+            raise ValueError(
+                f"megacity takes only the options 'level' and 'withheld', got {unknown}"
+            )
+        level = maps.checked_level(options.get("level", self.level))
+        return replace(maps.initial_state(rng, level), withheld=withheld_option(options))
 
     def transition(
         self, state: MegacityState, action: Action, step_index: int

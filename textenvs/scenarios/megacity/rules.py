@@ -1,38 +1,25 @@
-"""Megacity rules: initial maps from the rng, one step = the action, then the physics
-tick, then the reward terms. Pure functions, no I/O; the equations live in `physics.py`."""
+"""Megacity rules: one step = the action, then the physics tick, then the reward terms.
+Pure functions, no I/O; the equations live in `physics.py`, the initial maps in
+`maps.py`."""
 
 from __future__ import annotations
 
 from typing import Any
-
-import numpy as np
 
 from textenvs.core.env import Transition
 from textenvs.scenarios.megacity import physics as p
 from textenvs.scenarios.megacity import research
 from textenvs.scenarios.megacity.state import (
     AIR_THRESHOLD,
-    DIRECTIONS,
     INTEGRITY_THRESHOLD,
-    SIZE,
     STEP_BUDGET,
     TARGET_DISTRICTS,
     Action,
     Cell,
     MegacityState,
-    Seam,
     cell_name,
     evolve,
 )
-
-# --- initial maps (the only thing a seed changes) --------------------------------------
-STRESS_NOISE = (54, 92)  # uniform base stress, [low, high)
-SEAM_STRESS = 10
-FAULT_STRESS = 25
-FAULTS = 3
-INITIAL_STRESS_MAX = 95
-BASE_FLOW = (1, 4)  # prevailing-current strength per cell, [low, high)
-CROSS_FLOW_P = 0.35  # chance a cell also has a +-1 cross current
 
 # --- reward terms (the specification's numbers) ----------------------------------------
 R_INTEGRITY_GAIN = 2.0  # per point of integrity gained over the previous step
@@ -50,48 +37,6 @@ R_CATASTROPHE = -40.0
 R_MARGIN = 0.5  # at victory, per point of integrity above 80 and of air above 60
 R_POWER_LEFT = 0.1  # at victory, per unit of power in storage
 R_SIX_RUNNING = 0.5  # at victory, per step that ended with six districts running
-
-
-def initial_state(rng: np.random.Generator) -> MegacityState:
-    """One row seam and one column seam, each on an inner line (rows/columns 2-4) with a
-    random pull direction, so that only the four cells of two corner blocks lie clear of
-    every seam's sideways pull; three faults off the seams; stress from noise + seam +
-    fault terms; a prevailing current with per-cell strength and occasional cross
-    currents."""
-    row, row_dir = int(rng.integers(1, SIZE - 1)), ("east", "west")[int(rng.integers(2))]
-    col, col_dir = int(rng.integers(1, SIZE - 1)), ("north", "south")[int(rng.integers(2))]
-    row_cells = [(c, row) for c in range(SIZE)]
-    col_cells = [(col, r) for r in range(SIZE)]
-    seams = (
-        Seam(tuple(row_cells if row_dir == "east" else row_cells[::-1]), row_dir),
-        Seam(tuple(col_cells if col_dir == "north" else col_cells[::-1]), col_dir),
-    )
-    on_seam = set(row_cells) | set(col_cells)
-    free = [(c, r) for r in range(SIZE) for c in range(SIZE) if (c, r) not in on_seam]
-    picks = rng.choice(len(free), size=FAULTS, replace=False)
-    faults = tuple(sorted((free[int(i)] for i in picks), key=lambda c: (c[1], c[0])))
-    noise = rng.integers(*STRESS_NOISE, size=(SIZE, SIZE))
-    stress = []
-    for r in range(SIZE):
-        line = []
-        for c in range(SIZE):
-            value = int(noise[r][c]) + SEAM_STRESS * ((c, r) in on_seam)
-            value += FAULT_STRESS * ((c, r) in faults)
-            line.append(min(INITIAL_STRESS_MAX, value))
-        stress.append(tuple(line))
-    prevailing = ("north", "south", "east", "west")[int(rng.integers(4))]
-    px, py = DIRECTIONS[prevailing]
-    mags = rng.integers(*BASE_FLOW, size=(SIZE, SIZE))
-    cross = rng.random(size=(SIZE, SIZE)) < CROSS_FLOW_P
-    cross_sign = rng.choice((-1, 1), size=(SIZE, SIZE))
-    flow = []
-    for r in range(SIZE):
-        line = []
-        for c in range(SIZE):
-            m, k = int(mags[r][c]), int(cross_sign[r][c]) * bool(cross[r][c])
-            line.append((px * m + abs(py) * k, py * m + abs(px) * k))
-        flow.append(tuple(line))
-    return MegacityState(stress=tuple(stress), seams=seams, faults=faults, base_flow=tuple(flow))
 
 
 def _spend(state: MegacityState, cost: int, what: str) -> tuple[MegacityState, str | None]:
