@@ -12,7 +12,9 @@ from textenvs.cli.common import (
     env_options_from_args,
     env_url_argument,
     fail,
+    positive,
 )
+from textenvs.evals.plan import seed_ranges
 
 DEFAULT_SEEDS = "1000-9999"
 DEFAULT_EVAL_SEEDS = "0-99"
@@ -41,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="'local' (SmolLM2-135M-Instruct, the GGUF of the [local] extra) or a "
         "transformers model directory (e.g. an earlier run's OUT/final)",
     )
-    p.add_argument("--steps", required=True, type=_positive, help="optimizer steps")
+    p.add_argument("--steps", required=True, type=positive, help="optimizer steps")
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
@@ -60,12 +62,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     env_option_argument(p)
     env_url_argument(p)
     p.add_argument(
-        "--group-size", type=_positive, default=4, help="episodes per seed per step (GRPO's group)"
+        "--group-size", type=positive, default=4, help="episodes per seed per step (GRPO's group)"
     )
-    p.add_argument("--seeds-per-step", type=_positive, default=2, help="seeds per step")
+    p.add_argument("--seeds-per-step", type=positive, default=2, help="seeds per step")
     p.add_argument(
         "--micro-batch",
-        type=_positive,
+        type=positive,
         default=2,
         help="episodes per forward/backward pass (a step accumulates the rest)",
     )
@@ -73,10 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--temperature", type=float, default=1.0, help="sampling temperature of the rollouts"
     )
-    p.add_argument("--max-tokens", type=_positive, default=32, help="most tokens in one reply")
+    p.add_argument("--max-tokens", type=positive, default=32, help="most tokens in one reply")
     p.add_argument(
         "--max-turns",
-        type=_positive,
+        type=positive,
         default=None,
         help="stop each training episode after this many turns (default: play to its end); "
         "evaluation always plays whole episodes",
@@ -122,12 +124,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--train-layers",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         help="train only the top N decoder layers (faster on a CPU; default: all)",
     )
-    p.add_argument("--save-every", type=_positive, default=10, help="steps between checkpoints")
+    p.add_argument("--save-every", type=positive, default=10, help="steps between checkpoints")
     p.add_argument("--seed", type=int, default=0, help="seed of the run (sampling, data order)")
     p.add_argument(
         "--resume",
@@ -135,16 +137,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="go on from the last checkpoint in OUT/checkpoints (the same settings)",
     )
     p.set_defaults(handler=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -186,11 +178,7 @@ def run(args: argparse.Namespace) -> int:
     except training.TrainingError as exc:
         raise fail(args, str(exc)) from None
     print(f"trained model in {final}/ (a transformers directory); curve in {args.out}/curve.csv")
-    seeds = (
-        ",".join(str(s) for s in settings.eval_seeds)
-        if len(settings.eval_seeds) < 4
-        else (args.eval_seeds)
-    )
+    seeds = seed_ranges(settings.eval_seeds)
     print(
         "evaluate it on held-out seeds with:\n"
         f"  textenvs eval --env {settings.env} --agent llm --model {args.out}/base "
