@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import httpx
 
 from benchmarks.service_attacks import TOKENS, attack
 from benchmarks.service_attacks import exchange as _exchange
-from benchmarks.service_load import ROOT, _free_port
+from benchmarks.service_load import ROOT, _free_port, wait_until_serving
 
 FLOODER = TOKENS["flooder"]
 FILLERS = {f"filler{i}": f"filler{i}-token-0123456789" for i in range(10)}
@@ -251,7 +250,7 @@ def lost_episodes(kills: int, connections: int = 4) -> tuple[int, int]:
         cmd = [sys.executable, "-m", "textenvs.cli", "serve", "--port", str(port)]
         cmd += ["--log-level", "critical", "--record", str(root)]
         server = subprocess.Popen(cmd, cwd=ROOT)
-        _wait_for(f"http://127.0.0.1:{port}", server)
+        wait_until_serving(f"http://127.0.0.1:{port}", server)
         first_seed = kill * 10**6  # seeds of their own: every episode is a key of its own
         seen |= asyncio.run(_play_until_killed(server, port, first_seed, connections, rng))
         server.wait()
@@ -291,18 +290,6 @@ async def _play_until_killed(
         server.send_signal(signal.SIGKILL)
         await asyncio.gather(*tasks, return_exceptions=True)
     return finished
-
-
-def _wait_for(url: str, server: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            httpx.get(f"{url}/v1/health", timeout=1).raise_for_status()
-            return
-        except httpx.HTTPError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("textenvs serve did not start") from None
-            time.sleep(0.1)
 
 
 # the same flood with a bound of 5 MB a client, which the attack reaches within seconds

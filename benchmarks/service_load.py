@@ -136,6 +136,19 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def wait_until_serving(url: str, proc: subprocess.Popen) -> None:
+    """Return once the server `proc` at `url` answers its health check (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(f"{url}/v1/health", timeout=1).raise_for_status()
+            return
+        except httpx.HTTPError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("textenvs serve did not start") from None
+            time.sleep(0.1)
+
+
 @contextmanager
 def serving(*options: str, root: Path = ROOT) -> Any:
     """`textenvs serve OPTIONS` in a subprocess on a free port (the `textenvs` of checkout
@@ -146,15 +159,7 @@ def serving(*options: str, root: Path = ROOT) -> Any:
     proc = subprocess.Popen(cmd, cwd=root)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{url}/v1/health", timeout=1).raise_for_status()
-                break
-            except httpx.HTTPError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("textenvs serve did not start") from None
-                time.sleep(0.1)
+        wait_until_serving(url, proc)
         yield url, proc.pid
     finally:
         proc.terminate()
