@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.service_load import ROOT, _exchange, _rss_kb, serving
+from benchmarks import service_load
+from benchmarks.service_load import ROOT, rss_kb, serving
 
 TOKENS = {"victim": "victim-token-0123456789", "flooder": "flooder-token-0123456789"}
 ENV = "treasure-hunt"
@@ -51,7 +52,7 @@ async def exchange(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: bytes
 ) -> tuple[int, bytes]:
     """One request and its answer, (status, body); its status is counted."""
-    status, body = await _exchange(reader, writer, raw)
+    status, body = await service_load.exchange(reader, writer, raw)
     STATUSES[status] += 1
     return status, body
 
@@ -90,6 +91,36 @@ class Attack:
 
 
 ATTACKS: dict[str, Attack] = {}
+
+
+async def open_websocket(
+    port: int, user: str, token: str, path: str, *, compress: bool = False
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, Any]:
+    """Opens a WebSocket as `user`, sans-I/O, so that a frame can be built once and sent
+    raw many times (the attacker spends nothing); returns (reader, writer, the websockets
+    protocol after the handshake). `compress` offers permessage-deflate."""
+    from websockets.client import ClientProtocol
+    from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
+    from websockets.http11 import Response
+    from websockets.uri import parse_uri
+
+    uri = parse_uri(f"ws://{user}:{token}@127.0.0.1:{port}{path}")
+    deflate = [ClientPerMessageDeflateFactory(client_no_context_takeover=True)]
+    protocol = ClientProtocol(uri, extensions=deflate if compress else None, max_size=None)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    protocol.send_request(protocol.connect())
+    writer.write(b"".join(protocol.data_to_send()))
+    while True:
+        events = protocol.events_received()
+        response = next((e for e in events if isinstance(e, Response)), None)
+        if response is not None:
+            if response.status_code != 101:
+                raise ConnectionError(f"the server refused the WebSocket ({response.status_code})")
+            return reader, writer, protocol
+        data = await reader.read(65536)
+        if not data:
+            raise ConnectionError("the server closed the WebSocket handshake")
+        protocol.receive_data(data)
 
 
 def attack(name: str, about: str, *options: str, **more: Any) -> Callable:
@@ -204,14 +235,14 @@ class PeakRss:
     """The highest RSS of a process, sampled every 20 ms in a thread (KB)."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.peak = pid, _rss_kb(pid)
+        self.pid, self.peak = pid, rss_kb(pid)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
         while not self._stop.wait(0.02):
-            self.peak = max(self.peak, _rss_kb(self.pid))
+            self.peak = max(self.peak, rss_kb(self.pid))
 
     def stop(self) -> int:
         self._stop.set()
@@ -241,14 +272,14 @@ def measure(name: str, duration: float, rate: float, root: Path = ROOT) -> dict[
                 asyncio.run(spec.setup(port))
             STATUSES.clear()
             quiet = asyncio.run(bystander(port, sid, rate, duration))
-            before, disk = _rss_kb(pid), disk_bytes(record)
+            before, disk = rss_kb(pid), disk_bytes(record)
             peak = PeakRss(pid)
             with attacking(name, port) as attacker:
                 loud = asyncio.run(bystander(port, sid, rate, duration))
             high = peak.stop()
             grown = disk_bytes(record) - disk
             time.sleep(1.0)
-            after = _rss_kb(pid)
+            after = rss_kb(pid)
     return {
         "peak_mb": (high - before) / 1024,
         "after_mb": (after - before) / 1024,

@@ -21,9 +21,8 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.service_attacks import TOKENS, attack
-from benchmarks.service_attacks import exchange as _exchange
-from benchmarks.service_load import ROOT, _free_port, wait_until_serving
+from benchmarks.service_attacks import TOKENS, attack, exchange
+from benchmarks.service_load import ROOT, free_port, wait_until_serving
 
 FLOODER = TOKENS["flooder"]
 FILLERS = {f"filler{i}": f"filler{i}-token-0123456789" for i in range(10)}
@@ -38,7 +37,7 @@ def _get(path: str, token: str) -> bytes:
     ).encode()
 
 
-def _post(path: str, body: dict, token: str) -> bytes:
+def post(path: str, body: dict, token: str) -> bytes:
     data = json.dumps(body).encode()
     return (
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
@@ -59,7 +58,7 @@ class _Connection:
             if self.streams is None:
                 self.streams = await asyncio.open_connection("127.0.0.1", self.port)
             try:
-                return await _exchange(*self.streams, request)
+                return await exchange(*self.streams, request)
             except (asyncio.IncompleteReadError, ConnectionError):
                 self.close()
                 if last:
@@ -144,8 +143,8 @@ async def fill_sessions(port: int) -> None:
 
     async def fill(token: str) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        request = _post("/v1/sessions", {"env": "treasure-hunt", "seed": 1}, token)
-        while (await _exchange(reader, writer, request))[0] == 201:
+        request = post("/v1/sessions", {"env": "treasure-hunt", "seed": 1}, token)
+        while (await exchange(reader, writer, request))[0] == 201:
             pass
         writer.close()
 
@@ -166,7 +165,7 @@ FULL_SERVER += ("--creates-per-minute", "0")
     setup=fill_sessions,
 )
 async def create_when_full(port: int, stop: asyncio.Event) -> int:
-    request = _post("/v1/sessions", {"env": "treasure-hunt"}, FLOODER)
+    request = post("/v1/sessions", {"env": "treasure-hunt"}, FLOODER)
     return await _on_connections(lambda p, s, i: _repeat(p, request, s), stop, port)
 
 
@@ -179,11 +178,11 @@ async def reset_burst(port: int, stop: asyncio.Event) -> int:
 
     async def flood(p: int, s: asyncio.Event, i: int) -> int:
         reader, writer = await asyncio.open_connection("127.0.0.1", p)
-        create = _post("/v1/sessions", {"env": "squad-recon", "seed": i}, FLOODER)
-        _, data = await _exchange(reader, writer, create)
+        create = post("/v1/sessions", {"env": "squad-recon", "seed": i}, FLOODER)
+        _, data = await exchange(reader, writer, create)
         sid = json.loads(data)["session_id"]
         writer.close()
-        return await _repeat(p, _post(f"/v1/sessions/{sid}/reset", {}, FLOODER), s)
+        return await _repeat(p, post(f"/v1/sessions/{sid}/reset", {}, FLOODER), s)
 
     return await _on_connections(flood, stop, port)
 
@@ -208,13 +207,13 @@ async def record_disk(port: int, stop: asyncio.Event) -> int:
         connection = _Connection(p)
         sent = 0
         while not s.is_set():
-            create = _post("/play/api/sessions", {"env": "megacity", "player": f"p{i}"}, FLOODER)
+            create = post("/play/api/sessions", {"env": "megacity", "player": f"p{i}"}, FLOODER)
             status, data = await connection.exchange(create)
             sent += 1
             if status != 201:
                 continue  # refused (paced by the server)
             sid = json.loads(data)["session_id"]
-            step = _post(f"/v1/sessions/{sid}/step", {"command": "wait"}, FLOODER)
+            step = post(f"/v1/sessions/{sid}/step", {"command": "wait"}, FLOODER)
             while not s.is_set():
                 status, data = await connection.exchange(step)
                 sent += 1
@@ -246,7 +245,7 @@ def lost_episodes(kills: int, connections: int = 4) -> tuple[int, int]:
     rng = random.Random(0)
     seen: set[tuple[str, int]] = set()
     for kill in range(kills):
-        port = _free_port()
+        port = free_port()
         cmd = [sys.executable, "-m", "textenvs.cli", "serve", "--port", str(port)]
         cmd += ["--log-level", "critical", "--record", str(root)]
         server = subprocess.Popen(cmd, cwd=ROOT)

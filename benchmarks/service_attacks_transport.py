@@ -18,6 +18,7 @@ from benchmarks.service_attacks import (
     attack,
     create_session,
     exchange,
+    open_websocket,
     request,
     until_stopped,
 )
@@ -26,25 +27,12 @@ WS_MESSAGE_BYTES = 256 * 1024 - 64  # just under the default --max-body-bytes
 
 
 async def _ws_frames(port: int, messages: list[str], compress: bool) -> tuple[Any, ...]:
-    """Opens an OpenEnv WebSocket (sans-I/O, so that a frame is built once and sent many
-    times: the attacker spends nothing); returns the connection, whether the server took
+    """Opens an OpenEnv WebSocket; returns the connection, whether the server took
     compression, and each message as a frame ready to send (deflated on its own if so)."""
-    from websockets.client import ClientProtocol
-    from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
-    from websockets.http11 import Response
-    from websockets.uri import parse_uri
-
-    uri = parse_uri(f"ws://flooder:{TOKENS['flooder']}@127.0.0.1:{port}/openenv/{ENV}/ws")
-    deflate = [ClientPerMessageDeflateFactory(client_no_context_takeover=True)]
-    protocol = ClientProtocol(uri, extensions=deflate if compress else None, max_size=None)
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    protocol.send_request(protocol.connect())
-    writer.write(b"".join(protocol.data_to_send()))
-    while not any(isinstance(e, Response) for e in protocol.events_received()):
-        data = await reader.read(65536)
-        if not data:
-            raise ConnectionError("the server refused the WebSocket")
-        protocol.receive_data(data)
+    path = f"/openenv/{ENV}/ws"
+    reader, writer, protocol = await open_websocket(
+        port, "flooder", TOKENS["flooder"], path, compress=compress
+    )
     frames = []
     for message in messages:
         protocol.send_text(message.encode())

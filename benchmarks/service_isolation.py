@@ -43,7 +43,7 @@ from benchmarks import (
     service_attacks_transport,  # noqa: F401 (registers its attacks)
 )
 from benchmarks._common import table
-from benchmarks.service_load import _exchange, serving
+from benchmarks.service_load import exchange, serving
 
 TOKENS = service_attacks.TOKENS
 ATTACKS = service_attacks.ATTACKS  # registered by service_attacks_stored and _transport
@@ -61,7 +61,7 @@ def _request(path: str, body: bytes, token: str) -> bytes:
 async def _session(port: int, token: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, str]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     body = json.dumps({"env": ENV, "seed": 1}).encode()
-    status, data = await _exchange(reader, writer, _request("/v1/sessions", body, token))
+    status, data = await exchange(reader, writer, _request("/v1/sessions", body, token))
     if status != 201:
         raise RuntimeError(f"create failed: {status} {data[:200]!r}")
     return reader, writer, json.loads(data)["session_id"]
@@ -76,9 +76,9 @@ async def _victim(port: int, rate: float, duration: float) -> list[float]:
     for i in range(int(rate * duration)):
         scheduled = start + i / rate
         await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
-        status, _ = await _exchange(reader, writer, step)
+        status, _ = await exchange(reader, writer, step)
         if status == 409:  # the episode ended: a new one (not timed)
-            status, _ = await _exchange(reader, writer, reset)
+            status, _ = await exchange(reader, writer, reset)
         elif status != 200:
             raise RuntimeError(f"the victim's step failed: {status}")
         latencies.append(time.perf_counter() - scheduled)
@@ -101,10 +101,10 @@ async def _flooder(port: int, flood: str, stop: asyncio.Event) -> int:
         request = _request("/v1/sessions", json.dumps({"env": ENV}).encode(), token)
     sent = 0
     while not stop.is_set():
-        status, _ = await _exchange(reader, writer, request)
+        status, _ = await exchange(reader, writer, request)
         sent += 1
         if status == 409:  # its episode ended
-            await _exchange(reader, writer, _request(f"/v1/sessions/{sid}/reset", b"{}", token))
+            await exchange(reader, writer, _request(f"/v1/sessions/{sid}/reset", b"{}", token))
     writer.close()
     return sent
 

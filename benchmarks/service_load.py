@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # ----- the load generator (its own process) --------------------------------------------
 
 
-async def _exchange(
+async def exchange(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
 ) -> tuple[int, bytes]:
     writer.write(request)
@@ -51,7 +51,7 @@ async def _exchange(
     return status, await reader.readexactly(length) if length else b""
 
 
-def _post(path: str, body: bytes) -> bytes:
+def post(path: str, body: bytes) -> bytes:
     return (
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
@@ -70,19 +70,19 @@ async def _client(
     reader, writer = await asyncio.open_connection(host, port)
     writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     body = json.dumps({"env": ENV, "seed": i}).encode()
-    status, data = await _exchange(reader, writer, _post("/v1/sessions", body))
+    status, data = await exchange(reader, writer, post("/v1/sessions", body))
     if status != 201:
         raise RuntimeError(f"create failed: {status} {data[:200]!r}")
     sid = json.loads(data)["session_id"]
-    steps = [_post(f"/v1/sessions/{sid}/step", b'{"command":"' + c + b'"}') for c in COMMANDS]
-    reset = _post(f"/v1/sessions/{sid}/reset", b"{}")
+    steps = [post(f"/v1/sessions/{sid}/step", b'{"command":"' + c + b'"}') for c in COMMANDS]
+    reset = post(f"/v1/sessions/{sid}/reset", b"{}")
     requests, n = 1, i
     # Until the end, and at least one step after the warm-up: on a loaded machine a client
     # may connect late, and an empty window has no percentiles.
     measured = False
     while (now := time.perf_counter()) < stop_at or not measured:
         n += 1
-        status, data = await _exchange(reader, writer, steps[n % len(steps)])
+        status, data = await exchange(reader, writer, steps[n % len(steps)])
         done = time.perf_counter()
         requests += 1
         if status != 200:
@@ -90,7 +90,7 @@ async def _client(
         samples.append((done, done - now))
         measured = measured or done >= measure_from
         if b'"terminated":true' in data or b'"truncated":true' in data:
-            status, data = await _exchange(reader, writer, reset)
+            status, data = await exchange(reader, writer, reset)
             requests += 1
             if status != 200:
                 raise RuntimeError(f"reset failed: {status} {data[:200]!r}")
@@ -118,20 +118,20 @@ async def _load(host: str, port: int, clients: int, duration: float, warmup: flo
 # ----- the driver ------------------------------------------------------------------------
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def _rss_kb(pid: int) -> int:
+def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise RuntimeError("no VmRSS")
 
 
-def _cpu_s(pid: int) -> float:
+def cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
@@ -153,7 +153,7 @@ def wait_until_serving(url: str, proc: subprocess.Popen) -> None:
 def serving(*options: str, root: Path = ROOT) -> Any:
     """`textenvs serve OPTIONS` in a subprocess on a free port (the `textenvs` of checkout
     `root`); yields (base URL, pid) once it answers, and stops it afterwards."""
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "textenvs.cli", "serve", "--port", str(port)]
     cmd += ["--log-level", "warning", *options]
     proc = subprocess.Popen(cmd, cwd=root)
@@ -177,7 +177,7 @@ def measure(stack: str, args: argparse.Namespace) -> dict[str, float]:
     options += ["--creates-per-minute", "0"]  # the sessions for memory come at once
     with serving(*options, "--http", http, "--loop", loop or "auto") as (url, pid):
         port = int(url.rsplit(":", 1)[1])
-        cpu0 = _cpu_s(pid)
+        cpu0 = cpu_s(pid)
         load = [sys.executable, "-m", "benchmarks.service_load", "--load-only", str(port)]
         load += ["--clients", str(args.clients), "--duration", str(args.duration)]
         load += ["--warmup", str(args.warmup)]
@@ -185,13 +185,13 @@ def measure(stack: str, args: argparse.Namespace) -> dict[str, float]:
         if out.returncode != 0:
             raise RuntimeError(f"the load generator failed:\n{out.stderr}")
         result = json.loads(out.stdout)
-        result["server_cpu_ms"] = 1000 * (_cpu_s(pid) - cpu0) / result["requests"]
+        result["server_cpu_ms"] = 1000 * (cpu_s(pid) - cpu0) / result["requests"]
         # memory: N more idle sessions, RSS growth / N
         with httpx.Client(base_url=url) as client:
-            before = _rss_kb(pid)
+            before = rss_kb(pid)
             for seed in range(args.sessions):
                 client.post("/v1/sessions", json={"env": ENV, "seed": seed}).raise_for_status()
-            result["kb_per_session"] = (_rss_kb(pid) - before) / max(1, args.sessions)
+            result["kb_per_session"] = (rss_kb(pid) - before) / max(1, args.sessions)
     return result
 
 

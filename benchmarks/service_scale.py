@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks._common import table
-from benchmarks.service_load import ROOT, _cpu_s, _exchange, _post, _rss_kb, serving
+from benchmarks.service_load import ROOT, cpu_s, exchange, post, rss_kb, serving
 from textenvs.core import registry
 
 COMMANDS = (b"north", b"east", b"south", b"west")
@@ -46,7 +46,7 @@ async def _open_sessions(
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         for i in range(k, count, connections):
             body = json.dumps({"env": names[i % len(names)], "seed": i}).encode()
-            status, data = await _exchange(reader, writer, _post("/v1/sessions", body))
+            status, data = await exchange(reader, writer, post("/v1/sessions", body))
             if status != 201:
                 raise RuntimeError(f"create failed: {status} {data[:200]!r}")
             ids[i] = json.loads(data)["session_id"]
@@ -70,11 +70,11 @@ async def _paced_client(
         if delay > 0:
             await asyncio.sleep(delay)
         sid = ids[n % len(ids)]
-        step = _post(f"/v1/sessions/{sid}/step", b'{"command":"' + COMMANDS[n % 4] + b'"}')
-        status, data = await _exchange(reader, writer, step)
+        step = post(f"/v1/sessions/{sid}/step", b'{"command":"' + COMMANDS[n % 4] + b'"}')
+        status, data = await exchange(reader, writer, step)
         requests += 1
         if status == 409 or b'"terminated":true' in data or b'"truncated":true' in data:
-            await _exchange(reader, writer, _post(f"/v1/sessions/{sid}/reset", b"{}"))
+            await exchange(reader, writer, post(f"/v1/sessions/{sid}/reset", b"{}"))
             requests += 1
         elif status != 200:
             raise RuntimeError(f"step failed: {status} {data[:200]!r}")
@@ -126,13 +126,13 @@ def run(args: argparse.Namespace) -> tuple[dict[str, float], list[dict[str, floa
         envs = ["--envs", ",".join(args.envs)]
         _client_process("--open-only", port, "--sessions", "50", "--envs", "all")
         httpx.get(f"{url}/v1/health")
-        before = _rss_kb(pid)
+        before = rss_kb(pid)
         with tempfile.TemporaryDirectory() as tmp:
             ids_file = Path(tmp) / "ids.json"
             ids_file.write_text(
                 _client_process("--open-only", port, "--sessions", str(args.sessions), *envs)
             )
-            after = _rss_kb(pid)
+            after = rss_kb(pid)
             memory = {
                 "sessions": float(httpx.get(f"{url}/v1/health").json()["sessions"]),
                 "rss_mb": after / 1024,
@@ -140,13 +140,13 @@ def run(args: argparse.Namespace) -> tuple[dict[str, float], list[dict[str, floa
             }
             rows = []
             for rate in args.rates:
-                cpu0 = _cpu_s(pid)
+                cpu0 = cpu_s(pid)
                 out = _client_process(
                     "--load-only", port, "--ids", str(ids_file), "--rate", str(rate),
                     "--clients", str(args.clients), "--duration", str(args.duration),
                 )  # fmt: skip
                 result = {"rate": rate, **json.loads(out)}
-                result["server_cpu_ms"] = 1000 * (_cpu_s(pid) - cpu0) / result["requests"]
+                result["server_cpu_ms"] = 1000 * (cpu_s(pid) - cpu0) / result["requests"]
                 rows.append(result)
         return memory, rows
 

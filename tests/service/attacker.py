@@ -28,7 +28,7 @@ import httpx
 
 from benchmarks import service_attacks
 from benchmarks.service_attacks import PeakRss, request  # noqa: F401 (for the tests)
-from benchmarks.service_load import ROOT
+from benchmarks.service_load import ROOT, exchange, free_port, rss_kb  # noqa: F401 (for the tests)
 
 TOKENS = {
     "alice": "alice-token-0123456789",
@@ -85,12 +85,6 @@ def every_route(routes: list[Any]) -> Iterator[Any]:
             yield from every_route(getattr(inner, "routes", inner))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def answers(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
@@ -98,12 +92,6 @@ def answers(port: int) -> bool:
             return sock.recv(12).startswith(b"HTTP/1.1 200")
     except OSError:
         return False
-
-
-def rss_kb(pid: int) -> int:
-    match = re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())
-    assert match is not None
-    return int(match.group(1))
 
 
 def read_answers(sock: socket.socket, timeout: float = 10.0) -> bytes:
@@ -151,42 +139,14 @@ def read_all(socks: list[socket.socket], seconds: float) -> list[bytes]:
     return [answers[sock] for sock in socks]
 
 
-async def exchange(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: bytes
-) -> tuple[int, bytes]:
-    """Sends one request and reads its answer: (status, body)."""
-    writer.write(raw)
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = re.search(rb"(?i)content-length: *(\d+)", head)
-    body = await reader.readexactly(int(length.group(1))) if length else b""
-    return int(head[9:12]), body
-
-
 async def websocket(
     port: int, name: str, *, offer_deflate: bool = False, path: str = f"/openenv/{ENV}/ws"
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, object]:
-    """Opens a WebSocket as `name` (sans-I/O: frames can be built once and sent raw);
-    returns (reader, writer, the websockets protocol after the handshake)."""
-    from websockets.client import ClientProtocol
-    from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
-    from websockets.http11 import Response
-    from websockets.uri import parse_uri
-
-    uri = parse_uri(f"ws://{name}:{TOKENS[name]}@127.0.0.1:{port}{path}")
-    deflate = [ClientPerMessageDeflateFactory(client_no_context_takeover=True)]
-    protocol = ClientProtocol(uri, extensions=deflate if offer_deflate else None, max_size=None)
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    protocol.send_request(protocol.connect())
-    writer.write(b"".join(protocol.data_to_send()))
-    while True:
-        events = protocol.events_received()
-        response = next((e for e in events if isinstance(e, Response)), None)
-        if response is not None:
-            assert response.status_code == 101, response.status_code
-            return reader, writer, protocol
-        data = await reader.read(65536)
-        assert data, "the server closed the handshake"
-        protocol.receive_data(data)
+    """Opens a WebSocket as `name` (`service_attacks.open_websocket`: frames can be built
+    once and sent raw); returns (reader, writer, the websockets protocol)."""
+    return await service_attacks.open_websocket(
+        port, name, TOKENS[name], path, compress=offer_deflate
+    )
 
 
 def fresh_requests(url: str, count: int) -> float:
