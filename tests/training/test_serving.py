@@ -47,6 +47,25 @@ def test_a_conversation_turn_by_turn_answers_as_a_fresh_request_would(endpoint, 
     assert first.usage.prompt_tokens <= cached < extended.usage.prompt_tokens
 
 
+def test_a_new_conversation_reuses_the_rules_it_shares_with_the_last_one(tiny_dir):
+    with serving.serve(str(tiny_dir), slots=1) as url:
+        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+        first = [SYSTEM, {"role": "user", "content": "Position: x=0, y=0"}]
+        reply = ask(client, first, temperature=0, max_tokens=8).choices[0].message.content
+        turn = [{"role": "assistant", "content": reply}, {"role": "user", "content": "x=0, y=1"}]
+        ask(client, first + turn, temperature=0, max_tokens=8)
+        # another episode: the same system prompt, another observation
+        second = [SYSTEM, {"role": "user", "content": "Position: x=5, y=2"}]
+        shared = ask(client, second, temperature=0, max_tokens=8)
+    with serving.serve(str(tiny_dir), slots=1) as url:
+        fresh = ask(openai.OpenAI(base_url=url, api_key="x"), second, temperature=0, max_tokens=8)
+    assert shared.choices[0].message.content == fresh.choices[0].message.content
+    assert shared.usage.prompt_tokens == fresh.usage.prompt_tokens
+    # the system prompt was not read again; the new observation was
+    cached = shared.usage.prompt_tokens_details.cached_tokens
+    assert 0 < cached < shared.usage.prompt_tokens
+
+
 def test_concurrent_conversations_each_get_their_own_answer(endpoint):
     conversations = [
         [SYSTEM, {"role": "user", "content": f"Position: x={i}, y={i}"}] for i in range(6)

@@ -40,6 +40,10 @@ from textenvs.training.generation import Sampling, Sequences
 
 #: how long the engine waits for more requests to join a round (seconds)
 ROUND_WAIT_S = 0.02
+#: how long it waits for the clients of the last rounds: clients in lockstep come back
+#: together, and a round costs the whole batch's attention however few rows it feeds,
+#: so a round started early costs a full round for a part of the work
+LOCKSTEP_WAIT_S = 1.0
 #: compact the cache when hidden columns outnumber the ones in use by this factor
 COMPACT_RATIO = 1.0
 
@@ -127,36 +131,43 @@ class Engine:
     # ----- the engine's thread ------------------------------------------------------------
 
     def _serve(self) -> None:
+        # the slots of the last two rounds: their clients will be back (two, so that
+        # clients that fell into alternate rounds are gathered again)
+        expected, last_rows = 1, set[int]()
         while (first := self._queue.get()) is not None:
             batch = [first]
-            deadline = time.monotonic() + ROUND_WAIT_S
+            started = time.monotonic()
             while len(batch) < len(self.slots):
+                wait = LOCKSTEP_WAIT_S if len(batch) < expected else ROUND_WAIT_S
                 try:
-                    request = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                    request = self._queue.get(timeout=max(0.0, started + wait - time.monotonic()))
                 except queue.Empty:
                     break
                 if request is None:
                     self._queue.put(None)  # stop after this round
                     break
                 batch.append(request)
+            rows = set[int]()
             for group in _by_sampling(batch):
                 try:
-                    self._round(group)
+                    rows |= self._round(group)
                 except Exception as exc:  # answer every request of the round, never hang
                     for request in group:
                         if not request.future.done():
                             request.future.set_exception(exc)
+            expected, last_rows = len(rows | last_rows), rows
 
-    def _round(self, requests: list[_Request]) -> None:
+    def _round(self, requests: list[_Request]) -> set[int]:
+        """Answer `requests` together; the slots they took."""
         taken: dict[int, _Request] = {}
         segments: dict[int, list[int]] = {}
         for request in requests:
             row = self._slot_for(request.prompt, taken)
             slot = self.slots[row]
-            if not slot.text or not request.prompt.startswith(slot.text):
-                self.sequences.restart(row)
-                slot.text, slot.tokens, slot.refeed = "", 0, []
-            ids = slot.refeed + self.chat.encode(request.prompt[len(slot.text) :])
+            if slot.text and request.prompt.startswith(slot.text):
+                ids = slot.refeed + self.chat.encode(request.prompt[len(slot.text) :])
+            else:
+                ids = self._start(row, self.chat.encode(request.prompt))
             requested = slot.tokens + len(ids) + request.sampling.max_new_tokens
             if requested > self.context_window:
                 self.sequences.restart(row)
@@ -167,7 +178,7 @@ class Engine:
             segments[row] = ids
             slot.text, slot.tokens, slot.refeed = request.prompt, slot.tokens + len(ids), []
         if not taken:
-            return
+            return set()
         grammars = {
             row: self.chat.json_grammars().for_schema(request.schema)
             for row, request in taken.items()
@@ -193,6 +204,23 @@ class Engine:
             )
         if self.sequences.holes() > COMPACT_RATIO * max(1, int(self.sequences.mask.sum())):
             self.sequences.compact()
+        return set(taken)
+
+    def _start(self, row: int, ids: list[int]) -> list[int]:
+        """Start a conversation in `row`, keeping the tokens it shares with the row's last
+        one (the rules and the system prompt, the same for every episode of a
+        scenario); the ids left to read."""
+        held = self.sequences.tokens[row]
+        shared, most = 0, min(len(held), len(ids) - 1)  # read at least one token
+        while shared < most and held[shared] == ids[shared]:
+            shared += 1
+        if not shared:
+            self.sequences.restart(row)
+        elif shared < len(held):
+            self.sequences.rewind(row, len(held) - shared)
+        slot = self.slots[row]
+        slot.text, slot.tokens, slot.refeed = "", shared, []
+        return ids[shared:]
 
     def _keep_as_sent_back(self, row: int, written: str, ids: list[int], ended: bool) -> None:
         """Hold the reply as the client's next request will carry it: clients keep a
