@@ -68,6 +68,16 @@ def test_the_checkpoint_plays_through_eval_on_held_out_seeds(trained, tmp_path, 
     # the checkpoint's own settings: the reply limit it was trained with
     assert config["agent"]["max_tokens"] == 10
     assert "serving" in capsys.readouterr().err
+    # a resumed run serves the checkpoint on another port: it continues all the same
+    lines = (run / "episodes.jsonl").read_text().splitlines(keepends=True)
+    (run / "episodes.jsonl").write_text(lines[0])  # as if killed after one episode
+    code = main(
+        ["eval", "--env", "treasure-hunt", "--agent", "llm", "--model", str(trained / "final"),
+         "--seeds", "0-1", "--out", str(run), "--max-invalid", "3", "--resume"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert "1 of 2 episodes already recorded" in capsys.readouterr().err
+    assert len((run / "episodes.jsonl").read_text().splitlines()) == 2
 
 
 def test_eval_refuses_a_checkpoint_on_its_training_seeds(trained, tmp_path, capsys):

@@ -80,6 +80,18 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
     try:
         with serving.serve(args.model, slots=slots) as url:
             args.base_url = [url]
+            args.served_on_loopback = url
             yield
     except models.ModelError as exc:
         raise fail(args, str(exc)) from None
+
+
+#: what a run's config.json names as the endpoint of a served `--model DIR`
+SERVED_ENDPOINT = "loopback (textenvs eval --model DIR)"
+
+
+def record_as_served(args: argparse.Namespace, config: dict[str, Any]) -> None:
+    """A served checkpoint's loopback port differs in every run: the config names the
+    endpoint as served, so that `--resume` continues the run."""
+    if getattr(args, "served_on_loopback", None):
+        config["agent"]["base_url"] = SERVED_ENDPOINT

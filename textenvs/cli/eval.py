@@ -67,6 +67,7 @@ EVAL_OPTIONS = frozenset(
         "backend",
         "ray_address",
         "ray_actors",
+        "served_on_loopback",  # the port of this run's own server (checkpoint.served)
     }
 )
 SECRET_WORDS = ("key", "secret", "token", "password", "auth")
@@ -287,6 +288,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
         if learned:  # the server's context window, its json-mode form
             factory = agent_factory(args, learned)
             config["agent"] = factory().config()
+    checkpoint.record_as_served(args, config)
     if local_model:
         from textenvs.agents.llm import local
 
