@@ -127,6 +127,7 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
             ret=f"{row['return']:.3g}",
             invalid="-" if invalid is None else f"{invalid:.0%}",
         )
+        curve.write_charts(out, settings.env)  # a run stopped early keeps its curve
 
     trainer = grpo.build_trainer(settings, model, tokenizer, env_factory(settings), out, on_step)
     try:
@@ -136,7 +137,6 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
         raise TrainingError(str(exc)) from None
     trained = trainer.accelerator.unwrap_model(trainer.model)
     models.save(trained, tokenizer, out / FINAL, settings.record() | {"step": settings.steps})
-    curve.write_charts(out, settings.env)
     return out / FINAL
 
 
