@@ -5,8 +5,10 @@ this server on loopback and plays through the same runner, agent, parser and rep
 The requests of the episodes in flight are answered together: the engine keeps one
 cache row ("slot") per conversation, so a request that extends a slot's last prompt
 feeds only its new tokens (as prefix-caching servers do), and the replies of one round
-are sampled in one batch (`generation.Sequences`). A request that extends no slot takes
-the slot used longest ago.
+are sampled in one batch (`generation.Sequences`); a round waits for the conversations of
+the last rounds (`LOCKSTEP_WAIT_S`). A request that extends no slot takes the slot used
+longest ago and keeps the tokens it shares with the slot's last conversation (the rules
+every episode of a scenario starts with).
 
 Routes: `GET /v1/models` (the model and its context, `max_model_len`, which the agent's
 preflight reads), `POST /v1/chat/completions` (text replies, or JSON held to the schema of
