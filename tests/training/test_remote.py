@@ -63,9 +63,16 @@ def test_train_runs_on_the_service(tiny_dir, service, tmp_path):
 
 
 def test_a_service_of_another_version_is_refused(service, monkeypatch):
-    from textenvs.core import registry
+    from textenvs.training import remote
 
-    scenario = registry.get("treasure-hunt").load()
-    monkeypatch.setattr(scenario, "version", "999")
+    # The install, not the service (which runs in this process), becomes another version
+    class Newer:
+        version = "999"
+
+    class Entry:
+        def load(self) -> type:
+            return Newer
+
+    monkeypatch.setattr(remote, "registry_get", lambda name: Entry())
     with pytest.raises(ValueError, match="serves treasure-hunt"):
         openenv_factory(service)("treasure-hunt")
