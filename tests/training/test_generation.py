@@ -124,3 +124,41 @@ def test_logprobs_are_those_of_the_sampled_tokens(untrained):
     expected = torch.log_softmax(logits[len(ids) - 1 : -1] / 0.5, dim=-1)
     picked = expected.gather(-1, torch.tensor(reply.ids).unsqueeze(-1)).squeeze(-1)
     assert torch.allclose(picked, torch.tensor(reply.logprobs), atol=1e-4)
+
+
+def test_forced_tokens_read_in_one_pass_give_the_replies_sampled_one_by_one(untrained):
+    import textenvs
+    from textenvs.agents.llm import json_mode
+
+    model, tokenizer = untrained
+    chat = ChatTokens(tokenizer)
+    schema = json_mode.response_schema(textenvs.make("treasure-hunt").action_schema, 0)
+    turns = [dict(enumerate(prompts(tokenizer, 3))), {0: tokenizer.encode(" and"), 2: [7, 8]}]
+    passes = 0
+
+    def count(*_: object) -> None:
+        nonlocal passes
+        passes += 1
+
+    model.register_forward_hook(count)
+
+    def play(fast_forward: bool) -> tuple[list[Reply], int]:
+        nonlocal passes
+        passes = 0
+        sampling = Sampling(max_new_tokens=20, temperature=0)
+        sequences = Sequences(model, 3, stop_ids=chat.stop_ids, pad_id=tokenizer.pad_token_id)
+        replies = []
+        for segments in turns:
+            grammars = {row: chat.json_grammars().for_schema(schema) for row in segments}
+            answered = sequences.extend_and_sample(
+                segments, sampling, grammars, fast_forward=fast_forward
+            )
+            replies += [answered[row] for row in sorted(answered)]
+        return replies, passes
+
+    one_by_one, slow_passes = play(fast_forward=False)
+    forwarded, fast_passes = play(fast_forward=True)
+    assert [r.ids for r in forwarded] == [r.ids for r in one_by_one]
+    assert all(r.ended for r in forwarded)  # whole replies, end of turn included
+    assert [r.chosen for r in forwarded] == [r.chosen for r in one_by_one]
+    assert fast_passes < slow_passes / 2, (fast_passes, slow_passes)

@@ -24,18 +24,35 @@ class JsonGrammar:
         self.matcher = matcher
 
     def allowed(self, vocabulary: int) -> torch.Tensor:
-        # one byte per token of the tokenizer: 0 (not allowed) or 200 (allowed)
-        per_token = torch.frombuffer(
-            bytearray(self.matcher.compute_logit_bias()), dtype=torch.uint8
-        )
+        per_token = self._allowed_by_tokenizer()
         mask = torch.zeros(vocabulary, dtype=torch.bool)
         size = min(vocabulary, len(per_token))
-        mask[:size] = per_token[:size] > 0
+        mask[:size] = per_token[:size]
         return mask
 
     def consume(self, token: int) -> None:
         if not self.matcher.consume_token(token):
             raise ValueError(f"token {token} is outside the schema: {self.matcher.get_error()}")
+
+    def forced(self) -> list[int]:
+        """The tokens the schema leaves no choice about from here (the `{"action":"`
+        before a command, the `"}` and end of turn after it), consumed."""
+        taken: list[int] = []
+        while ids := list(self.matcher.compute_ff_tokens()):
+            for token in ids:
+                self.consume(token)
+            taken += ids
+        if self.matcher.is_stopped():  # the object is complete: the end of turn is all
+            (ends,) = self._allowed_by_tokenizer().nonzero(as_tuple=True)
+            if len(ends) == 1:
+                self.consume(int(ends[0]))
+                taken.append(int(ends[0]))
+        return taken
+
+    def _allowed_by_tokenizer(self) -> torch.Tensor:
+        # one byte per token of the tokenizer: 0 (not allowed) or 200 (allowed)
+        bias = bytearray(self.matcher.compute_logit_bias())
+        return torch.frombuffer(bias, dtype=torch.uint8) > 0
 
 
 class JsonGrammars:

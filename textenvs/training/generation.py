@@ -22,6 +22,7 @@ grammar says which tokens may come next and the others are never sampled.
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -48,6 +49,10 @@ class Grammar(Protocol):
         ...
 
     def consume(self, token: int) -> None: ...
+
+    def forced(self) -> list[int]:
+        """The tokens the form leaves no choice about from here, consumed."""
+        ...
 
 
 @dataclass
@@ -156,10 +161,17 @@ class Sequences:
         segments: dict[int, list[int]],
         sampling: Sampling,
         grammars: dict[int, Grammar] | None = None,
+        *,
+        fast_forward: bool = False,
     ) -> dict[int, Reply]:
         """Append each row's segment and sample a reply after it (rows not in `segments`
         sit this call out), each row held to its grammar if it has one. Returns the
-        replies by row."""
+        replies by row.
+
+        With `fast_forward`, the tokens a grammar forces are read with the tokens before
+        them in one pass, not sampled one pass each (most of a json reply's tokens: the
+        checkpoint server's evaluations); they have no log-probability (NaN), so training,
+        which keeps one for every token, samples them."""
         grammars = grammars or {}
         if not segments:
             return {}
@@ -169,35 +181,56 @@ class Sequences:
                 raise ValueError(f"row {row}: nothing to read before sampling")
             self.tokens[row].extend(ids)
             self.pending[row] = []
-        logits = self._feed(feeds)
         replies = {row: Reply() for row in segments}
-        live = set(segments)
-        for count in range(1, sampling.max_new_tokens + 1):
+        if fast_forward:
+            for row in grammars.keys() & segments.keys():
+                feeds[row] += self._force(row, grammars[row], replies[row], sampling)
+        logits = self._feed(feeds)
+        live = {
+            row
+            for row, reply in replies.items()
+            if not reply.ended and len(reply.ids) < sampling.max_new_tokens
+        }
+        while live:
             allowed = self._allowed(logits, {row: grammars[row] for row in live if row in grammars})
             chosen, logprobs = self._sample(logits, allowed, sampling)
             step: dict[int, list[int]] = {}
             for row in sorted(live):
                 place = self.rows.index(row)
                 token = int(chosen[place])
-                replies[row].ids.append(token)
-                replies[row].logprobs.append(float(logprobs[place]))
-                replies[row].chosen.append(allowed is None or int(allowed[place].sum()) > 1)
+                reply = replies[row]
+                reply.ids.append(token)
+                reply.logprobs.append(float(logprobs[place]))
+                reply.chosen.append(allowed is None or int(allowed[place].sum()) > 1)
                 if row in grammars:
                     grammars[row].consume(token)
                 self.tokens[row].append(token)
+                unread = [token]
                 if token in self.stop_ids:
-                    replies[row].ended = True
-                    self.pending[row] = [token]
+                    reply.ended = True
+                elif fast_forward and row in grammars:
+                    unread += self._force(row, grammars[row], reply, sampling)
+                if reply.ended or len(reply.ids) >= sampling.max_new_tokens:
+                    # the reply's last tokens are not read yet: they go in with the next segment
+                    self.pending[row] = unread
                 else:
-                    step[row] = [token]
+                    step[row] = unread
             live = set(step)
-            if not live or count == sampling.max_new_tokens:
-                # the last token sampled is not fed yet: it goes in with the next segment
-                for row in live:
-                    self.pending[row] = step[row]
-                break
-            logits = self._feed(step)
+            if live:
+                logits = self._feed(step)
         return replies
+
+    def _force(self, row: int, grammar: Grammar, reply: Reply, sampling: Sampling) -> list[int]:
+        """Append the tokens `grammar` forces to `row`'s reply, up to the reply's token
+        limit; them (not read yet)."""
+        room = sampling.max_new_tokens - len(reply.ids)
+        ids = grammar.forced()[:room]
+        reply.ids += ids
+        reply.logprobs += [math.nan] * len(ids)
+        reply.chosen += [False] * len(ids)
+        reply.ended = bool(ids) and ids[-1] in self.stop_ids
+        self.tokens[row] += ids
+        return ids
 
     def _feed(self, feeds: dict[int, list[int]]) -> torch.Tensor:
         """Run the model over one block of new columns; the last column's logits."""

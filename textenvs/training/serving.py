@@ -8,7 +8,9 @@ feeds only its new tokens (as prefix-caching servers do), and the replies of one
 are sampled in one batch (`generation.Sequences`); a round waits for the conversations of
 the last rounds (`LOCKSTEP_WAIT_S`). A request that extends no slot takes the slot used
 longest ago and keeps the tokens it shares with the slot's last conversation (the rules
-every episode of a scenario starts with).
+every episode of a scenario starts with). In json mode the tokens the schema forces (all
+of a reply but the command) are read in one pass with the tokens before them, not
+sampled one pass each.
 
 Routes: `GET /v1/models` (the model and its context, `max_model_len`, which the agent's
 preflight reads), `POST /v1/chat/completions` (text replies, or JSON held to the schema of
@@ -186,7 +188,9 @@ class Engine:
             for row, request in taken.items()
             if request.schema is not None
         }
-        replies = self.sequences.extend_and_sample(segments, requests[0].sampling, grammars)
+        replies = self.sequences.extend_and_sample(
+            segments, requests[0].sampling, grammars, fast_forward=True
+        )
         for row, request in taken.items():
             reply = replies[row]
             slot = self.slots[row]

@@ -1,0 +1,62 @@
+"""Evaluating a model directory: `textenvs eval --agent llm --model DIR`, timed.
+
+The directory is served on loopback by the checkpoint server (`training/serving.py`)
+exactly as the command does it; this runs the command in-process over the first
+`--episodes` seeds and reports episodes a minute, replies a minute and the tokens of a
+reply. A trained checkpoint's own settings apply; a plain model directory plays
+Treasure Hunt in json mode with observations as changes (the recipe of docs/training.md).
+
+    python -m benchmarks.checkpoint_eval --model runs/train-th/base --episodes 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._common import table
+
+
+def main(argv: list[str] | None = None) -> int:
+    from textenvs.cli import main as cli_main
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, help="a transformers model directory")
+    p.add_argument("--env", default="treasure-hunt", help="scenario (treasure-hunt)")
+    p.add_argument("--episodes", type=int, default=16, help="seeds 0..N-1 (16)")
+    args = p.parse_args(argv)
+    trained = (Path(args.model) / "textenvs-training.json").is_file()
+    settings = [] if trained else ["--action-mode", "json", "--observations", "changes"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        command = ["eval", "--env", args.env, "--agent", "llm", "--model", args.model]
+        command += ["--seeds", f"0-{args.episodes - 1}", "--out", str(out), *settings]
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = cli_main(command)
+        wall = time.perf_counter() - started
+        if code:
+            raise SystemExit(f"textenvs eval exited with {code}")
+        stats = json.loads((out / "summary.json").read_text())["by_env"][args.env]
+    replies = stats["mean_steps"] * stats["episodes"] + stats["reasks"]
+    rows = [
+        [
+            f"{stats['episodes']}",
+            f"{wall:.0f}",
+            f"{60 * stats['episodes'] / wall:.2f}",
+            f"{60 * replies / wall:.1f}",
+            f"{stats['tokens']['completion'] / replies:.1f}",
+        ]
+    ]
+    print(f"textenvs eval --model {args.model} on {args.env} (model load included)")
+    print(table(["episodes", "wall s", "episodes/min", "replies/min", "tokens/reply"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
