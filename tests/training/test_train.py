@@ -129,3 +129,20 @@ def test_a_missing_model_is_a_one_line_error(tmp_path, capsys):
               "--steps", "1", "--out", str(tmp_path / "run")])  # fmt: skip
     assert failed.value.code == 2
     assert "not 'local' nor a transformers model directory" in capsys.readouterr().err
+
+
+def test_local_without_the_gguf_reader_is_a_one_line_error(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "gguf" else find_spec(name, *a),
+    )
+    with pytest.raises(SystemExit) as failed:
+        main(["train", "--env", "treasure-hunt", "--model", "local", "--steps", "1",
+              "--out", str(tmp_path / "run")])  # fmt: skip
+    assert failed.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "needs the gguf package" in err and len(err.splitlines()) == 1

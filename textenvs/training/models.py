@@ -55,7 +55,7 @@ def load(model: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     transformers_logging.set_verbosity_error()  # the GGUF loader's progress and notes
     try:
         if model == LOCAL:
-            loaded, tokenizer = _load_gguf(packaged_gguf())
+            loaded, tokenizer = _load_local()
         else:
             path = Path(model)
             if not is_model_dir(path):
@@ -77,7 +77,10 @@ def load(model: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     return loaded, tokenizer
 
 
-def _load_gguf(path: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+def _load_local() -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    if importlib.util.find_spec("gguf") is None:  # transformers' GGUF reader needs it
+        raise ModelError(f"--model local needs the gguf package: {INSTALL_HINT}")
+    path = packaged_gguf()
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     quantized = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
     # transformers marks a GGUF-loaded model as quantized, which it then refuses to save;
