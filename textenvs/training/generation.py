@@ -59,8 +59,9 @@ class Grammar(Protocol):
 class Reply:
     """One sampled reply: its tokens (ending with an end-of-turn token unless the token
     limit cut it), each token's log-probability under the model at the sampling
-    temperature (before top-p/top-k and any grammar: what GRPO's trainer recomputes),
-    and whether the model chose it (False where a grammar left one token only)."""
+    temperature (before top-p/top-k and any grammar: what GRPO's trainer recomputes; NaN
+    where `fast_forward` read a forced token unsampled), and whether the model chose it
+    (False where a grammar left one token only)."""
 
     ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
