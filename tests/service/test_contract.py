@@ -13,21 +13,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import textenvs
+from tests.service import SHARED_SERVER_LIMITS
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
-from textenvs.service.tenancy import ClientLimits
 
 ENV_NAMES = textenvs.names()
 
 
-# The API, not the rates, is tested here (test_isolation tests them): a module's tests
-# create sessions faster than a tenant's default allowance on a fast machine
-UNLIMITED = ClientLimits(creates_per_minute=0, resets_per_minute=0, reads_per_second=0)
-
-
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with serve_in_thread(create_app(max_sessions=100, idle_timeout=30, limits=UNLIMITED)) as base:
+    with serve_in_thread(
+        create_app(max_sessions=100, idle_timeout=30, limits=SHARED_SERVER_LIMITS)
+    ) as base:
         yield base
 
 
