@@ -129,6 +129,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="train only the top N decoder layers (faster on a CPU; default: all)",
     )
+    p.add_argument(
+        "--generation",
+        choices=["transformers", "vllm"],
+        default="transformers",
+        help="how rollouts sample replies: 'transformers' (any device, a CPU included; the "
+        "default) or 'vllm' (TRL's vLLM generation on a CUDA GPU, text mode; needs the vllm "
+        "package): colocated with the trainer, or the server given by --vllm-server",
+    )
+    p.add_argument(
+        "--vllm-server",
+        default=None,
+        metavar="URL",
+        help="with --generation vllm: a 'trl vllm-serve' server's base URL (default: vLLM "
+        "colocated in this process)",
+    )
     p.add_argument("--save-every", type=positive, default=10, help="steps between checkpoints")
     p.add_argument("--seed", type=int, default=0, help="seed of the run (sampling, data order)")
     p.add_argument(
@@ -171,6 +186,8 @@ def run(args: argparse.Namespace) -> int:
             action_mode=args.action_mode,
             json_reasoning=args.json_reasoning,
             env_url=args.env_url,
+            generation=args.generation,
+            vllm_server=args.vllm_server,
             save_every=args.save_every,
             seed=args.seed,
         )

@@ -3,6 +3,7 @@ written (what `textenvs train` does)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -10,6 +11,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import torch
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -60,6 +62,10 @@ def settings_from(
     settings = TrainSettings(
         env=names[0], model=model, seeds=train_seeds, eval_seeds=held_out, **given
     )
+    if settings.generation == "vllm":
+        problem = vllm_missing()
+        if problem:
+            raise TrainingError(f"--generation vllm: {problem}")
     if len(train_seeds) < settings.seeds_per_step:
         raise TrainingError(f"--seeds: a step needs {settings.seeds_per_step} training seeds")
     try:
@@ -72,6 +78,15 @@ def settings_from(
     except ValueError as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None
     return settings
+
+
+def vllm_missing() -> str | None:
+    """Why TRL's vLLM generation cannot run here (None: it can)."""
+    if not torch.cuda.is_available():
+        return "vLLM needs a CUDA GPU and none is visible; on a CPU leave --generation out"
+    if importlib.util.find_spec("vllm") is None:
+        return "the vllm package is not installed: pip install vllm (the version TRL supports)"
+    return None
 
 
 def env_factory(settings: TrainSettings) -> EnvFactory:
