@@ -168,7 +168,12 @@ def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
         if not saved.is_file():
             raise TrainingError(f"--resume: {out} holds no training run")
         before = json.loads(saved.read_text())
-        changed = sorted(k for k in record if k != "steps" and before.get(k) != record[k])
+        # a setting the run's version did not have yet counts as its default
+        changed = sorted(
+            k
+            for k in record
+            if k != "steps" and before.get(k, getattr(TrainSettings, k, None)) != record[k]
+        )
         if changed:
             raise TrainingError(
                 f"--resume with other settings than the run's: {', '.join(changed)}"
