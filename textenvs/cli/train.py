@@ -44,6 +44,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         "transformers model directory (e.g. an earlier run's OUT/final)",
     )
     p.add_argument("--steps", required=True, type=positive, help="optimizer steps")
+    p.add_argument(
+        "--method",
+        choices=["grpo", "sft"],
+        default="grpo",
+        help="'grpo' (reinforcement from the scenario's reward, the default) or 'sft' (a "
+        "supervised warm start: imitate --demonstrations' episodes of the training seeds, "
+        "each written as the conversation 'textenvs eval' holds, text mode, only the replies "
+        "trained on; a step is --seeds-per-step episodes); GRPO can go on from its OUT/final",
+    )
+    p.add_argument(
+        "--demonstrations",
+        default="scripted",
+        metavar="AGENT",
+        help="--method sft: the agent whose episodes are imitated (default scripted: it "
+        "reads only what the observation shows)",
+    )
+    p.add_argument(
+        "--only-success",
+        action="store_true",
+        help="--method sft: imitate only the episodes the agent won",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
@@ -172,6 +193,9 @@ def run(args: argparse.Namespace) -> int:
             steps=args.steps,
             seeds=args.seeds,
             eval_seeds=args.eval_seeds,
+            method=args.method,
+            demonstrations=args.demonstrations,
+            only_success=args.only_success,
             options=env_options_from_args(args),
             group_size=args.group_size,
             seeds_per_step=args.seeds_per_step,

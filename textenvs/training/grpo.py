@@ -56,6 +56,12 @@ class TrainSettings:
     steps: int
     seeds: list[int]
     eval_seeds: list[int]
+    #: "grpo" (reinforcement from the scenario's reward) or "sft" (imitate the episodes
+    #: of the agent `demonstrations` on the training seeds: `sft.py`)
+    method: str = "grpo"
+    demonstrations: str = "scripted"
+    #: sft: imitate won episodes only
+    only_success: bool = False
     options: dict[str, Any] = field(default_factory=dict)
     #: episodes per seed in a step (GRPO's group), and seeds per step
     group_size: int = 4
