@@ -250,12 +250,9 @@ def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
             "schema): use --action-mode text, or the default transformers generation"
         )
     return GRPOConfig(
-        output_dir=str(out / CHECKPOINTS),
         use_vllm=vllm,
         vllm_mode="server" if settings.vllm_server else "colocate",
         vllm_server_base_url=settings.vllm_server,
-        max_steps=settings.steps,
-        learning_rate=settings.learning_rate,
         num_generations=settings.group_size,
         per_device_train_batch_size=settings.micro_batch,
         gradient_accumulation_steps=per_step // settings.micro_batch,
@@ -263,19 +260,29 @@ def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
         temperature=settings.temperature,
         max_completion_length=None,
         beta=0.0,  # no reference model: a second copy costs a CPU more than it helps here
-        use_cpu=not torch.cuda.is_available(),
-        bf16=False,
         gradient_checkpointing=False,
-        logging_steps=1,
-        save_steps=settings.save_every,
-        save_total_limit=2,
-        report_to=[],
-        disable_tqdm=True,
-        seed=settings.seed,
-        data_seed=settings.seed,
-        lr_scheduler_type="constant",
-        dataloader_num_workers=0,
+        **trainer_arguments(settings, out),
     )
+
+
+def trainer_arguments(settings: TrainSettings, out: Path) -> dict[str, Any]:
+    """The arguments every trainer of a run takes alike (GRPO's and SFT's)."""
+    return {
+        "output_dir": str(out / CHECKPOINTS),
+        "max_steps": settings.steps,
+        "learning_rate": settings.learning_rate,
+        "use_cpu": not torch.cuda.is_available(),
+        "bf16": False,
+        "logging_steps": 1,
+        "save_steps": settings.save_every,
+        "save_total_limit": 2,
+        "report_to": [],
+        "disable_tqdm": True,
+        "seed": settings.seed,
+        "data_seed": settings.seed,
+        "lr_scheduler_type": "constant",
+        "dataloader_num_workers": 0,
+    }
 
 
 def build_trainer(

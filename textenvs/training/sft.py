@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
 from datasets import Dataset
 from transformers import PreTrainedModel, TrainerCallback
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
@@ -31,23 +30,10 @@ __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 def sft_config(settings: grpo.TrainSettings, out: Path) -> SFTConfig:
     """One optimizer step per `seeds_per_step` demonstrations, one episode a pass."""
     return SFTConfig(
-        output_dir=str(out / grpo.CHECKPOINTS),
-        max_steps=settings.steps,
-        learning_rate=settings.learning_rate,
         per_device_train_batch_size=1,  # episodes differ in length: no padding
         gradient_accumulation_steps=settings.seeds_per_step,
         max_length=None,
-        use_cpu=not torch.cuda.is_available(),
-        bf16=False,
-        logging_steps=1,
-        save_steps=settings.save_every,
-        save_total_limit=2,
-        report_to=[],
-        disable_tqdm=True,
-        seed=settings.seed,
-        data_seed=settings.seed,
-        lr_scheduler_type="constant",
-        dataloader_num_workers=0,
+        **grpo.trainer_arguments(settings, out),
     )
 
 
