@@ -44,6 +44,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         "transformers model directory (e.g. an earlier run's OUT/final)",
     )
     p.add_argument("--steps", required=True, type=positive, help="optimizer steps")
+    p.add_argument(
+        "--method",
+        choices=["grpo", "sft"],
+        default="grpo",
+        help="'grpo' (reinforcement from the scenario's reward, the default) or 'sft' (a "
+        "supervised warm start: imitate --demonstrations' episodes of the training seeds, "
+        "each written as the conversation 'textenvs eval' holds, text mode, only the replies "
+        "trained on; a step is --seeds-per-step episodes); GRPO can go on from its OUT/final",
+    )
+    p.add_argument(
+        "--demonstrations",
+        default="scripted",
+        metavar="AGENT",
+        help="--method sft: the agent whose episodes are imitated (default scripted: it "
+        "reads only what the observation shows)",
+    )
+    p.add_argument(
+        "--only-success",
+        action="store_true",
+        help="--method sft: imitate only the episodes the agent won",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
@@ -129,6 +150,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="train only the top N decoder layers (faster on a CPU; default: all)",
     )
+    p.add_argument(
+        "--generation",
+        choices=["transformers", "vllm"],
+        default="transformers",
+        help="how rollouts sample replies: 'transformers' (any device, a CPU included; the "
+        "default) or 'vllm' (TRL's vLLM generation on a CUDA GPU, text mode; needs the vllm "
+        "package): colocated with the trainer, or the server given by --vllm-server",
+    )
+    p.add_argument(
+        "--vllm-server",
+        default=None,
+        metavar="URL",
+        help="with --generation vllm: a 'trl vllm-serve' server's base URL (default: vLLM "
+        "colocated in this process)",
+    )
     p.add_argument("--save-every", type=positive, default=10, help="steps between checkpoints")
     p.add_argument("--seed", type=int, default=0, help="seed of the run (sampling, data order)")
     p.add_argument(
@@ -157,6 +193,9 @@ def run(args: argparse.Namespace) -> int:
             steps=args.steps,
             seeds=args.seeds,
             eval_seeds=args.eval_seeds,
+            method=args.method,
+            demonstrations=args.demonstrations,
+            only_success=args.only_success,
             options=env_options_from_args(args),
             group_size=args.group_size,
             seeds_per_step=args.seeds_per_step,
@@ -171,6 +210,8 @@ def run(args: argparse.Namespace) -> int:
             action_mode=args.action_mode,
             json_reasoning=args.json_reasoning,
             env_url=args.env_url,
+            generation=args.generation,
+            vllm_server=args.vllm_server,
             save_every=args.save_every,
             seed=args.seed,
         )

@@ -31,6 +31,7 @@ from textenvs.evals import skills
 from textenvs.evals.episode import FAILURE, SUCCESS, TIMEOUT, EpisodeResult, Turn
 from textenvs.training.chat import ChatTokens, GrowingChat
 from textenvs.training.generation import Grammar, Reply, Sampling, Sequences
+from textenvs.training.samplers import Sampler
 
 #: outcome of an episode the trainer stopped at its turn limit (`max_turns`)
 TURN_LIMIT = "turn_limit"
@@ -228,8 +229,11 @@ def play(
     max_turns: int | None = None,
     generator: torch.Generator | None = None,
     timing: Timing | None = None,
+    sampler: Sampler | None = None,
 ) -> list[Rollout]:
-    """Play one episode per spec, all in lockstep; their rollouts in the same order."""
+    """Play one episode per spec, all in lockstep; their rollouts in the same order.
+    Replies come from `sampler` (`samplers.py`: e.g. TRL's vLLM generation), by default
+    from `model` through transformers, one cache kept across turns."""
     timing = timing if timing is not None else Timing()
     episodes: list[_Episode] = []
     try:
@@ -239,7 +243,7 @@ def play(
             episodes.append(episode)
             episode.start()
         timing.environment += time.perf_counter() - started
-        sequences = Sequences(
+        sequences = sampler or Sequences(
             model,
             len(episodes),
             stop_ids=chat.stop_ids,

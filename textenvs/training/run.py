@@ -3,6 +3,7 @@ written (what `textenvs train` does)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -10,6 +11,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import torch
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -30,6 +32,8 @@ from textenvs.training.grpo import BASE, CHECKPOINTS, FINAL, TrainSettings
 from textenvs.training.rollouts import EnvFactory
 
 SETTINGS_FILE = "settings.json"
+#: agents whose episodes `--method sft` can imitate
+DEMONSTRATORS = ("scripted", "learner", "random")
 
 
 class TrainingError(ValueError):
@@ -60,6 +64,19 @@ def settings_from(
     settings = TrainSettings(
         env=names[0], model=model, seeds=train_seeds, eval_seeds=held_out, **given
     )
+    if settings.demonstrations not in DEMONSTRATORS:
+        raise TrainingError(
+            f"--demonstrations {settings.demonstrations}: one of {', '.join(DEMONSTRATORS)} "
+            "(an agent that plays in-process)"
+        )
+    if settings.method == "sft" and settings.action_mode != "text":
+        raise TrainingError(
+            "--method sft writes demonstrations as text replies: leave --action-mode out"
+        )
+    if settings.generation == "vllm":
+        problem = vllm_missing()
+        if problem:
+            raise TrainingError(f"--generation vllm: {problem}")
     if len(train_seeds) < settings.seeds_per_step:
         raise TrainingError(f"--seeds: a step needs {settings.seeds_per_step} training seeds")
     try:
@@ -72,6 +89,15 @@ def settings_from(
     except ValueError as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None
     return settings
+
+
+def vllm_missing() -> str | None:
+    """Why TRL's vLLM generation cannot run here (None: it can)."""
+    if not torch.cuda.is_available():
+        return "vLLM needs a CUDA GPU and none is visible; on a CPU leave --generation out"
+    if importlib.util.find_spec("vllm") is None:
+        return "the vllm package is not installed: pip install vllm (the version TRL supports)"
+    return None
 
 
 def env_factory(settings: TrainSettings) -> EnvFactory:
@@ -107,29 +133,33 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
         console.print(f"saving the starting weights to {out / BASE}/ (evaluate them as 'before')")
         models.save(model, tokenizer, out / BASE, settings.record() | {"step": 0})
     progress = Progress(
-        TextColumn("[bold]GRPO {task.description}"),
+        TextColumn(f"[bold]{settings.method.upper()} {{task.description}}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("return {task.fields[ret]}  invalid {task.fields[invalid]}"),
+        TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
     )
-    task = progress.add_task(settings.env, total=settings.steps, ret="-", invalid="-")
+    task = progress.add_task(settings.env, total=settings.steps, status="")
     if checkpoint is not None:
         progress.update(task, completed=_step_of(checkpoint))
 
     def on_step(row: dict[str, Any]) -> None:
+        if settings.method == "sft":
+            progress.update(task, completed=row["step"], status=f"loss {row['loss']:.3g}")
+            return
         invalid = row.get("invalid_rate")
-        progress.update(
-            task,
-            completed=row["step"],
-            ret=f"{row['return']:.3g}",
-            invalid="-" if invalid is None else f"{invalid:.0%}",
-        )
+        invalid_text = "-" if invalid is None else f"{invalid:.0%}"
+        status = f"return {row['return']:.3g}  invalid {invalid_text}"
+        progress.update(task, completed=row["step"], status=status)
         curve.write_charts(out, settings.env)  # a run stopped early keeps its curve
 
-    trainer = grpo.build_trainer(settings, model, tokenizer, env_factory(settings), out, on_step)
+    if settings.method == "sft":
+        trainer = _sft_trainer(settings, model, tokenizer, out, on_step, console)
+    else:
+        make_env = env_factory(settings)
+        trainer = grpo.build_trainer(settings, model, tokenizer, make_env, out, on_step)
     try:
         with progress:
             trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
@@ -138,6 +168,35 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
     trained = trainer.accelerator.unwrap_model(trainer.model)
     models.save(trained, tokenizer, out / FINAL, settings.record() | {"step": settings.steps})
     return out / FINAL
+
+
+def _sft_trainer(
+    settings: TrainSettings,
+    model: Any,
+    tokenizer: Any,
+    out: Path,
+    on_step: Any,
+    console: Console,
+) -> Any:
+    """The SFT trainer on `settings.demonstrations`' episodes of the training seeds."""
+    from textenvs.training import sft
+
+    console.print(
+        f"playing {len(settings.seeds)} demonstration episodes ({settings.demonstrations})"
+    )
+    try:
+        # demonstrations play in-process: the agent reads its own env's observation
+        dataset, kept = sft.demonstration_dataset(settings, tokenizer, model, textenvs.make)
+    except (ValueError, TemplateError) as exc:
+        raise TrainingError(str(exc).splitlines()[0]) from None
+    won = sum(d.result.success for d in kept)
+    tokens = sum(len(d.ids) for d in kept)
+    trained = sum(label != sft.IGNORED for d in kept for label in d.labels)
+    console.print(
+        f"{len(kept)} demonstrations ({won} won), {tokens:,} tokens, {trained:,} of them "
+        "replies (trained on)"
+    )
+    return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step)
 
 
 def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:
@@ -153,7 +212,12 @@ def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
         if not saved.is_file():
             raise TrainingError(f"--resume: {out} holds no training run")
         before = json.loads(saved.read_text())
-        changed = sorted(k for k in record if k != "steps" and before.get(k) != record[k])
+        # a setting the run's version did not have yet counts as its default
+        changed = sorted(
+            k
+            for k in record
+            if k != "steps" and before.get(k, getattr(TrainSettings, k, None)) != record[k]
+        )
         if changed:
             raise TrainingError(
                 f"--resume with other settings than the run's: {', '.join(changed)}"
