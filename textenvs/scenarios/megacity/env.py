@@ -50,7 +50,7 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v5`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v6`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,
@@ -228,7 +228,7 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "5"
+    version = "6"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation

@@ -167,13 +167,19 @@ class MegacityObservation(VariantObservation):
     breach: str | None
     integrity: int
     air: int
+    #: where the air index is heading at the airflow shown
+    air_target: int
     power: int
+    #: change of storage over the last step, the action's cost included
     power_net: int
+    #: power generated and drawn by the districts per step, as built now
+    power_generation: int
+    power_draw: int
     brownout: bool
     #: SIZE rows, row 5 (north) first; each row runs A to E
     stress: list[list[int]]
-    #: per cell: "." solid rock, "o" chamber, "S" supported chamber, "D" running district,
-    #: "X" offline district; a "+" suffix marks a conduit; supports listed separately
+    #: per cell: "." solid rock, "|" a column in undug rock, "o" chamber, "S" supported
+    #: chamber, "D" running district, "X" offline district; a "+" suffix marks a conduit
     sites: list[list[str]]
     supports: dict[str, str]
     conduits: list[str]
