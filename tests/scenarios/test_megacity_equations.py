@@ -257,6 +257,7 @@ def test_the_air_target_and_district_airflow_are_what_the_text_says(
     after = rules.step(state, WAIT).state
     target = max(0, min(100, base + len(cells) * per * (min(strength, cap) - demand)))
     assert shown(after)["air_target"] == target
+    assert shown(after)["district_airflow"] == {cell_name(c): strength for c in cells}
     assert after.air == state.air + max(-rate, min(rate, target - state.air))
     weak = [(c, "the air circulation is too weak") for c in cells]
     assert list(after.offline) == ([] if strength >= least else weak)

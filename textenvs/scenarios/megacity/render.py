@@ -194,6 +194,10 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
         "steps_left": STEP_BUDGET - steps_used,
         "districts": len(state.districts),
         "district_cells": list(districts),
+        "district_airflow": {
+            name: p.strength(field[r][c])
+            for name, (c, r) in zip(districts, state.districts, strict=True)
+        },
         "offline": [f"{cell_name(cell)} ({why})" for cell, why in state.offline],
         "breach": state.breach or None,
         "integrity": state.integrity,
@@ -315,15 +319,9 @@ WITHHELD_NOTE = (
 
 
 def _district_airflow(obs: dict[str, Any]) -> str:
-    """ " (airflow: B3 4, D2 6)": each district's airflow strength, what its air needs."""
-    if not obs["district_cells"]:
-        return ""
-    strengths = obs["airflow_strength"]  # north row first
-    shown = [
-        f"{name} {strengths[SIZE - int(name[1:])][COLS.index(name[0])]}"
-        for name in obs["district_cells"]
-    ]
-    return f" (airflow: {', '.join(shown)})"
+    """Each district's airflow strength, which its running and the air target depend on."""
+    shown = ", ".join(f"{cell} {value}" for cell, value in obs["district_airflow"].items())
+    return f" (airflow: {shown})" if shown else ""
 
 
 def render(obs: dict[str, Any]) -> str:

@@ -23,7 +23,8 @@ def _materials() -> str:
 
 
 def _reversed_steps() -> str:
-    """ "8-15, 24-31 and 40": the step counts at which the base field is reversed."""
+    """The steps (as the observation counts them) at which the base field is reversed,
+    read off `phase_sign`: "8-15, 24-31 and 40"."""
     reversed_ = [t for t in range(STEP_BUDGET + 1) if p.phase_sign(t) < 0]
     spans: list[list[int]] = []
     for t in reversed_:

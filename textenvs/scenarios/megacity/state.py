@@ -161,6 +161,8 @@ class MegacityObservation(VariantObservation):
     steps_left: int
     districts: int
     district_cells: list[str]
+    #: each district's airflow strength, e.g. {"B3": 4}
+    district_airflow: dict[str, int]
     #: districts that could not run after the last step, e.g. "B3 (air circulation too weak)"
     offline: list[str]
     #: why victory is forfeited, or None while every threshold has held
