@@ -273,19 +273,22 @@ def test_power_is_what_the_text_says_from_the_step_a_conduit_is_laid() -> None:
     """The issue's case: extending a tap by two seam cells shows +3, not +7, because the
     change shown includes the conduit's cost; generation itself counts at once."""
     base_gen, tap, draw, draw_near, top = numbers(POWER, equation("Power and conduits"))
-    cost = rules.p.COSTS["conduit"]
     state = world(0, 0)
+    cost = next(c["cost"] for c in shown(state)["components"] if c["name"] == "conduit")
     row_seam = state.seams[0].cells
     one = rules.step(state, Action("conduit", (row_seam[1],))).state
     three = rules.step(one, Action("conduit", row_seam[:3])).state
-    assert three.power_net == base_gen + 3 * tap - 2 * cost == 3
+    generation = base_gen + 3 * tap
+    assert three.power_net == generation - 2 * cost == 3
     observation = shown(three)
-    assert (observation["power_generation"], observation["power_draw"]) == (7, 0)
-    assert "last step +3 with costs; generation 7, draw 0 a step" in render.render(observation)
+    assert (observation["power_generation"], observation["power_draw"]) == (generation, 0)
+    assert f"last step +3 with costs; generation {generation}, draw 0 a step" in render.render(
+        observation
+    )
     near, far = row_seam[3], (0, 4) if row_seam[0][1] != 4 else (0, 0)
     city = replace(three, districts=(near, far), chambers=(near, far), power=top - 2)
     after = rules.step(city, WAIT).state
-    assert after.power == min(top, city.power + 7 - draw_near - draw)
+    assert after.power == min(top, city.power + generation - draw_near - draw)
     poor = replace(city, power=0, conduits=())
     out = rules.step(poor, WAIT).state
     assert out.brownout and out.power == 0 and len(out.offline) == 2
