@@ -93,7 +93,7 @@ def rebuild(obs: dict[str, Any]) -> MegacityState:
         seams=parse_seams(obs["seams"]),
         faults=tuple(parse_cell(f) for f in obs["faults"]),
         base_flow=base,
-        chambers=tuple(c for c in order if sites[c].rstrip("+") != "."),
+        chambers=tuple(c for c in order if sites[c].rstrip("+") not in (".", "|")),
         supports=tuple(
             sorted(((parse_cell(k), m) for k, m in obs["supports"].items()), key=_order)
         ),

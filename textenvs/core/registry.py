@@ -51,7 +51,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "megacity",
-        "textenvs/Megacity-v5",
+        "textenvs/Megacity-v6",
         "textenvs.scenarios.megacity.env:MegacityEnv",
         "Subterranean Megacity",
     ),

@@ -50,7 +50,7 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v5`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v6`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,
@@ -89,13 +89,15 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     `{"action": "support", "cells": ["C2"], "material": "basalt"}`.
 
     ## Observation
-    Step, districts (offline ones with the reason), integrity, air, power (and its last
-    change, brownout flag), whether the thresholds still hold (or why victory is
-    forfeited), the last step's report, the 5x5 stress map, the sites map
-    (rock/chamber/supported/running or offline district, conduits), supports, conduits and
-    shafts, the airflow field per cell (`E2N1` = 2 east and 1 north, strength 3), the
-    geology once scanned, the components with power costs and qualitative descriptors
-    (locked ones marked), research progress with each rule's status and revealed text.
+    Step, districts (each with its airflow strength; offline ones with the reason),
+    integrity, air and its target, power (its last change with the action's cost, the
+    generation and the districts' draw per step, brownout flag), whether the thresholds
+    still hold (or why victory is forfeited), the last step's report, the 5x5 stress map,
+    the sites map (rock/column in undug rock/chamber/supported/running or offline
+    district, conduits), supports, conduits and shafts, the airflow field per cell
+    (`E2N1` = 2 east and 1 north, strength 3), the geology once scanned, the components
+    with power costs and qualitative descriptors (locked ones marked), research progress
+    with each rule's status and revealed text.
     Never the equations before research decodes them. `info["observation"]` holds the
     same as a `MegacityObservation`.
 
@@ -224,11 +226,19 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       current with crosswinds at 0, 1 and 3; level 2 draws v3's and v4's maps for every
       seed. Physics, costs, rewards, rendering and reading unchanged (v4's reading). Bands,
       baselines and what the planner's victories need published per level (seeds 0-499).
+    - v6 (issue 43): the research and rules texts say exactly what the physics does (each
+      seam's sideways load once: 20 through the cell, else 10 beside it; the fault load
+      is the dug cell's; seam flow rounded down, row seam first; the field reversed at
+      the steps shown 8-15, 24-31 and 40, not "after"; generation from the step a conduit
+      is laid, the shown power change includes the action's cost; six districts must run,
+      not every one). The observation adds the air target, each district's airflow
+      strength, power generated and drawn per step, and shows a column in undug rock as
+      `|` (v5: `.`). Physics, costs, rewards, maps and reading unchanged.
     """
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "5"
+    version = "6"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation

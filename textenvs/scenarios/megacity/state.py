@@ -161,19 +161,27 @@ class MegacityObservation(VariantObservation):
     steps_left: int
     districts: int
     district_cells: list[str]
+    #: each district's airflow strength, e.g. {"B3": 4}
+    district_airflow: dict[str, int]
     #: districts that could not run after the last step, e.g. "B3 (air circulation too weak)"
     offline: list[str]
     #: why victory is forfeited, or None while every threshold has held
     breach: str | None
     integrity: int
     air: int
+    #: where the air index is heading at the airflow shown
+    air_target: int
     power: int
+    #: change of storage over the last step, the action's cost included
     power_net: int
+    #: power generated and drawn by the districts per step, as built now
+    power_generation: int
+    power_draw: int
     brownout: bool
     #: SIZE rows, row 5 (north) first; each row runs A to E
     stress: list[list[int]]
-    #: per cell: "." solid rock, "o" chamber, "S" supported chamber, "D" running district,
-    #: "X" offline district; a "+" suffix marks a conduit; supports listed separately
+    #: per cell: "." solid rock, "|" a column in undug rock, "o" chamber, "S" supported
+    #: chamber, "D" running district, "X" offline district; a "+" suffix marks a conduit
     sites: list[list[str]]
     supports: dict[str, str]
     conduits: list[str]
