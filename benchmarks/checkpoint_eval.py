@@ -1,6 +1,6 @@
 """Evaluating a model directory: `textenvs eval --agent llm --model DIR`, timed.
 
-The directory is served on loopback by the checkpoint server (`training/serving.py`)
+The directory is served on loopback by the checkpoint server (`inference/serving.py`)
 exactly as the command does it; this runs the command in-process over the first
 `--episodes` seeds and reports episodes a minute, replies a minute and the tokens of a
 reply. A trained checkpoint's own settings apply; a plain model directory plays

@@ -141,6 +141,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        from textenvs.inference import models
         from textenvs.training import run as training
     except ImportError as exc:
         missing = getattr(exc, "name", None) or str(exc)
@@ -149,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
             f"training needs the [train] extra ({missing} is missing): "
             "pip install 'textenvs[train]'",
         ) from None
-    training.quiet_libraries()
+    models.quiet_libraries()
     try:
         settings = training.settings_from(
             env=args.env,

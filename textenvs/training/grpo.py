@@ -34,9 +34,10 @@ from textenvs.agents.llm import context
 from textenvs.core import registry
 from textenvs.evals import bands
 from textenvs.evals.plan import seed_ranges
-from textenvs.training import curve, models
-from textenvs.training.chat import ChatTokens
-from textenvs.training.generation import Sampling
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens
+from textenvs.inference.generation import Sampling
+from textenvs.training import curve
 from textenvs.training.rollouts import EnvFactory, Rollout, Timing, play
 
 CHECKPOINTS = "checkpoints"

@@ -4,9 +4,7 @@ written (what `textenvs train` does)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +17,13 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from transformers.utils import logging as transformers_logging
 
 import textenvs
 from textenvs.adapters.conversation import conversation_settings
 from textenvs.evals.plan import parse_seeds, resolve_envs
-from textenvs.training import curve, grpo, models
-from textenvs.training.chat import ChatTokens, TemplateError
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens, TemplateError
+from textenvs.training import curve, grpo
 from textenvs.training.grpo import BASE, CHECKPOINTS, FINAL, TrainSettings
 from textenvs.training.rollouts import EnvFactory
 
@@ -83,19 +81,9 @@ def env_factory(settings: TrainSettings) -> EnvFactory:
     return openenv_factory(settings.env_url)
 
 
-def quiet_libraries() -> None:
-    """Keep the libraries' own chatter off the terminal: their progress bars, TRL's
-    notice that `rollout_func` is experimental (this package uses it on purpose), and
-    deprecation notices between TRL and transformers that no option here can change."""
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    transformers_logging.disable_progress_bar()
-    transformers_logging.set_verbosity_error()
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|trl)\b")
-
-
 def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
     """Run GRPO as `settings` say into `out`; the final checkpoint's folder."""
-    quiet_libraries()
+    models.quiet_libraries()
     console = Console(stderr=True)
     checkpoint = _prepare(settings, out, resume)
     try:
