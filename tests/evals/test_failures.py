@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from textenvs.agents import make_agent
 from textenvs.agents.base import Agent, Decision
 from textenvs.cli import main

@@ -10,7 +10,7 @@ from urllib.parse import quote, quote_plus, urlsplit
 
 import pytest
 
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, http_error, text
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, http_error, text
 from textenvs.cli import main
 from textenvs.core.redact import (
     Scrubber,

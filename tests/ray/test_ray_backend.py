@@ -21,8 +21,8 @@ pytest.importorskip("ray")
 
 import ray
 
-from tests.ray.cluster import LocalCluster
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
+from benchmarks.support.ray_cluster import LocalCluster
 from textenvs.agents import make_agent
 from textenvs.agents.llm.config import NODE_IP_ENV, LLMConfig
 from textenvs.evals import runner, store
@@ -141,7 +141,7 @@ def test_llm_eval_survives_a_killed_actor(cluster: LocalCluster, tmp_path: Path)
 
 
 def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
-    from tests.ray.cluster import free_port
+    from benchmarks.support.ray_cluster import free_port
 
     done = cli_eval(tmp_path / "run", "--agent", "random", "--seeds", "0", "--backend", "ray",
                     "--ray-address", f"127.0.0.1:{free_port()}")  # fmt: skip

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import textenvs
-from tests.support.openai_server import OpenAIServer, RecordedRequest, text, tool_call
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, text, tool_call
 from textenvs.agents.llm import LLMAgent
 from textenvs.evals import runner, store
 from textenvs.evals.episode import EpisodeResult
