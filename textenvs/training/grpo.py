@@ -32,17 +32,13 @@ from textenvs.adapters.conversation import conversation_settings
 from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm import context
 from textenvs.core import registry
-from textenvs.evals import bands
+from textenvs.evals import bands, run_folder
 from textenvs.evals.plan import seed_ranges
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Sampling
 from textenvs.training import curve
 from textenvs.training.rollouts import EnvFactory, Rollout, Timing, play
-
-CHECKPOINTS = "checkpoints"
-BASE = "base"
-FINAL = "final"
 
 
 @dataclass
@@ -227,7 +223,7 @@ def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
             f"({settings.micro_batch})"
         )
     return GRPOConfig(
-        output_dir=str(out / CHECKPOINTS),
+        output_dir=str(out / run_folder.CHECKPOINTS),
         max_steps=settings.steps,
         learning_rate=settings.learning_rate,
         num_generations=settings.group_size,

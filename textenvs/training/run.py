@@ -20,14 +20,13 @@ from rich.progress import (
 
 import textenvs
 from textenvs.adapters.conversation import conversation_settings
+from textenvs.evals import run_folder
 from textenvs.evals.plan import parse_seeds, resolve_envs
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens, TemplateError
 from textenvs.training import curve, grpo
-from textenvs.training.grpo import BASE, CHECKPOINTS, FINAL, TrainSettings
+from textenvs.training.grpo import TrainSettings
 from textenvs.training.rollouts import EnvFactory
-
-SETTINGS_FILE = "settings.json"
 
 
 class TrainingError(ValueError):
@@ -92,8 +91,9 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
     except (models.ModelError, TemplateError) as exc:
         raise TrainingError(str(exc)) from None
     if checkpoint is None:
-        console.print(f"saving the starting weights to {out / BASE}/ (evaluate them as 'before')")
-        models.save(model, tokenizer, out / BASE, settings.record() | {"step": 0})
+        base = out / run_folder.BASE
+        console.print(f"saving the starting weights to {base}/ (evaluate them as 'before')")
+        models.save(model, tokenizer, base, settings.record() | {"step": 0})
     progress = Progress(
         TextColumn("[bold]GRPO {task.description}"),
         BarColumn(),
@@ -124,8 +124,9 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
     except TemplateError as exc:
         raise TrainingError(str(exc)) from None
     trained = trainer.accelerator.unwrap_model(trainer.model)
-    models.save(trained, tokenizer, out / FINAL, settings.record() | {"step": settings.steps})
-    return out / FINAL
+    final = out / run_folder.FINAL
+    models.save(trained, tokenizer, final, settings.record() | {"step": settings.steps})
+    return final
 
 
 def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:
@@ -135,7 +136,7 @@ def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:
 
 def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
     """Check the run folder; the checkpoint to resume from (None: a new run)."""
-    saved = out / SETTINGS_FILE
+    saved = out / run_folder.SETTINGS
     record = settings.record()
     if resume:
         if not saved.is_file():
@@ -154,13 +155,13 @@ def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
     elif out.exists() and any(out.iterdir()):
         raise TrainingError(f"--out {out} is not empty (use --resume to go on with its run)")
     out.mkdir(parents=True, exist_ok=True)
-    (out / curve.CURVE_FILE).unlink(missing_ok=True)
+    (out / run_folder.CURVE).unlink(missing_ok=True)
     saved.write_text(json.dumps(record, indent=2) + "\n")
     return None
 
 
 def latest_checkpoint(out: Path) -> Path | None:
-    found = [p for p in (out / CHECKPOINTS).glob("checkpoint-*") if p.is_dir()]
+    found = [p for p in (out / run_folder.CHECKPOINTS).glob("checkpoint-*") if p.is_dir()]
     return max(found, key=_step_of, default=None)
 
 
