@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from textenvs.evals import store
+from textenvs.evals import run_folder, store
 from textenvs.evals.bands import band_for, load_bands, scenario_label
 from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Record, key_of, summarize_by_env
@@ -74,7 +74,7 @@ class Run:
 def load_run(path: Path, bands: dict[str, Any] | None = None) -> Run:
     config = store.read_config(path)
     if config is None:
-        raise store.RunDirError(f"{path} is not an eval run (no {store.CONFIG})")
+        raise store.RunDirError(f"{path} is not an eval run (no {run_folder.CONFIG})")
     seen: dict[tuple[str, int, int], Record] = {}
     for record in store.read_episodes(path):
         seen.setdefault(key_of(record), record)

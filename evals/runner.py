@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from textenvs.core.redact import redact_data
-from textenvs.evals import store, trials
+from textenvs.evals import run_folder, store, trials
 from textenvs.evals.episode import EpisodeResult
 from textenvs.evals.failures import FailFast
 from textenvs.evals.learning import learning_curves
@@ -225,5 +225,5 @@ def write_summary(
     }
     if config.get("trials", 1) > 1:
         summary["learning"] = learning_curves(records)
-    store.write_json_atomic(run_dir / store.SUMMARY, summary)
+    store.write_json_atomic(run_dir / run_folder.SUMMARY, summary)
     return summary

@@ -1,14 +1,4 @@
-"""The on-disk layout of one eval run, crash-safe and resumable.
-
-```
-DIR/config.json          everything needed to rerun (written atomically)
-DIR/episodes.jsonl       one JSON line per finished episode, appended + flushed + fsynced
-DIR/trajectories/<env>-<seed>-<episode>.json   every turn of that episode
-DIR/summary.json         per-env statistics (written atomically)
-DIR/dropped.jsonl        lines a resume took out of episodes.jsonl (retried errors, duplicates,
-                         the trials of a trial group that did not finish)
-DIR/.lock                the advisory lock of the process writing the run
-```
+"""One eval run on disk, crash-safe and resumable (its files: `run_folder.py`).
 
 A line reaches `episodes.jsonl` only after its trajectory file is in place, so every
 recorded episode has its turns. A SIGKILL can leave at most one torn (newline-less)
@@ -29,18 +19,12 @@ from typing import Any
 from textenvs.agents.base import AGENT_ERROR
 from textenvs.evals import trials
 from textenvs.evals.metrics import Key, Record, key_of
+from textenvs.evals.run_folder import CONFIG, DROPPED, EPISODES, LOCK, TRAJECTORIES
 
 try:
     import fcntl
 except ImportError:  # not POSIX: runs are not locked
     fcntl = None  # type: ignore[assignment]
-
-CONFIG = "config.json"
-EPISODES = "episodes.jsonl"
-SUMMARY = "summary.json"
-DROPPED = "dropped.jsonl"
-LOCK = ".lock"
-TRAJECTORIES = "trajectories"
 
 # Config entries that may change between a run and its resume (they do not change
 # what an episode is).

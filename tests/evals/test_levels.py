@@ -17,7 +17,7 @@ import pytest
 import textenvs
 from textenvs.agents import make_agent
 from textenvs.core.registry import episode_level
-from textenvs.evals import runner, store
+from textenvs.evals import run_folder, runner, store
 from textenvs.evals.bands import band_for, load_bands, scenario_label
 from textenvs.evals.export import ExportFilter, export
 from textenvs.evals.metrics import summarize_by_env
@@ -67,13 +67,13 @@ def test_runs_record_label_and_score_their_level(tmp_path: Path) -> None:
     easy = run(tmp_path / "easy", "megacity", "random", [0, 1], {"level": 0})
     plain = run(tmp_path / "plain", "megacity", "random", [0, 1], {})
     hard_mf = run(tmp_path / "mf", "magnetic-field", "scripted", [0, 1], {"level": 3})
-    config = json.loads((easy / store.CONFIG).read_text())
+    config = json.loads((easy / run_folder.CONFIG).read_text())
     assert config["levels"] == {"megacity": 0} and config["env_options"] == {"level": 0}
-    assert json.loads((plain / store.CONFIG).read_text())["levels"] == {"megacity": 2}
+    assert json.loads((plain / run_folder.CONFIG).read_text())["levels"] == {"megacity": 2}
     assert all(r["level"] == 0 for r in store.read_episodes(easy))
-    summary = json.loads((easy / store.SUMMARY).read_text())["by_env"]["megacity"]
+    summary = json.loads((easy / run_folder.SUMMARY).read_text())["by_env"]["megacity"]
     assert summary["level"] == 0
-    mf = json.loads((hard_mf / store.SUMMARY).read_text())["by_env"]["magnetic-field"]
+    mf = json.loads((hard_mf / run_folder.SUMMARY).read_text())["by_env"]["magnetic-field"]
     assert mf["level"] == 3 and mf["normalised"] == 1.0  # against level 3's band
 
     out = tmp_path / "report"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from textenvs.agents import make_agent
-from textenvs.evals import runner, store
+from textenvs.evals import run_folder, runner, store
 from textenvs.evals.metrics import compare
 from textenvs.evals.report import default_out, load_run, write_report
 from textenvs.evals.transcript import TRANSCRIPTS
@@ -263,7 +263,7 @@ def test_no_token_or_cost_columns_for_agents_without_tokens(
     from textenvs.cli.eval_output import results_table
 
     console = Console(record=True, width=200)
-    summary = json.loads((report[0] / store.SUMMARY).read_text())
+    summary = json.loads((report[0] / run_folder.SUMMARY).read_text())
     console.print(results_table(summary, "scripted"))
     text = console.export_text()
     assert "score" in text and "$/ep" not in text and "tokens/ep" not in text

@@ -10,11 +10,11 @@ import textenvs
 from textenvs.adapters.conversation import conversation_settings
 from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.cli import main
+from textenvs.inference.chat import ChatTokens
+from textenvs.inference.generation import Sampling
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.training import curve
-from textenvs.training.chat import ChatTokens
-from textenvs.training.generation import Sampling
 from textenvs.training.remote import openenv_factory
 from textenvs.training.rollouts import play
 

@@ -9,8 +9,8 @@ import torch
 import textenvs
 from textenvs.adapters.conversation import Conversation, conversation_settings
 from textenvs.adapters.episodes import EpisodeSpec
-from textenvs.training.chat import ChatTokens, GrowingChat, TemplateError
-from textenvs.training.generation import Sampling
+from textenvs.inference.chat import ChatTokens, GrowingChat, TemplateError
+from textenvs.inference.generation import Sampling
 from textenvs.training.rollouts import TURN_LIMIT, play
 
 SAMPLING = Sampling(max_new_tokens=10, temperature=1.0)

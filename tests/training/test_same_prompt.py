@@ -14,8 +14,8 @@ from textenvs.adapters.conversation import conversation_settings
 from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm.context import budget_under
 from textenvs.cli import main
-from textenvs.training.chat import ChatTokens
-from textenvs.training.generation import Sampling
+from textenvs.inference.chat import ChatTokens
+from textenvs.inference.generation import Sampling
 from textenvs.training.rollouts import play
 
 REPLY_TOKENS = 10

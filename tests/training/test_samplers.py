@@ -18,9 +18,9 @@ import torch
 import textenvs
 from textenvs.adapters.conversation import conversation_settings
 from textenvs.adapters.episodes import EpisodeSpec
+from textenvs.inference.chat import ChatTokens
+from textenvs.inference.generation import Sampling
 from textenvs.training import grpo
-from textenvs.training.chat import ChatTokens
-from textenvs.training.generation import Sampling
 from textenvs.training.rollouts import play
 from textenvs.training.run import TrainingError, settings_from
 from textenvs.training.samplers import (

@@ -14,8 +14,8 @@ from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents import make_agent
 from textenvs.cli import main
 from textenvs.evals.episode import run_episode
-from textenvs.training import models
-from textenvs.training.chat import ChatTokens
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens
 from textenvs.training.demonstrations import IGNORED, demonstrate, reply_for
 
 SETTINGS = conversation_settings(prompt_budget=7000)

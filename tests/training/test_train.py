@@ -10,7 +10,8 @@ from safetensors.torch import load_file
 
 from textenvs.cli import main
 from textenvs.evals.plan import parse_seeds
-from textenvs.training import curve, models
+from textenvs.inference import models
+from textenvs.training import curve
 
 STEPS = ["--steps", "2", "--max-turns", "3", "--group-size", "4", "--seeds-per-step", "1"]
 SMALL = ["--micro-batch", "2", "--max-tokens", "10", "--learning-rate", "1e-2"]

@@ -2,7 +2,7 @@
 checkpoint among them) through the same agent, runner and parser as any model.
 
 With no `--base-url`, the directory is served on loopback for the command
-(`training.serving`, an OpenAI-compatible endpoint) and the agent talks to it. A
+(`inference.serving`, an OpenAI-compatible endpoint) and the agent talks to it. A
 checkpoint of `textenvs train` carries how it was trained: its conversation settings and
 reply limit become the defaults (a model is evaluated under the prompt it trained on),
 and playing it on its own training seeds is refused.
@@ -52,7 +52,7 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
         yield
         return
     try:
-        from textenvs.training import models, serving
+        from textenvs.inference import models, serving
     except ImportError as exc:
         raise fail(
             args, f"--model {args.model} (a model directory) needs the [train] extra "

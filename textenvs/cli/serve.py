@@ -8,14 +8,14 @@ import os
 import resource
 import sys
 
-from textenvs.cli.numbers import (
+from textenvs.cli.web import add_record_arguments, recorder_from_args
+from textenvs.core.numbers import (
     bounded,
     non_negative_float,
     port,
     positive_float,
     positive_int,
 )
-from textenvs.cli.web import add_record_arguments, recorder_from_args
 from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
 from textenvs.service.reading import DEFAULT_TIMEOUT_S
 from textenvs.service.sockets import DEFAULT_SOCKET_IDLE_S

@@ -14,6 +14,7 @@ from textenvs.cli.common import (
     fail,
     positive,
 )
+from textenvs.evals import run_folder
 from textenvs.evals.plan import seed_ranges
 
 DEFAULT_SEEDS = "1000-9999"
@@ -177,6 +178,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        from textenvs.inference import models
         from textenvs.training import run as training
     except ImportError as exc:
         missing = getattr(exc, "name", None) or str(exc)
@@ -185,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             f"training needs the [train] extra ({missing} is missing): "
             "pip install 'textenvs[train]'",
         ) from None
-    training.quiet_libraries()
+    models.quiet_libraries()
     try:
         settings = training.settings_from(
             env=args.env,
@@ -218,11 +220,12 @@ def run(args: argparse.Namespace) -> int:
         final = training.train(settings, args.out, resume=args.resume)
     except training.TrainingError as exc:
         raise fail(args, str(exc)) from None
-    print(f"trained model in {final}/ (a transformers directory); curve in {args.out}/curve.csv")
+    curve, base = args.out / run_folder.CURVE, args.out / run_folder.BASE
+    print(f"trained model in {final}/ (a transformers directory); curve in {curve}")
     seeds = seed_ranges(settings.eval_seeds)
     print(
         "evaluate it on held-out seeds with:\n"
-        f"  textenvs eval --env {settings.env} --agent llm --model {args.out}/base "
+        f"  textenvs eval --env {settings.env} --agent llm --model {base} "
         f"--seeds {seeds} --out runs/{args.out.name}-before\n"
         f"  textenvs eval --env {settings.env} --agent llm --model {final} "
         f"--seeds {seeds} --out runs/{args.out.name}-after\n"

@@ -15,12 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from textenvs.evals import bands, plots, skills
+from textenvs.evals import bands, plots, run_folder, skills
 from textenvs.evals.pdf import svg_to_pdf
 from textenvs.training.rollouts import Rollout, Timing
-
-CURVE_FILE = "curve.csv"
-FIGURES = "figures"
 
 COLUMNS = [
     "step",
@@ -120,7 +117,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def append(out: Path, values: dict[str, Any]) -> None:
     """Add a row to `out/curve.csv` (a header first in a new file)."""
-    path = out / CURVE_FILE
+    path = out / run_folder.CURVE
     fields = COLUMNS + sorted(k for k in values if k not in COLUMNS)
     new = not path.exists()
     if not new:
@@ -142,7 +139,7 @@ def _cell(value: Any) -> str:
 
 
 def read(out: Path) -> list[dict[str, float | None]]:
-    path = out / CURVE_FILE
+    path = out / run_folder.CURVE
     if not path.exists():
         return []
     with path.open(newline="") as handle:
@@ -154,7 +151,7 @@ def read(out: Path) -> list[dict[str, float | None]]:
 
 def keep_until(out: Path, step: int) -> None:
     """Drop the rows after `step` (a run resumed from that checkpoint writes them again)."""
-    path = out / CURVE_FILE
+    path = out / run_folder.CURVE
     if not path.exists():
         return
     with path.open(newline="") as handle:
@@ -167,7 +164,7 @@ def keep_until(out: Path, step: int) -> None:
 def write_charts(out: Path, title: str) -> list[Path]:
     """The curve's charts as `out/figures/curve-<column>.svg` and `.pdf`."""
     rows = read(out)
-    folder = out / FIGURES
+    folder = out / run_folder.FIGURES
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for column, label in CHARTS:

@@ -23,7 +23,7 @@ from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents import make_agent
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.evals.episode import EpisodeResult, run_episode
-from textenvs.training.chat import ChatTokens, GrowingChat
+from textenvs.inference.chat import ChatTokens, GrowingChat
 from textenvs.training.rollouts import EnvFactory
 
 #: the label of a token not trained on (the loss ignores it)

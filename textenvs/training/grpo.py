@@ -34,17 +34,14 @@ from textenvs.adapters.conversation import conversation_settings
 from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm import context
 from textenvs.core import registry
-from textenvs.evals import bands
+from textenvs.evals import bands, run_folder
 from textenvs.evals.plan import seed_ranges
-from textenvs.training import curve, models
-from textenvs.training.chat import ChatTokens
-from textenvs.training.generation import Sampling
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens
+from textenvs.inference.generation import Sampling
+from textenvs.training import curve
 from textenvs.training.rollouts import EnvFactory, Rollout, Timing, play
 from textenvs.training.samplers import PromptSampler, trl_vllm_generator
-
-CHECKPOINTS = "checkpoints"
-BASE = "base"
-FINAL = "final"
 
 
 @dataclass
@@ -268,7 +265,7 @@ def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
 def trainer_arguments(settings: TrainSettings, out: Path) -> dict[str, Any]:
     """The arguments every trainer of a run takes alike (GRPO's and SFT's)."""
     return {
-        "output_dir": str(out / CHECKPOINTS),
+        "output_dir": str(out / run_folder.CHECKPOINTS),
         "max_steps": settings.steps,
         "learning_rate": settings.learning_rate,
         "use_cpu": not torch.cuda.is_available(),

@@ -29,8 +29,8 @@ from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.evals import skills
 from textenvs.evals.episode import FAILURE, SUCCESS, TIMEOUT, EpisodeResult, Turn
-from textenvs.training.chat import ChatTokens, GrowingChat
-from textenvs.training.generation import Grammar, Reply, Sampling, Sequences
+from textenvs.inference.chat import ChatTokens, GrowingChat
+from textenvs.inference.generation import Grammar, Reply, Sampling, Sequences
 from textenvs.training.samplers import Sampler
 
 #: outcome of an episode the trainer stopped at its turn limit (`max_turns`)

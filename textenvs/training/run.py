@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +19,17 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from transformers.utils import logging as transformers_logging
 
 import textenvs
 from textenvs.adapters.conversation import conversation_settings
+from textenvs.evals import run_folder
 from textenvs.evals.plan import parse_seeds, resolve_envs
-from textenvs.training import curve, grpo, models
-from textenvs.training.chat import ChatTokens, TemplateError
-from textenvs.training.grpo import BASE, CHECKPOINTS, FINAL, TrainSettings
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens, TemplateError
+from textenvs.training import curve, grpo
+from textenvs.training.grpo import TrainSettings
 from textenvs.training.rollouts import EnvFactory
 
-SETTINGS_FILE = "settings.json"
 #: agents whose episodes `--method sft` can imitate
 DEMONSTRATORS = ("scripted", "learner", "random")
 
@@ -109,19 +107,9 @@ def env_factory(settings: TrainSettings) -> EnvFactory:
     return openenv_factory(settings.env_url)
 
 
-def quiet_libraries() -> None:
-    """Keep the libraries' own chatter off the terminal: their progress bars, TRL's
-    notice that `rollout_func` is experimental (this package uses it on purpose), and
-    deprecation notices between TRL and transformers that no option here can change."""
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    transformers_logging.disable_progress_bar()
-    transformers_logging.set_verbosity_error()
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|trl)\b")
-
-
 def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
     """Run GRPO as `settings` say into `out`; the final checkpoint's folder."""
-    quiet_libraries()
+    models.quiet_libraries()
     console = Console(stderr=True)
     checkpoint = _prepare(settings, out, resume)
     try:
@@ -130,8 +118,9 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
     except (models.ModelError, TemplateError) as exc:
         raise TrainingError(str(exc)) from None
     if checkpoint is None:
-        console.print(f"saving the starting weights to {out / BASE}/ (evaluate them as 'before')")
-        models.save(model, tokenizer, out / BASE, settings.record() | {"step": 0})
+        base = out / run_folder.BASE
+        console.print(f"saving the starting weights to {base}/ (evaluate them as 'before')")
+        models.save(model, tokenizer, base, settings.record() | {"step": 0})
     progress = Progress(
         TextColumn(f"[bold]{settings.method.upper()} {{task.description}}"),
         BarColumn(),
@@ -166,8 +155,9 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
     except TemplateError as exc:
         raise TrainingError(str(exc)) from None
     trained = trainer.accelerator.unwrap_model(trainer.model)
-    models.save(trained, tokenizer, out / FINAL, settings.record() | {"step": settings.steps})
-    return out / FINAL
+    final = out / run_folder.FINAL
+    models.save(trained, tokenizer, final, settings.record() | {"step": settings.steps})
+    return final
 
 
 def _sft_trainer(
@@ -206,7 +196,7 @@ def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:
 
 def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
     """Check the run folder; the checkpoint to resume from (None: a new run)."""
-    saved = out / SETTINGS_FILE
+    saved = out / run_folder.SETTINGS
     record = settings.record()
     if resume:
         if not saved.is_file():
@@ -230,13 +220,13 @@ def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
     elif out.exists() and any(out.iterdir()):
         raise TrainingError(f"--out {out} is not empty (use --resume to go on with its run)")
     out.mkdir(parents=True, exist_ok=True)
-    (out / curve.CURVE_FILE).unlink(missing_ok=True)
+    (out / run_folder.CURVE).unlink(missing_ok=True)
     saved.write_text(json.dumps(record, indent=2) + "\n")
     return None
 
 
 def latest_checkpoint(out: Path) -> Path | None:
-    found = [p for p in (out / CHECKPOINTS).glob("checkpoint-*") if p.is_dir()]
+    found = [p for p in (out / run_folder.CHECKPOINTS).glob("checkpoint-*") if p.is_dir()]
     return max(found, key=_step_of, default=None)
 
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import torch
 from transformers import PreTrainedModel
 
-from textenvs.training.generation import Grammar, Reply, Sampling
+from textenvs.inference.generation import Grammar, Reply, Sampling
 
 #: prompts (token ids, one list per episode) -> per prompt, the completion's token ids
 #: and each one's log-probability

@@ -19,8 +19,9 @@ from trl import SFTConfig, SFTTrainer
 from textenvs.adapters.conversation import conversation_settings
 from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm import context
-from textenvs.training import grpo, models
-from textenvs.training.chat import ChatTokens
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens
+from textenvs.training import grpo
 from textenvs.training.demonstrations import IGNORED, Demonstration, demonstrations
 from textenvs.training.rollouts import EnvFactory
 
