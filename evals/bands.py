@@ -6,8 +6,8 @@ estimate; see `textenvs.evals.ceilings`). The bands ship with the package in
 `bands.json`, which records the scenario versions and seeds they came from. A scenario
 with difficulty levels has one band per level (`{"default_level": N, "levels": {"0":
 band, ...}}`), and a result is read against the band of the level it played
-(`band_for`). Megacity's bands also hold its reference runs per level (the baseline
-policies and what the planner's victories need; `textenvs.evals.megacity_reference`).
+(`band_for`). A band may also hold reference runs the scenario's scripted agents define
+(Megacity's, per level: the baseline policies and what the planner's victories need).
 Regenerate them with one command (every scenario, or only the ones named):
 
     python -m textenvs.evals.bands --seeds 0-999 [--env megacity,...] [--workers 2]
@@ -29,7 +29,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textenvs.agents.base import Agent
+    from textenvs.core.env import TextEnv
 
 BANDS_FILE = Path(__file__).with_name("bands.json")
 
@@ -139,6 +143,17 @@ def band_warnings(
 Play = tuple[str, str, int, dict[str, Any] | None]  # (env, agent, seed, reset options)
 
 
+def play_agent(
+    env: TextEnv[Any, Any], agent: Agent, seed: int, options: dict[str, Any] | None
+) -> tuple[bool, float]:
+    """One episode through the eval loop: (success, return). Reference runs play theirs
+    with it."""
+    from textenvs.evals.episode import run_episode
+
+    result = asyncio.run(run_episode(env, agent, seed, options=options))
+    return result.success, result.total_reward
+
+
 def play_one(task: Play) -> dict[str, Any]:
     """One episode's record (with skills)."""
     import textenvs
@@ -182,15 +197,17 @@ def ceiling_for(env: str, seeds: Sequence[int], scripted: float) -> tuple[float,
 def reference_runs(
     env: str, level: int | None, seeds: Sequence[int], scripted: list[dict[str, Any]], workers: int
 ) -> dict[str, Any]:
-    """A scenario's reference runs beyond random and scripted (Megacity's baselines and
-    what its planner's victories need); {} for the others."""
-    if env != "megacity":
-        return {}
-    from textenvs.evals import megacity_reference
+    """A scenario's reference runs beyond random and scripted, from its scripted agents
+    (`agents.scripted.load_reference`; Megacity's baselines and what its planner's
+    victories need); {} for a scenario without any."""
+    from textenvs.agents.scripted import load_reference
 
+    measure = load_reference(env)
+    if measure is None:
+        return {}
     wins = {int(r["seed"]): bool(r["success"]) for r in scripted}
     note = lambda text: print(f"{env} level {level}: {text}", file=sys.stderr, flush=True)  # noqa: E731
-    return megacity_reference.measure(level, seeds, wins, workers, note)
+    return measure(level, seeds, wins, play_agent, workers, note)
 
 
 def measure_band(

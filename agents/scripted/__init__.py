@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 from textenvs.agents.base import Agent, Decision, EpisodeContext
@@ -19,6 +20,12 @@ POLICIES: dict[str, str] = {
     "em-anomaly": "textenvs.agents.scripted.em_anomaly:EMAnomalyPolicy",
     "squad-recon": "textenvs.agents.scripted.squad_recon:SquadReconPolicy",
     "megacity": "textenvs.agents.scripted.megacity:MegacityPolicy",
+}
+
+# CLI env name -> "module:function" of its reference runs beyond random and scripted, which
+# the bands publish: `measure(level, seeds, planner_wins, play_episode, workers, note)`.
+REFERENCES: dict[str, str] = {
+    "megacity": "textenvs.agents.scripted.megacity_reference:measure",
 }
 
 
@@ -34,10 +41,18 @@ class ScriptedPolicy(ABC):
 
 
 def load_policy(env_name: str) -> type[ScriptedPolicy]:
-    try:
-        module, _, attr = POLICIES[env_name].partition(":")
-    except KeyError:
-        raise ValueError(f"no scripted agent for '{env_name}'") from None
+    if env_name not in POLICIES:
+        raise ValueError(f"no scripted agent for '{env_name}'")
+    return _load(POLICIES[env_name])
+
+
+def load_reference(env_name: str) -> Callable[..., dict[str, Any]] | None:
+    """The scenario's reference runs (`REFERENCES`); None for a scenario without any."""
+    return _load(REFERENCES[env_name]) if env_name in REFERENCES else None
+
+
+def _load(entry_point: str) -> Any:
+    module, _, attr = entry_point.partition(":")
     return getattr(importlib.import_module(module), attr)
 
 

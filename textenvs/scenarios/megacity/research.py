@@ -1,9 +1,11 @@
 """What research reveals, rule by rule: a clue at the first point, the equation at the
-second. Built from the constants in `physics.py`, so the texts cannot drift from them."""
+second. Built from the published numbers (`parameters.PHYSICS`) and the tables in
+`physics.py`, so the texts cannot drift from them."""
 
 from __future__ import annotations
 
 from textenvs.scenarios.megacity import physics as p
+from textenvs.scenarios.megacity.parameters import PHYSICS
 
 M = p.MATERIAL_SPECS
 
@@ -21,7 +23,7 @@ def _materials() -> str:
 
 
 def _reversed_steps() -> str:
-    period = p.REVERSAL_PERIOD
+    period = PHYSICS.reversal_period
     spans = [f"{s}-{s + period - 1}" for s in range(period, 40, 2 * period)]
     return ", ".join(spans) + f" and from step {5 * period} (the final check)"
 
@@ -40,20 +42,20 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "Seams carry stress downstream: upstream seam cells drain over time while the "
         "last cell fills up. A conduit on a cell speeds that and doubles the pull on a "
         "chamber there.",
-        f"Each step every seam cell but the last passes {p.SEAM_FLOW_PCT}% of its stress "
-        f"(x{p.CONDUIT_SEAM_GAIN} with a conduit) to the next one downstream; the last "
-        f"keeps it (max {p.STRESS_MAX}). Sideways load on a chamber = {p.PULL_ON_SEAM} per "
-        f"seam through its cell + {p.PULL_BESIDE_SEAM} per seam through a neighbour, "
-        f"x{p.CONDUIT_SEAM_GAIN} with a conduit on the cell.",
+        f"Each step every seam cell but the last passes {PHYSICS.seam_flow_pct}% of its "
+        f"stress (x{PHYSICS.conduit_seam_gain} with a conduit) to the next one downstream; "
+        f"the last keeps it (max {PHYSICS.stress_max}). Sideways load on a chamber = "
+        f"{PHYSICS.pull_on_seam} per seam through its cell + {PHYSICS.pull_beside_seam} per "
+        f"seam through a neighbour, x{PHYSICS.conduit_seam_gain} with a conduit on the cell.",
     ),
     (
         "Load transfer",
         "Hollowing out a cell loads its four neighbours, but excavating a seam cell "
         "unloads the cells two or more steps away along that seam and the cells beside them.",
-        f"Excavating a cell adds {p.EXCAVATE_NEIGHBOUR_LOAD} stress to each orthogonal "
-        f"neighbour ({p.FAULT_NEIGHBOUR_LOAD} if it is a fault). Along each seam through "
-        f"it, cells 2+ steps away lose {p.SEAM_RELIEF} and the cells beside those lose "
-        f"{p.FLANK_RELIEF}.",
+        f"Excavating a cell adds {PHYSICS.excavate_neighbour_load} stress to each orthogonal "
+        f"neighbour ({PHYSICS.fault_neighbour_load} if it is a fault). Along each seam "
+        f"through it, cells 2+ steps away lose {PHYSICS.seam_relief} and the cells beside "
+        f"those lose {PHYSICS.flank_relief}.",
     ),
     (
         "Airflow",
@@ -61,20 +63,21 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "a reversal. Shafts never reverse: one across the current keeps a district's "
         "strength; one along it cancels in half the periods.",
         f"The base field is reversed after steps {_reversed_steps()}. A shaft adds "
-        f"{p.VENT_MAG} along its direction to each cell from its start to the edge. "
+        f"{PHYSICS.vent_mag} along its direction to each cell from its start to the edge. "
         f"Strength = |east-west| + |north-south|; a district runs at >= "
-        f"{p.DISTRICT_MIN_FLOW}. Air target = {p.AIR_BASE_TARGET} + sum over districts of "
-        f"{p.AIR_PER_FLOW} x (min(strength, {p.FLOW_CAP}) - {p.O2_DEMAND}); air moves "
-        f"toward it by at most {p.AIR_RATE} per step.",
+        f"{PHYSICS.district_min_flow}. Air target = {PHYSICS.air_base_target} + sum over "
+        f"districts of {PHYSICS.air_per_flow} x (min(strength, {PHYSICS.flow_cap}) - "
+        f"{PHYSICS.o2_demand}); air moves toward it by at most {PHYSICS.air_rate} per step.",
     ),
     (
         "Power and conduits",
         "Districts draw power every step, less with a conduit on or beside them. "
         "Conduit cells on a seam generate power; one short tap cannot feed six districts.",
-        f"Generation = {p.POWER_BASE_GEN} + {p.SEAM_TAP} per conduit cell on a seam. A "
-        f"district draws {p.DISTRICT_DRAW} per step ({p.DISTRICT_DRAW_CONNECTED} on or next "
-        f"to a conduit). Laying a conduit on a cell off the seams removes {p.CONDUIT_DAMP} "
-        f"stress from it once. Storage holds {p.POWER_CAP}; demand it cannot cover is a "
+        f"Generation = {PHYSICS.power_base_gen} + {PHYSICS.seam_tap} per conduit cell on a "
+        f"seam. A district draws {PHYSICS.district_draw} per step "
+        f"({PHYSICS.district_draw_connected} on or next to a conduit). Laying a conduit on a "
+        f"cell off the seams removes {PHYSICS.conduit_damp} stress from it once. Storage "
+        f"holds {PHYSICS.power_cap}; demand it cannot cover is a "
         "brownout and every district goes offline.",
     ),
 )
