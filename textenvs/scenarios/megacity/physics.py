@@ -141,33 +141,44 @@ def excavation_transfer(state: MegacityState, cell: Cell) -> Grid:
     return tuple(tuple(row) for row in grid)
 
 
-@lru_cache(maxsize=1024)
 def relief_from(
     physics: Physics, seams: tuple[Seam, ...], cell: Cell
 ) -> tuple[tuple[Cell, int], ...]:
     """(cell, stress removed) for every cell that excavating `cell` relieves."""
+    return _relief(physics.seam_relief, physics.flank_relief, seams, cell)
+
+
+# Memoised helpers take the numbers they use, not the whole `Physics`: ints hash at once.
+@lru_cache(maxsize=1024)
+def _relief(
+    seam_relief: int, flank_relief: int, seams: tuple[Seam, ...], cell: Cell
+) -> tuple[tuple[Cell, int], ...]:
     out: list[tuple[Cell, int]] = []
     for seam in seams:
         if cell not in seam.cells:
             continue
         at = seam.cells.index(cell)
         for far in seam.cells[at + 2 :] + seam.cells[: max(0, at - 1)]:
-            out.append((far, physics.seam_relief))
-            out += [(n, physics.flank_relief) for n in neighbours(far) if n not in seam.cells]
+            out.append((far, seam_relief))
+            out += [(n, flank_relief) for n in neighbours(far) if n not in seam.cells]
     return tuple(out)
 
 
-@lru_cache(maxsize=4096)
 def pull_of(physics: Physics, seams: tuple[Seam, ...], cell: Cell) -> int:
     """The sideways pull at a cell before conduits: `pull_on_seam` per seam through it,
     `pull_beside_seam` per seam that runs alongside it (through an orthogonal neighbour)."""
+    return _pull(physics.pull_on_seam, physics.pull_beside_seam, seams, cell)
+
+
+@lru_cache(maxsize=4096)
+def _pull(on_seam: int, beside_seam: int, seams: tuple[Seam, ...], cell: Cell) -> int:
     near = set(neighbours(cell))
     total = 0
     for seam in seams:
         if cell in seam.cells:
-            total += physics.pull_on_seam
+            total += on_seam
         elif near.intersection(seam.cells):
-            total += physics.pull_beside_seam
+            total += beside_seam
     return total
 
 
@@ -209,27 +220,31 @@ def next_air(physics: Physics, air: int, target: int) -> int:
 
 def power_flows(state: MegacityState) -> tuple[int, int]:
     """(generation, demand) per step."""
-    return _power_flows(state.physics, state.seams, state.conduits, state.districts)
+    physics = state.physics
+    numbers = (
+        physics.power_base_gen,
+        physics.seam_tap,
+        physics.district_draw,
+        physics.district_draw_connected,
+    )
+    return _power_flows(numbers, state.seams, state.conduits, state.districts)
 
 
 @lru_cache(maxsize=1024)
 def _power_flows(
-    physics: Physics,
+    numbers: tuple[int, int, int, int],
     seams: tuple[Seam, ...],
     conduits: tuple[Cell, ...],
     districts: tuple[Cell, ...],
 ) -> tuple[int, int]:
-    # Memoised: these three change only when something is built, not every step.
+    # Memoised: the map's parts change only when something is built, not every step.
+    base_gen, seam_tap, draw, draw_connected = numbers
     on_seam = _seam_set(seams)
-    taps = sum(1 for c in conduits if c in on_seam)
-    generation = physics.power_base_gen + physics.seam_tap * taps
+    generation = base_gen + seam_tap * sum(1 for c in conduits if c in on_seam)
     near = set(conduits)
     for cell in conduits:
         near.update(neighbours(cell))
-    demand = sum(
-        physics.district_draw_connected if cell in near else physics.district_draw
-        for cell in districts
-    )
+    demand = sum(draw_connected if cell in near else draw for cell in districts)
     return generation, demand
 
 
