@@ -6,12 +6,12 @@ state; together they prove every scenario is solvable from its observation.
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
 from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.core.registry import load_entry_point
 
 # CLI env name -> "module:Class" of its policy.
 POLICIES: dict[str, str] = {
@@ -43,17 +43,12 @@ class ScriptedPolicy(ABC):
 def load_policy(env_name: str) -> type[ScriptedPolicy]:
     if env_name not in POLICIES:
         raise ValueError(f"no scripted agent for '{env_name}'")
-    return _load(POLICIES[env_name])
+    return load_entry_point(POLICIES[env_name])
 
 
 def load_reference(env_name: str) -> Callable[..., dict[str, Any]] | None:
     """The scenario's reference runs (`REFERENCES`); None for a scenario without any."""
-    return _load(REFERENCES[env_name]) if env_name in REFERENCES else None
-
-
-def _load(entry_point: str) -> Any:
-    module, _, attr = entry_point.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return load_entry_point(REFERENCES[env_name]) if env_name in REFERENCES else None
 
 
 class ScriptedAgent(Agent):

@@ -22,14 +22,15 @@ class Scenario:
     scoring_entry_point: str  # "module:Class" of its `core.scoring.Scoring`
 
     def load(self) -> type[TextEnv[Any, Any]]:
-        return _attribute(self.entry_point)
+        return load_entry_point(self.entry_point)
 
     def scoring(self) -> Scoring:
         """What the scenario scores: its headline, skill metrics and ceiling."""
-        return _attribute(self.scoring_entry_point)()
+        return load_entry_point(self.scoring_entry_point)()
 
 
-def _attribute(entry_point: str) -> Any:
+def load_entry_point(entry_point: str) -> Any:
+    """What a "module:attribute" entry point names (the module imported on demand)."""
     module, _, attr = entry_point.partition(":")
     return getattr(importlib.import_module(module), attr)
 

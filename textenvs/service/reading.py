@@ -59,8 +59,8 @@ def read(parse: Callable[[str], Any], text: str) -> Outcome:
 def step_parsed(env: Any, outcome: Outcome) -> tuple[str, float, bool, bool, dict]:
     """`env.step(text)` with `outcome` as what its parser read from `text` (no parsing
     here)."""
-    read_as = outcome[1] if outcome[0] else ParseError(*outcome[1])
-    return env.unwrapped.step_read(read_as)  # type: ignore[no-any-return]
+    parsed = outcome[1] if outcome[0] else ParseError(*outcome[1])
+    return env.unwrapped.step_read(parsed)
 
 
 def serve_pipes() -> None:
