@@ -261,3 +261,38 @@ def test_schemas_reject_arguments_they_cannot_represent(
 def test_megacity_structured_actions_read_whole(arguments: dict[str, Any], command: str) -> None:
     env = textenvs.make("megacity")
     assert env.parse(env.command_for(arguments)).command() == command
+
+
+@pytest.mark.parametrize(
+    ("env_name", "arguments", "command"),
+    [
+        # Megacity names its arguments: their values follow the action's word
+        ("megacity", {"action": "support", "material": MATERIALS[1], "cells": ["C2"]},
+         f"support C2 {MATERIALS[1]}"),
+        ("megacity", {"action": "vent", "direction": "east", "cell": "A1"}, "vent A1 east"),
+        # Squad Recon's units: a one-letter key is a squad with its order
+        ("squad-recon", {"b": "east", "a": "north"}, "A north; B east"),
+    ],
+)  # fmt: skip
+def test_json_replies_read_the_keys_their_scenario_names(
+    env_name: str, arguments: dict[str, Any], command: str
+) -> None:
+    env = textenvs.make(env_name)
+    assert env.parse(json.dumps(arguments)) == env.parse(command)
+
+
+@pytest.mark.parametrize(
+    ("env_name", "arguments"),
+    [
+        # another scenario's keys are no arguments here: the reply is rejected
+        ("treasure-hunt", {"action": "north", "cells": ["B3"]}),
+        ("em-anomaly", {"action": "mark", "material": "basalt"}),
+        ("magnetic-field", {"a": "right"}),
+        ("megacity", {"a": "scan"}),
+    ],
+)
+def test_json_replies_with_keys_their_scenario_does_not_name_are_rejected(
+    env_name: str, arguments: dict[str, Any]
+) -> None:
+    with pytest.raises(ParseError):
+        textenvs.make(env_name).parse(json.dumps(arguments))

@@ -10,6 +10,7 @@ from typing import Any
 import gymnasium as gym
 
 from textenvs.core.env import TextEnv
+from textenvs.core.scoring import Scoring
 
 
 @dataclass(frozen=True)
@@ -18,10 +19,20 @@ class Scenario:
     env_id: str  # gymnasium id
     entry_point: str  # "module:Class"
     title: str
+    scoring_entry_point: str  # "module:Class" of its `core.scoring.Scoring`
 
     def load(self) -> type[TextEnv[Any, Any]]:
-        module, _, attr = self.entry_point.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return load_entry_point(self.entry_point)
+
+    def scoring(self) -> Scoring:
+        """What the scenario scores: its headline, skill metrics and ceiling."""
+        return load_entry_point(self.scoring_entry_point)()
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """What a "module:attribute" entry point names (the module imported on demand)."""
+    module, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -30,30 +41,35 @@ SCENARIOS: tuple[Scenario, ...] = (
         "textenvs/TreasureHunt-v4",
         "textenvs.scenarios.treasure_hunt.env:TreasureHuntEnv",
         "Inverted-Symbol Treasure Hunt Grid",
+        "textenvs.scenarios.treasure_hunt.scoring:TreasureHuntScoring",
     ),
     Scenario(
         "magnetic-field",
         "textenvs/MagneticField-v4",
         "textenvs.scenarios.magnetic_field.env:MagneticFieldEnv",
         "Magnetic Field Pattern Recognition",
+        "textenvs.scenarios.magnetic_field.scoring:MagneticFieldScoring",
     ),
     Scenario(
         "em-anomaly",
         "textenvs/EMAnomaly-v4",
         "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
         "Electromagnetic Field Anomaly Mapping",
+        "textenvs.scenarios.em_anomaly.scoring:EMAnomalyScoring",
     ),
     Scenario(
         "squad-recon",
         "textenvs/SquadRecon-v4",
         "textenvs.scenarios.squad_recon.env:SquadReconEnv",
         "Squad Reconnaissance and Elimination",
+        "textenvs.scenarios.squad_recon.scoring:SquadReconScoring",
     ),
     Scenario(
         "megacity",
         "textenvs/Megacity-v6",
         "textenvs.scenarios.megacity.env:MegacityEnv",
         "Subterranean Megacity",
+        "textenvs.scenarios.megacity.scoring:MegacityScoring",
     ),
 )
 

@@ -12,6 +12,7 @@ from textenvs.core.env import TextEnv, Transition
 from textenvs.core.variants import withheld_option
 from textenvs.scenarios.megacity import maps, render, rules
 from textenvs.scenarios.megacity import parse as parsing
+from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 from textenvs.scenarios.megacity.state import (
     DIRECTIONS,
     KINDS,
@@ -225,9 +226,16 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     levels = maps.LEVELS
     default_level = maps.DEFAULT_LEVEL
 
-    def __init__(self, render_mode: str | None = None, level: int = maps.DEFAULT_LEVEL) -> None:
+    def __init__(
+        self,
+        render_mode: str | None = None,
+        level: int = maps.DEFAULT_LEVEL,
+        physics: Physics = PHYSICS,
+    ) -> None:
         super().__init__(render_mode=render_mode)
         self.level = maps.checked_level(level)
+        #: the physics its worlds run on: the published one, or a variant (reference runs)
+        self.physics = physics
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> MegacityState:
         unknown = sorted(set(options) - {"level", "withheld"})
@@ -236,7 +244,8 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
                 f"megacity takes only the options 'level' and 'withheld', got {unknown}"
             )
         level = maps.checked_level(options.get("level", self.level))
-        return replace(maps.initial_state(rng, level), withheld=withheld_option(options))
+        state = maps.initial_state(rng, level)
+        return replace(state, withheld=withheld_option(options), physics=self.physics)
 
     def transition(
         self, state: MegacityState, action: Action, step_index: int

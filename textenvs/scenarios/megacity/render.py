@@ -153,7 +153,7 @@ def _components(points: int) -> tuple[dict[str, Any], ...]:
 def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
     """The observation as the plain dict `MegacityObservation` describes (the env's
     `observation_model`): no model validation or dump on the hot path."""
-    field = p.flow_field(state.base_flow, state.vents, state.steps)
+    field = p.flow_field(state.physics, state.base_flow, state.vents, state.steps)
     airflow, airflow_strength = _airflow(field)
     generation, draw = p.power_flows(state)
     sites = _sites(

@@ -1,9 +1,11 @@
 """What research reveals, rule by rule: a clue at the first point, the equation at the
-second. Built from the constants in `physics.py`, so the texts cannot drift from them."""
+second. Built from the published numbers (`parameters.PHYSICS`) and the tables in
+`physics.py`, so the texts cannot drift from them."""
 
 from __future__ import annotations
 
 from textenvs.scenarios.megacity import physics as p
+from textenvs.scenarios.megacity.parameters import PHYSICS
 from textenvs.scenarios.megacity.state import STEP_BUDGET
 
 M = p.MATERIAL_SPECS
@@ -25,7 +27,7 @@ def _materials() -> str:
 def _reversed_steps() -> str:
     """The steps (as the observation counts them) at which the base field is reversed,
     read off `phase_sign`: "8-15, 24-31 and 40"."""
-    reversed_ = [t for t in range(STEP_BUDGET + 1) if p.phase_sign(t) < 0]
+    reversed_ = [t for t in range(STEP_BUDGET + 1) if p.phase_sign(PHYSICS, t) < 0]
     spans: list[list[int]] = []
     for t in reversed_:
         if spans and spans[-1][-1] == t - 1:
@@ -51,21 +53,22 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "last cell fills up. A conduit on a cell speeds that and doubles the pull on a "
         "chamber there.",
         "Each step, row seam first, every seam cell but the last passes "
-        f"{p.SEAM_FLOW_PCT}% of its stress (rounded down; x{p.CONDUIT_SEAM_GAIN} with a "
-        "conduit on it) to the next one downstream, all at once; the last keeps it (max "
-        f"{p.STRESS_MAX}). Sideways load on a chamber: per seam, {p.PULL_ON_SEAM} if it "
-        f"runs through the cell, else {p.PULL_BESIDE_SEAM} if through a neighbour; "
-        f"x{p.CONDUIT_SEAM_GAIN} with a conduit on the cell.",
+        f"{PHYSICS.seam_flow_pct}% of its stress (rounded down; "
+        f"x{PHYSICS.conduit_seam_gain} with a conduit on it) to the next one downstream, all "
+        f"at once; the last keeps it (max {PHYSICS.stress_max}). Sideways load on a chamber: "
+        f"per seam, {PHYSICS.pull_on_seam} if it runs through the cell, else "
+        f"{PHYSICS.pull_beside_seam} if through a neighbour; "
+        f"x{PHYSICS.conduit_seam_gain} with a conduit on the cell.",
     ),
     (
         "Load transfer",
         "Hollowing out a cell loads its neighbours, but excavating a seam cell "
         "unloads the cells two or more steps away along that seam and the cells beside them.",
-        f"Excavating a cell adds {p.EXCAVATE_NEIGHBOUR_LOAD} stress to each orthogonal "
-        f"neighbour ({p.FAULT_NEIGHBOUR_LOAD} if the dug cell is a fault; max "
-        f"{p.STRESS_MAX}). Along each seam through it, cells 2+ steps away lose "
-        f"{p.SEAM_RELIEF} and the cells beside those, off that seam, lose {p.FLANK_RELIEF} "
-        "(min 0).",
+        f"Excavating a cell adds {PHYSICS.excavate_neighbour_load} stress to each orthogonal "
+        f"neighbour ({PHYSICS.fault_neighbour_load} if the dug cell is a fault; max "
+        f"{PHYSICS.stress_max}). Along each seam through it, cells 2+ steps away lose "
+        f"{PHYSICS.seam_relief} and the cells beside those, off that seam, lose "
+        f"{PHYSICS.flank_relief} (min 0).",
     ),
     (
         "Airflow",
@@ -73,22 +76,23 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "a reversal. Shafts never reverse: one across the current keeps a district's "
         "strength; one along it adds in one phase and subtracts in the other.",
         f"The base field is reversed at steps {_reversed_steps()} (the step shown). A shaft adds "
-        f"{p.VENT_MAG} along its direction to each cell from its start to the edge. "
+        f"{PHYSICS.vent_mag} along its direction to each cell from its start to the edge. "
         f"Strength = |east-west| + |north-south|; a district runs at >= "
-        f"{p.DISTRICT_MIN_FLOW}. Air target = {p.AIR_BASE_TARGET} + sum over all districts of "
-        f"{p.AIR_PER_FLOW} x (min(strength, {p.FLOW_CAP}) - {p.O2_DEMAND}), within 0-100; "
-        f"air moves toward it by at most {p.AIR_RATE} per step.",
+        f"{PHYSICS.district_min_flow}. Air target = {PHYSICS.air_base_target} + sum over all "
+        f"districts of {PHYSICS.air_per_flow} x (min(strength, {PHYSICS.flow_cap}) - "
+        f"{PHYSICS.o2_demand}), within 0-100; "
+        f"air moves toward it by at most {PHYSICS.air_rate} per step.",
     ),
     (
         "Power and conduits",
         "Districts draw power every step, less with a conduit on or beside them. "
         "Conduit cells on a seam generate power; one short tap cannot feed six districts.",
-        f"Generation = {p.POWER_BASE_GEN} + {p.SEAM_TAP} per conduit cell on a seam, from "
-        f"the step it is laid. A district draws {p.DISTRICT_DRAW} per step "
-        f"({p.DISTRICT_DRAW_CONNECTED} on or next to a conduit). Each step storage += "
-        f"generation - draw - action cost, max {p.POWER_CAP}; below 0 is a brownout "
+        f"Generation = {PHYSICS.power_base_gen} + {PHYSICS.seam_tap} per conduit cell on a "
+        f"seam, from the step it is laid. A district draws {PHYSICS.district_draw} per step "
+        f"({PHYSICS.district_draw_connected} on or next to a conduit). Each step storage += "
+        f"generation - draw - action cost, max {PHYSICS.power_cap}; below 0 is a brownout "
         "(storage 0, every district offline). Laying a conduit on a cell off the seams "
-        f"removes {p.CONDUIT_DAMP} stress from it once (min 0).",
+        f"removes {PHYSICS.conduit_damp} stress from it once (min 0).",
     ),
 )
 TOTAL_POINTS = len(RULES) * p.POINTS_PER_RULE

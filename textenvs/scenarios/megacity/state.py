@@ -6,13 +6,14 @@ north); `cell_name((1, 2)) == "B3"`. Grids are stored row-major, `grid[row][col]
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from textenvs.core.env import ActionSchema
 from textenvs.core.variants import VariantObservation
+from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 
 SIZE = 5
 COLS = "ABCDE"
@@ -114,6 +115,9 @@ class MegacityState:
     #: the withheld-knowledge variant (reset option `withheld`): research texts are
     #: shown only once the episode has ended, every rule's then
     withheld: bool = False
+    #: the numbers of the physics this world runs on (a variant switches a mechanism off);
+    #: not in the repr, which pins the published maps (tests/scenarios/test_megacity_levels)
+    physics: Physics = field(default=PHYSICS, repr=False)
 
     def stress_at(self, cell: Cell) -> int:
         return self.stress[cell[1]][cell[0]]
