@@ -190,7 +190,7 @@ def test_grpo_trains_through_the_environment_factory(tool_caller, tmp_path, monk
     args = GRPOConfig(
         output_dir=str(tmp_path / "out"), max_steps=1, learning_rate=1e-2, beta=0.0,
         num_generations=4, per_device_train_batch_size=4, gradient_accumulation_steps=2,
-        generation_batch_size=8,
+        generation_batch_size=8, per_device_eval_batch_size=8,
         max_completion_length=400, max_tool_calling_iterations=4, temperature=1.0,
         use_cpu=True, bf16=False, report_to=[], logging_steps=1, save_strategy="no",
         disable_tqdm=True, seed=0,
@@ -200,6 +200,7 @@ def test_grpo_trains_through_the_environment_factory(tool_caller, tmp_path, monk
             model=model,
             args=args,
             train_dataset=data["train"],
+            eval_dataset=data["eval"],
             processing_class=tokenizer,
             environment_factory=environments,
         )
@@ -207,6 +208,9 @@ def test_grpo_trains_through_the_environment_factory(tool_caller, tmp_path, monk
         (logs, *_) = trainer.state.log_history
         played = [e.result for e in trainer.environments]
         rewards = [e.get_reward() for e in trainer.environments]
+        evaluated = trainer.evaluate()
+        eval_rewards = [e.get_reward() for e in trainer.environments]
+        eval_seeds = {e.result.seed for e in trainer.environments}
     assert trainer.state.global_step == 1 and len(played) == 8
     # the model's tool calls stepped the episodes, read by the scenario's parser
     assert logs["tools/call_frequency"] > 0 and logs["tools/failure_frequency"] == 0
@@ -218,3 +222,7 @@ def test_grpo_trains_through_the_environment_factory(tool_caller, tmp_path, monk
     # to follow, and the step moved the weights
     assert logs["frac_reward_zero_std"] < 1
     assert any(not p.detach().equal(before[name]) for name, p in model.named_parameters())
+    # TRL's evaluation plays the eval split through the same environment and reward
+    assert eval_seeds == {100, 101}
+    mean = sum(eval_rewards) / len(eval_rewards)
+    assert evaluated["eval_rewards/TextenvsEnvironment/mean"] == pytest.approx(mean)

@@ -20,7 +20,9 @@ scores the finished rollout.
 
 The rules are the system prompt `textenvs eval --agent llm --action-mode tools
 --reasks 0` sends (a command that cannot be read wastes the turn; nothing is re-asked).
-Episodes play in this process, or on a `textenvs serve` service (`env_url`).
+Episodes play in this process, or on a `textenvs serve` service (`env_url`). That eval
+mode declares `act` with the action schema's fields, not a `command`, so a checkpoint
+trained here is evaluated with this environment (TRL's `eval_dataset`) for now.
 
     from trl import GRPOConfig, GRPOTrainer
     from textenvs.adapters.trl import EnvironmentFactory, episode_datasets
@@ -60,7 +62,7 @@ AGENT_NAME = "trl"
 # ----- what this adapter takes from the rest of textenvs (one function each) ----------
 
 
-def rules_text(env: str, options: dict[str, Any] | None) -> str:
+def episode_rules(env: str, options: dict[str, Any] | None) -> str:
     """The rules of an episode, as `textenvs eval --agent llm --action-mode tools
     --reasks 0` sends them (its system prompt)."""
     return system_prompt(prompt_name(env, options), Mode(reasks=0, answer="tools"))
@@ -113,14 +115,18 @@ def env_maker(env_url: str | None, token: str | None = None) -> EnvFactory:
 # ----- the environment ----------------------------------------------------------------
 
 
+def checked_reward(reward: str) -> Reward:
+    if reward not in REWARDS:
+        raise ValueError(f"reward is one of {', '.join(REWARDS)}, not {reward!r}")
+    return reward  # type: ignore[return-value]
+
+
 class TextenvsEnvironment:
     """One rollout's episode. Its only public methods are TRL's: `reset`, `get_reward`
     and the tool `act` (every other public method would become a tool)."""
 
     def __init__(self, reward: Reward = "return", make_env: EnvFactory | None = None) -> None:
-        if reward not in REWARDS:
-            raise ValueError(f"reward is one of {', '.join(REWARDS)}, not {reward!r}")
-        self.reward = reward
+        self.reward = checked_reward(reward)
         self._make_env = make_env or textenvs.make
         self._env: Any = None
         self._env_name = ""
@@ -147,7 +153,7 @@ class TextenvsEnvironment:
         self._result.final_observation = observation
         self._result.final_info_observation = info.get("observation") or {}
         self._observation, self._done = observation, False
-        return f"{rules_text(env, chosen).rstrip()}\n\n{observation}"
+        return f"{episode_rules(env, chosen).rstrip()}\n\n{observation}"
 
     def act(self, command: str) -> str:
         """Send one command to the environment.
@@ -201,8 +207,7 @@ class EnvironmentFactory:
     def __init__(
         self, reward: Reward = "return", *, env_url: str | None = None, token: str | None = None
     ) -> None:
-        TextenvsEnvironment(reward)  # a bad reward fails here, not in the trainer
-        self.reward = reward
+        self.reward = checked_reward(reward)  # a bad one fails here, not in the trainer
         self.make_env = env_maker(env_url, token)
         self.environments: list[TextenvsEnvironment] = []
 
