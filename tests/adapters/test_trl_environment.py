@@ -14,9 +14,9 @@ import pytest
 
 pytest.importorskip("trl", reason="the train extra is not installed")
 
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, tool_call
 from tests.adapters.conftest import textenvs_eval
 from tests.support import tiny_model
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, tool_call
 from textenvs.adapters.trl import (
     PROMPT,
     EnvironmentFactory,
