@@ -218,7 +218,11 @@ class CurveWriter(TrainerCallback):
             models.write_record(folder, self.settings.record())
 
 
-def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
+def grpo_config(
+    settings: TrainSettings, out: Path, keep_checkpoints: int | None = None
+) -> GRPOConfig:
+    """TRL's settings for `settings`; the newest `keep_checkpoints` checkpoints are kept
+    (None: all)."""
     per_step = settings.episodes_per_step
     if per_step % settings.micro_batch:
         raise ValueError(
@@ -241,7 +245,7 @@ def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
         gradient_checkpointing=False,
         logging_steps=1,
         save_steps=settings.save_every,
-        save_total_limit=2,
+        save_total_limit=keep_checkpoints,
         report_to=[],
         disable_tqdm=True,
         seed=settings.seed,
@@ -258,6 +262,7 @@ def build_trainer(
     make_env: EnvFactory,
     out: Path,
     on_step: Callable[[dict[str, Any]], None] | None = None,
+    keep_checkpoints: int | None = None,
 ) -> GRPOTrainer:
     """The GRPO trainer of `settings`, its rollouts played with `model` itself."""
     chat = ChatTokens(tokenizer)
@@ -272,7 +277,7 @@ def build_trainer(
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=episode_reward,
-        args=grpo_config(settings, out),
+        args=grpo_config(settings, out, keep_checkpoints),
         train_dataset=dataset,
         processing_class=tokenizer,
         rollout_func=source,

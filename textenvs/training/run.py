@@ -23,6 +23,7 @@ from transformers.utils import logging as transformers_logging
 
 import textenvs
 from textenvs.adapters.conversation import conversation_settings
+from textenvs.core.registry import episode_level
 from textenvs.evals.plan import parse_seeds, resolve_envs
 from textenvs.training import curve, grpo, models
 from textenvs.training.chat import ChatTokens, TemplateError
@@ -44,7 +45,7 @@ def settings_from(
     if model != models.LOCAL and not models.is_model_dir(model):
         raise TrainingError(
             f"--model {model}: not 'local' nor a transformers model directory (a folder "
-            "with config.json)"
+            "with config.json); give 'local' or a model directory (an earlier run's OUT/final)"
         )
     names = resolve_envs(env)
     if len(names) != 1:
@@ -93,8 +94,18 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|trl)\b")
 
 
-def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
-    """Run GRPO as `settings` say into `out`; the final checkpoint's folder."""
+def train(
+    settings: TrainSettings,
+    out: Path,
+    *,
+    resume: bool = False,
+    keep_checkpoints: int | None = None,
+    save_base: bool = False,
+) -> Path:
+    """Run GRPO as `settings` say into `out`; the final checkpoint's folder. The newest
+    `keep_checkpoints` checkpoints are kept (None: all). The starting
+    weights go to `out/base` with `save_base`; otherwise a model directory is linked
+    there (no copy) and `local`, read from its GGUF, leaves none."""
     quiet_libraries()
     console = Console(stderr=True)
     checkpoint = _prepare(settings, out, resume)
@@ -103,9 +114,11 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
         ChatTokens(tokenizer)
     except (models.ModelError, TemplateError) as exc:
         raise TrainingError(str(exc)) from None
-    if checkpoint is None:
+    if checkpoint is None and save_base:
         console.print(f"saving the starting weights to {out / BASE}/ (evaluate them as 'before')")
         models.save(model, tokenizer, out / BASE, settings.record() | {"step": 0})
+    elif checkpoint is None and settings.model != models.LOCAL and not (out / BASE).exists():
+        (out / BASE).symlink_to(Path(settings.model).resolve(), target_is_directory=True)
     progress = Progress(
         TextColumn("[bold]GRPO {task.description}"),
         BarColumn(),
@@ -127,9 +140,12 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
             ret=f"{row['return']:.3g}",
             invalid="-" if invalid is None else f"{invalid:.0%}",
         )
-        curve.write_charts(out, settings.env)  # a run stopped early keeps its curve
+        level = episode_level(settings.env, settings.options)
+        curve.write_charts(out, settings.env, level)  # a run stopped early keeps its curve
 
-    trainer = grpo.build_trainer(settings, model, tokenizer, env_factory(settings), out, on_step)
+    trainer = grpo.build_trainer(
+        settings, model, tokenizer, env_factory(settings), out, on_step, keep_checkpoints
+    )
     try:
         with progress:
             trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
