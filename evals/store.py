@@ -17,6 +17,7 @@ last line; `open_for_append` cuts it away before anything else is written.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -160,6 +161,17 @@ def read_episodes(run_dir: Path, *, repair: bool = False) -> list[Record]:
     return records
 
 
+def has_torn_line(run_dir: Path) -> bool:
+    """Whether `episodes.jsonl` ends in a line cut short (no newline after it), the line
+    `read_episodes` leaves out."""
+    path = run_dir / EPISODES
+    if not path.is_file() or path.stat().st_size == 0:
+        return False
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"
+
+
 class EpisodeLog:
     """Appends episode records; each `append` is written, flushed and (via `sync`) fsynced."""
 
@@ -254,7 +266,18 @@ def _make_run_dir(run_dir: Path) -> None:
 
 
 def _unwritable(run_dir: Path, exc: OSError) -> RunDirError:
-    return RunDirError(f"cannot write the run directory {run_dir}: {exc.strerror or exc}")
+    """Names the path at fault: a folder that cannot be made under /proc or under a
+    file says "No such file or directory" or "Not a directory" of itself, where the
+    fault is its parent's."""
+    reason = exc.strerror or str(exc)
+    existing = next((p for p in run_dir.absolute().parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        reason = f"{existing} is a file, not a folder"
+    elif exc.errno == errno.ENOENT and existing is not None:
+        reason = f"{existing} takes no new folders ({reason})"
+    return RunDirError(
+        f"cannot write the run directory {run_dir}: {reason}; choose an --out you can write"
+    )
 
 
 def prepare(
