@@ -68,7 +68,7 @@ def resolve_envs(spec: str) -> list[str]:
         raise ValueError("--env needs a scenario name, a comma list, or 'all'")
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
-        raise ValueError(f"--env names {', '.join(twice)} more than once")
+        raise ValueError(f"--env names {', '.join(twice)} more than once; name each once")
     return names
 
 

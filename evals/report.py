@@ -76,16 +76,10 @@ class Run:
 
 
 def load_run(path: Path, bands: dict[str, Any] | None = None) -> Run:
-    if not path.is_dir():
-        raise store.RunDirError(
-            f"{path}: no such folder; give a folder 'textenvs eval --out' wrote"
-        )
+    store.check_run_dir(path, store.CONFIG)
     config = store.read_config(path)
     if config is None:
-        raise store.RunDirError(
-            f"{path} is not an eval run (no {store.CONFIG}); give a folder 'textenvs eval "
-            "--out' wrote"
-        )
+        raise store.RunDirError(f"{path} is not an eval run (no {store.CONFIG})")
     seen: dict[tuple[str, int, int], Record] = {}
     for record in store.read_episodes(path):
         seen.setdefault(key_of(record), record)
@@ -135,7 +129,8 @@ def damage(run: Run) -> list[str]:
     if store.has_torn_line(run.path):
         notes.append(
             f"{run.path}/{store.EPISODES} ends in a torn line (a write cut short): that "
-            "episode is left out; 'textenvs eval --resume' on the run repairs it and plays it"
+            "episode is left out; rerun the run's eval command with --resume to repair it "
+            "and play that episode"
         )
     missing = [r for r in run.records if not (run.path / str(r.get("trajectory"))).is_file()]
     if missing:

@@ -121,7 +121,8 @@ def read_config(run_dir: Path) -> dict[str, Any] | None:
     missing = [k for k in REQUIRED_CONFIG_KEYS if not isinstance(config, dict) or k not in config]
     if missing:
         raise RunDirError(
-            f"{path} is not a textenvs run configuration (missing: {', '.join(missing)})"
+            f"{path} is not a textenvs run configuration (missing: {', '.join(missing)}); "
+            "give a folder 'textenvs eval --out' wrote"
         )
     return config
 
@@ -159,6 +160,18 @@ def read_episodes(run_dir: Path, *, repair: bool = False) -> list[Record]:
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{path}: line {number} is not valid JSON ({exc})") from None
     return records
+
+
+def check_run_dir(run_dir: Path, holding: str) -> None:
+    """`RunDirError` unless `run_dir` is a folder holding the file `holding` (CONFIG,
+    EPISODES): the commands that read runs say the same of a folder that is not one."""
+    if not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: no such folder; give a folder 'textenvs eval --out' wrote")
+    if not (run_dir / holding).is_file():
+        raise RunDirError(
+            f"{run_dir} is not an eval run (no {holding}); give a folder 'textenvs eval "
+            "--out' wrote"
+        )
 
 
 def has_torn_line(run_dir: Path) -> bool:
@@ -258,7 +271,7 @@ def _holder(file: Any) -> dict[str, Any]:
 def _make_run_dir(run_dir: Path) -> None:
     """`run_dir` created if needed; a clear `RunDirError` when it cannot be."""
     if run_dir.exists() and not run_dir.is_dir():
-        raise RunDirError(f"{run_dir} is a file, not a run directory: choose another --out")
+        raise RunDirError(f"{run_dir} is a file, not a run directory; choose another --out")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -231,7 +231,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
         if plan.env_options:  # a bad key or value fails here, not in every episode
             textenvs.make(plan.envs[0]).reset(seed=0, options=plan.env_options)
         if args.retry_errors and not args.resume:
-            raise ValueError("--retry-errors continues a run: add --resume")
+            raise ValueError("--retry-errors continues a run; add --resume")
         if args.backend != "ray" and (args.ray_address or args.ray_actors):
             raise ValueError("--ray-address and --ray-actors go with --backend ray")
         if args.backend == "ray" and args.env_url:
