@@ -31,7 +31,11 @@ def trained(tiny_dir, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_two_grpo_steps_change_the_weights_and_write_the_curve(trained):
+def test_two_grpo_steps_change_the_weights_and_write_the_curve(trained, tiny_dir):
+    # kept small: base/ links the model trained (no copy), one checkpoint of two is kept
+    assert (trained / "base").is_symlink() and (trained / "base").resolve() == tiny_dir.resolve()
+    checkpoints = [p.name for p in (trained / "checkpoints").iterdir() if p.is_dir()]
+    assert checkpoints == ["checkpoint-2"]
     base = load_file(trained / "base" / "model.safetensors")
     final = load_file(trained / "final" / "model.safetensors")
     assert base.keys() == final.keys()
