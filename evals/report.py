@@ -156,8 +156,8 @@ def write_report(
     bands = load_bands()
     runs = load_runs(paths, bands)
     check_out(out)
-    for note in (note for run in runs for note in damage(run)):
-        if warn is not None:
+    for run in runs if warn is not None else []:
+        for note in damage(run):
             warn(note)
     out.mkdir(parents=True, exist_ok=True)
     links: Links = {}

@@ -208,3 +208,20 @@ def test_ctrl_c_in_eval_prints_a_resume_command_that_finishes_the_run(tmp_path: 
     )
     assert done.returncode == 0, done.stderr
     assert len(log.read_text().splitlines()) == 1000
+
+
+def test_train_help_shows_the_defaults_the_recipe_relies_on() -> None:
+    done = textenvs_cli("train", "--help")
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())  # argparse wraps the help at any column
+    for shown in (
+        "GRPO's group; default 4",
+        "seeds per step (default 2)",
+        "AdamW learning rate (default 1e-05)",
+        "rollouts (default 1)",
+        "one reply (default 32)",
+        "checkpoints (default 10)",
+        "oldest deleted (default 1",
+        "'textenvs eval' refuses to play a checkpoint",
+    ):
+        assert shown in text, shown  # fmt: skip

@@ -94,7 +94,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="sampling temperature of the rollouts (default %(default)g)",
     )
     p.add_argument(
-        "--max-tokens", type=positive, default=32, help="most tokens in one reply (default 32)"
+        "--max-tokens",
+        type=positive,
+        default=32,
+        help="most tokens in one reply (default %(default)s)",
     )
     p.add_argument(
         "--max-turns",
@@ -150,7 +153,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="train only the top N decoder layers (faster on a CPU; default: all)",
     )
     p.add_argument(
-        "--save-every", type=positive, default=10, help="steps between checkpoints (default 10)"
+        "--save-every",
+        type=positive,
+        default=10,
+        help="steps between checkpoints (default %(default)s)",
     )
     p.add_argument(
         "--save-total-limit",
@@ -167,7 +173,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "as 'before'; a --model DIR is linked there instead, at no cost)",
     )
     p.add_argument(
-        "--seed", type=non_negative, default=0, help="seed of the run (sampling, data order; 0)"
+        "--seed",
+        type=non_negative,
+        default=0,
+        help="seed of the run (sampling, data order; default %(default)s)",
     )
     p.add_argument(
         "--resume",
