@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import textenvs
+from tests.support.interrupt import interruptible
 from textenvs.core import registry
 
 
@@ -136,19 +137,12 @@ def test_bad_env_options_are_one_line_errors() -> None:
 
 
 def test_ctrl_c_in_play_stops_at_once() -> None:
-    # The child must start with SIGINT at its default disposition, as under a terminal:
-    # a signal ignored by whatever started the suite (a background job of a shell script)
-    # is inherited through exec, and Python then never installs its KeyboardInterrupt.
-    default_sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "textenvs.cli", "play", "treasure-hunt", "--seed", "1"],
-            stdin=subprocess.PIPE,  # left open: the game waits for a command
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    finally:
-        signal.signal(signal.SIGINT, default_sigint)
+    proc = interruptible(
+        ["play", "treasure-hunt", "--seed", "1"],
+        stdin=subprocess.PIPE,  # left open: the game waits for a command
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     try:
         shown = b""
@@ -174,16 +168,9 @@ def test_ctrl_c_in_eval_prints_a_resume_command_that_finishes_the_run(tmp_path: 
     --out DIR` alone misses the required --env and --agent)."""
     run = tmp_path / "run"
     argv = ["eval", "--env", "treasure-hunt", "--agent", "random", "--seeds", "0-999"]
-    default_sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:  # SIGINT at its default disposition, as under a terminal (see above)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "textenvs.cli", *argv, "--out", str(run)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    finally:
-        signal.signal(signal.SIGINT, default_sigint)
+    proc = interruptible(
+        [*argv, "--out", str(run)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         log = run / "episodes.jsonl"
         deadline = time.monotonic() + 120

@@ -158,21 +158,13 @@ def test_ctrl_c_while_a_checkpoint_plays_is_one_line(tiny_dir, tmp_path):
     cancelled requests, and an exit that waits for none of them."""
     import signal
     import subprocess
-    import sys
     import time
+
+    from tests.support.interrupt import interruptible
 
     argv = ["eval", "--env", "treasure-hunt", "--agent", "llm", "--model", str(tiny_dir),
             "--seeds", "0-99", "--out", str(tmp_path / "run")]  # fmt: skip
-    default_sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:  # SIGINT at its default disposition, as under a terminal (tests/test_cli.py)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "textenvs.cli", *argv],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    finally:
-        signal.signal(signal.SIGINT, default_sigint)
+    proc = interruptible(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
         assert proc.stderr.readline().startswith("note: serving")
