@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from textenvs import __version__
 from textenvs.core.registry import UnknownEnvError
@@ -31,9 +31,9 @@ class OneLineParser(argparse.ArgumentParser):
     command and where its options are described. Subcommands' parsers are of this class
     too (argparse makes them of their parent's class)."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.commands: dict[str, argparse.ArgumentParser] = {}
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}  # set on the top-level one
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message}; see '{self.prog} --help'", file=sys.stderr)
