@@ -68,7 +68,7 @@ def gguf_path() -> Path:
     for folder in spec.submodule_search_locations:
         found = sorted(Path(folder).glob("*.gguf"))
         if found:
-            require_llama_cpp()  # which widens the weights, before it serves them
+            require_llama_cpp()  # llama.cpp widens the weights too: say first it is missing
             try:
                 return serving_weights(found[0])
             except NoServingWeights as exc:
