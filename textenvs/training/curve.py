@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from textenvs.evals import bands, plots, run_folder, skills
+from textenvs.evals.line_chart import line_chart
 from textenvs.evals.pdf import svg_to_pdf
 from textenvs.training.rollouts import Rollout, Timing
 
@@ -43,11 +44,11 @@ COLUMNS = [
     "update_s",
 ]
 
-#: (column, chart title) of the charts drawn
+#: (column, chart title) of the charts drawn; the headline's is the scenario's metric
 CHARTS = [
     ("reward", "reward trained on"),
     ("return", "return"),
-    ("headline", "headline metric"),
+    ("headline", ""),
     ("invalid_rate", "invalid-action rate"),
     ("success_rate", "success rate"),
 ]
@@ -161,8 +162,10 @@ def keep_until(out: Path, step: int) -> None:
         csv.writer(handle).writerows(kept)
 
 
-def write_charts(out: Path, title: str) -> list[Path]:
-    """The curve's charts as `out/figures/curve-<column>.svg` and `.pdf`."""
+def write_charts(out: Path, env: str, level: int | None = None) -> list[Path]:
+    """The curve's charts as `out/figures/curve-<column>.svg` and `.pdf`: each step's
+    figure and their running mean; the headline metric's under its name, with the band
+    of `env` at `level` (the one the run trained on)."""
     rows = read(out)
     folder = out / run_folder.FIGURES
     folder.mkdir(parents=True, exist_ok=True)
@@ -171,7 +174,10 @@ def write_charts(out: Path, title: str) -> list[Path]:
         points = [(r["step"], r[column]) for r in rows if r.get(column) is not None]
         if not points:
             continue
-        svg = plots.standalone(plots.line_chart(f"{title}: {label}", "step", points))
+        band = bands.band_for(bands.load_bands(), env, level) if column == "headline" else None
+        label = label or bands.headline(env).label
+        chart = line_chart(f"{env}: {label} by step", "step", points, y_label=label, band=band)
+        svg = plots.standalone(chart)
         name = f"curve-{column.replace('_', '-')}"
         (folder / f"{name}.svg").write_text(svg)
         (folder / f"{name}.pdf").write_bytes(svg_to_pdf(svg))

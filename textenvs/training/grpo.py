@@ -233,7 +233,11 @@ class CurveWriter(TrainerCallback):
             models.write_record(folder, self.settings.record())
 
 
-def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
+def grpo_config(
+    settings: TrainSettings, out: Path, keep_checkpoints: int | None = None
+) -> GRPOConfig:
+    """TRL's settings for `settings`; the newest `keep_checkpoints` checkpoints are kept
+    (None: all)."""
     per_step = settings.episodes_per_step
     if per_step % settings.micro_batch:
         raise ValueError(
@@ -258,12 +262,15 @@ def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
         max_completion_length=None,
         beta=0.0,  # no reference model: a second copy costs a CPU more than it helps here
         gradient_checkpointing=False,
-        **trainer_arguments(settings, out),
+        **trainer_arguments(settings, out, keep_checkpoints),
     )
 
 
-def trainer_arguments(settings: TrainSettings, out: Path) -> dict[str, Any]:
-    """The arguments every trainer of a run takes alike (GRPO's and SFT's)."""
+def trainer_arguments(
+    settings: TrainSettings, out: Path, keep_checkpoints: int | None
+) -> dict[str, Any]:
+    """The arguments every trainer of a run takes alike (GRPO's and SFT's); the newest
+    `keep_checkpoints` checkpoints are kept (None: all)."""
     return {
         "output_dir": str(out / run_folder.CHECKPOINTS),
         "max_steps": settings.steps,
@@ -272,7 +279,7 @@ def trainer_arguments(settings: TrainSettings, out: Path) -> dict[str, Any]:
         "bf16": False,
         "logging_steps": 1,
         "save_steps": settings.save_every,
-        "save_total_limit": 2,
+        "save_total_limit": keep_checkpoints,
         "report_to": [],
         "disable_tqdm": True,
         "seed": settings.seed,
@@ -289,6 +296,7 @@ def build_trainer(
     make_env: EnvFactory,
     out: Path,
     on_step: Callable[[dict[str, Any]], None] | None = None,
+    keep_checkpoints: int | None = None,
 ) -> GRPOTrainer:
     """The GRPO trainer of `settings`, its rollouts played with `model` itself."""
     chat = ChatTokens(tokenizer)
@@ -303,7 +311,7 @@ def build_trainer(
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=episode_reward,
-        args=grpo_config(settings, out),
+        args=grpo_config(settings, out, keep_checkpoints),
         train_dataset=dataset,
         processing_class=tokenizer,
         rollout_func=source,

@@ -22,6 +22,7 @@ from rich.progress import (
 
 import textenvs
 from textenvs.adapters.conversation import conversation_settings
+from textenvs.core.registry import episode_level
 from textenvs.evals import run_folder
 from textenvs.evals.plan import parse_seeds, resolve_envs
 from textenvs.inference import models
@@ -46,7 +47,7 @@ def settings_from(
     if model != models.LOCAL and not models.is_model_dir(model):
         raise TrainingError(
             f"--model {model}: not 'local' nor a transformers model directory (a folder "
-            "with config.json)"
+            "with config.json); give 'local' or a model directory (an earlier run's OUT/final)"
         )
     names = resolve_envs(env)
     if len(names) != 1:
@@ -107,8 +108,18 @@ def env_factory(settings: TrainSettings) -> EnvFactory:
     return openenv_factory(settings.env_url)
 
 
-def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
-    """Run GRPO as `settings` say into `out`; the final checkpoint's folder."""
+def train(
+    settings: TrainSettings,
+    out: Path,
+    *,
+    resume: bool = False,
+    keep_checkpoints: int | None = None,
+    save_base: bool = False,
+) -> Path:
+    """Run GRPO as `settings` say into `out`; the final checkpoint's folder. The newest
+    `keep_checkpoints` checkpoints are kept (None: all). The starting
+    weights go to `out/base` with `save_base`; otherwise a model directory is linked
+    there (no copy) and `local`, read from its GGUF, leaves none."""
     models.quiet_libraries()
     console = Console(stderr=True)
     checkpoint = _prepare(settings, out, resume)
@@ -117,10 +128,12 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
         ChatTokens(tokenizer)
     except (models.ModelError, TemplateError) as exc:
         raise TrainingError(str(exc)) from None
-    if checkpoint is None:
-        base = out / run_folder.BASE
+    base = out / run_folder.BASE
+    if checkpoint is None and save_base:
         console.print(f"saving the starting weights to {base}/ (evaluate them as 'before')")
         models.save(model, tokenizer, base, settings.record() | {"step": 0})
+    elif checkpoint is None and settings.model != models.LOCAL and not base.exists():
+        base.symlink_to(Path(settings.model).resolve(), target_is_directory=True)
     progress = Progress(
         TextColumn(f"[bold]{settings.method.upper()} {{task.description}}"),
         BarColumn(),
@@ -142,13 +155,16 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
         invalid_text = "-" if invalid is None else f"{invalid:.0%}"
         status = f"return {row['return']:.3g}  invalid {invalid_text}"
         progress.update(task, completed=row["step"], status=status)
-        curve.write_charts(out, settings.env)  # a run stopped early keeps its curve
+        level = episode_level(settings.env, settings.options)
+        curve.write_charts(out, settings.env, level)  # a run stopped early keeps its curve
 
     if settings.method == "sft":
-        trainer = _sft_trainer(settings, model, tokenizer, out, on_step, console)
+        trainer = _sft_trainer(settings, model, tokenizer, out, on_step, console, keep_checkpoints)
     else:
         make_env = env_factory(settings)
-        trainer = grpo.build_trainer(settings, model, tokenizer, make_env, out, on_step)
+        trainer = grpo.build_trainer(
+            settings, model, tokenizer, make_env, out, on_step, keep_checkpoints
+        )
     try:
         with progress:
             trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
@@ -167,6 +183,7 @@ def _sft_trainer(
     out: Path,
     on_step: Any,
     console: Console,
+    keep_checkpoints: int | None,
 ) -> Any:
     """The SFT trainer on `settings.demonstrations`' episodes of the training seeds."""
     from textenvs.training import sft
@@ -186,7 +203,7 @@ def _sft_trainer(
         f"{len(kept)} demonstrations ({won} won), {tokens:,} tokens, {trained:,} of them "
         "replies (trained on)"
     )
-    return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step)
+    return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
 
 
 def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:

@@ -28,13 +28,15 @@ from textenvs.training.rollouts import EnvFactory
 __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 
 
-def sft_config(settings: grpo.TrainSettings, out: Path) -> SFTConfig:
+def sft_config(
+    settings: grpo.TrainSettings, out: Path, keep_checkpoints: int | None = None
+) -> SFTConfig:
     """One optimizer step per `seeds_per_step` demonstrations, one episode a pass."""
     return SFTConfig(
         per_device_train_batch_size=1,  # episodes differ in length: no padding
         gradient_accumulation_steps=settings.seeds_per_step,
         max_length=None,
-        **grpo.trainer_arguments(settings, out),
+        **grpo.trainer_arguments(settings, out, keep_checkpoints),
     )
 
 
@@ -91,12 +93,13 @@ def build_trainer(
     dataset: Dataset,
     out: Path,
     on_step: Callable[[dict[str, Any]], None] | None = None,
+    keep_checkpoints: int | None = None,
 ) -> SFTTrainer:
     if settings.train_layers is not None:
         grpo.freeze_below(model, settings.train_layers)
     trainer = SFTTrainer(
         model=model,
-        args=sft_config(settings, out),
+        args=sft_config(settings, out, keep_checkpoints),
         train_dataset=dataset,
         processing_class=tokenizer,
         callbacks=[LossWriter(on_step)],
