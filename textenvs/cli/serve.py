@@ -19,6 +19,7 @@ from textenvs.cli.web import add_record_arguments, recorder_from_args
 from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
 from textenvs.service.reading import DEFAULT_TIMEOUT_S
 from textenvs.service.sockets import DEFAULT_SOCKET_IDLE_S
+from textenvs.service.tenancy import DEFAULT_PATIENCE_S
 
 
 def _default_max_connections() -> int:
@@ -110,6 +111,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1024 * 1024,
         help="request body and WebSocket message bytes per client per second, as a burst "
         "of a second's allowance or 16 largest bodies (0: no limit)",
+    )
+    limits.add_argument(
+        "--rate-patience",
+        type=non_negative_float,
+        default=DEFAULT_PATIENCE_S,
+        help="seconds a request or WebSocket message over one of the rates above waits its "
+        "turn before it is refused with 429 and Retry-After (0: refused at once)",
     )
     limits.add_argument(
         "--idle-timeout",
@@ -238,6 +246,7 @@ def _serve(args: argparse.Namespace) -> int:
             steps_per_second=args.steps_per_second,
             reads_per_second=args.reads_per_second,
             body_bytes_per_second=args.body_bytes_per_second,
+            patience=args.rate_patience,
         ),
         allowed_hosts=args.allowed_host,
         max_body_bytes=args.max_body_bytes,
