@@ -35,6 +35,7 @@ from textenvs.service.background import serve_in_thread
 from textenvs.service.client import ServiceClient, ServiceClientError
 from textenvs.service.sessions import ServiceError, Session, SessionStore
 from textenvs.service.tenancy import ClientLimits
+from textenvs.service.versions import OLDEST_CLIENT_API, SERVICE_API
 
 TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789ab"}
 
@@ -125,7 +126,12 @@ def test_health_tells_a_stranger_only_that_the_server_answers() -> None:
             for seed in range(count):
                 body = {"env": "treasure-hunt", "seed": seed}
                 assert http.post("/v1/sessions", json=body, headers=auth(name)).status_code == 201
-        public = {"status": "ok", "version": __version__}
+        public = {
+            "status": "ok",
+            "version": __version__,
+            "api": SERVICE_API,
+            "oldest_client_api": OLDEST_CLIENT_API,
+        }
         assert http.get("/v1/health").json() == public
         wrong = {"Authorization": "Bearer " + "x" * 22}
         assert http.get("/v1/health", headers=wrong).json() == public  # no 401 either
