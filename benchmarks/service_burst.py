@@ -11,12 +11,14 @@ those that failed otherwise, and the seconds the whole burst took.
 
     python -m benchmarks.service_burst                  # 64 and 256 clients, both rows
     python -m benchmarks.service_burst --clients 16 --steps 1
+    python -m benchmarks.service_burst --baseline ../main       # and another checkout's
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import tempfile
 import time
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks._common import table
-from benchmarks.service_load import serving
+from benchmarks.service_load import ROOT, serving
 
 ENV = "treasure-hunt"
 #: what a refusal by the service's limits says (error codes, and the 1013 close reasons)
@@ -79,25 +81,27 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--clients", default="64,256", help="comma list of burst sizes (64,256)")
     p.add_argument("--steps", type=int, default=3, help="steps per client after its reset (3)")
+    p.add_argument("--baseline", type=Path, help="also run each row on this checkout's server")
     args = p.parse_args(argv)
+    roots = {"": ROOT} if args.baseline is None else {"baseline, ": args.baseline, "": ROOT}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tokens = Path(tmp) / "tokens"
         tokens.write_text("".join(f"{name} {token}\n" for name, token in TENANTS.items()))
-        for setting, options in (
-            ("no tokens", ()),
-            ("tokens, one tenant", ("--token-file", str(tokens))),
-        ):
-            for clients in map(int, args.clients.split(",")):
-                with serving(*options) as (url, _):  # a fresh default server per row
+        settings = {"no tokens": (), "tokens, one tenant": ("--token-file", str(tokens))}
+        for where, root in roots.items():
+            for (setting, options), clients in itertools.product(
+                settings.items(), map(int, args.clients.split(","))
+            ):
+                with serving(*options, root=root) as (url, _):  # a fresh server per row
                     if options:
                         url = with_credentials(url, "trainer", TENANTS["trainer"])
                     result = asyncio.run(burst(url, clients, args.steps))
                 others = len(result.errors) - result.refused
                 counts = [clients, result.completed, result.refused, others]
-                rows.append([setting, *map(str, counts), f"{result.seconds:.2f}"])
-                for error in result.errors[:3]:
-                    print(f"  e.g. {error[:200]}")
+                rows.append([where + setting, *map(str, counts), f"{result.seconds:.2f}"])
+                for error in result.errors[:2]:
+                    print(f"  e.g. {error[:160]}")
     print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(table(["server", "clients", "completed", "refused", "other errors", "seconds"], rows))
     return 0
