@@ -3,7 +3,10 @@ WebSockets (OpenEnv's own client, `textenvs.service.openenv_client.TextenvsEnv`)
 and 256 concurrent clients, for each scenario, against the in-process env on the same
 machine in the same run (issue 42).
 
-`textenvs serve` runs with its defaults in a subprocess; the clients run in another
+`textenvs serve` runs with its defaults in a subprocess, but for resets: the default
+allowance (1,200 a minute, 20 a second once a burst the size of the session allowance is
+spent) would cap every row at 20 episodes a second, so the server runs with
+`--resets-per-minute 0` (`--default-resets` keeps it). The clients run in another
 process (`--load-only`), each with its own WebSocket session, stepping random well-formed
 commands as fast as answers come and resetting when an episode ends (resets are not
 timed). In process: as many envs as clients, stepped round-robin in this process with the
@@ -110,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clients", default="64,256", help="comma list of concurrencies (64,256)")
     p.add_argument("--duration", type=float, default=3.0, help="measured seconds a row (3)")
     p.add_argument("--warmup", type=float, default=1.0, help="seconds before measuring (1)")
+    p.add_argument("--default-resets", action="store_true", help="keep the default reset allowance")
     # the load generator's own process: URL, then one JSON line per row
     p.add_argument("--load-only", metavar="URL", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -122,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     local = {row: in_process(*row, args.duration) for row in rows}
     load = [sys.executable, "-m", "benchmarks.service_throughput", *(argv or sys.argv[1:])]
     loads = [os.getloadavg()[0]]
-    with serving() as (url, _):
+    with serving(*([] if args.default_resets else ["--resets-per-minute", "0"])) as (url, _):
         loads.append(os.getloadavg()[0])
         done = subprocess.run(
             [*load, "--load-only", url], cwd=ROOT, capture_output=True, text=True, check=False
