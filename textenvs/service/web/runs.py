@@ -62,7 +62,9 @@ class ReplayProcess(FileThreads):
     the server's threads it took the CPU the event loop needed (one client finishing
     recorded episodes raised another's p50 x3.1 on a quiet machine, x572 on a loaded
     one); in a process the OS shares the CPU instead. Started at once (spawned: the
-    server has threads), so the first episode does not wait for its imports."""
+    server has threads), so the first episode does not wait for its imports; a script
+    of one's own that serves a recording app needs the usual `if __name__ == "__main__"`
+    guard (spawn imports the main module again; `textenvs serve` has it)."""
 
     def __init__(self) -> None:
         context = multiprocessing.get_context("spawn")
