@@ -23,8 +23,9 @@ reset, step and state), and `POST mcp` answers MCP's JSON-RPC 2.0 (`initialize`,
 http://host:8000/openenv/<scenario>` passes. The typed client is `openenv_client.py`.
 Tokens: OpenEnv's client sends no headers, but a URL `ws://name:token@host/...` becomes a Basic
 Authorization header, which the server accepts as well as `Bearer`. Every message counts
-against its client's limits (a reset as a reset, any other as a step); one over a limit
-is answered `rate_limited` after the same pause as an HTTP 429.
+against its client's limits (a reset as a reset, any other as a step); one over a rate
+waits its turn, and one past the patience is answered `rate_limited` after the same
+pause as an HTTP 429 (the session and the socket go on).
 """
 
 from __future__ import annotations
