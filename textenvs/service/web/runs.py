@@ -68,7 +68,9 @@ class ReplayProcess(FileThreads):
 
     def __init__(self) -> None:
         context = multiprocessing.get_context("spawn")
-        self._pool = ProcessPoolExecutor(1, mp_context=context)  # type: ignore[assignment]
+        self._pool = ProcessPoolExecutor(  # type: ignore[assignment]
+            1, mp_context=context, initializer=os.nice, initargs=(10,)
+        )  # niced: the server's own work (every client's requests) comes first
         self._pool.submit(int)  # starts the process now
 
 
