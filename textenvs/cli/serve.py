@@ -81,22 +81,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--creates-per-minute",
         type=non_negative_float,
         default=1200,
-        help="session creations per client per minute, refilling steadily, a second's worth "
-        "(at least 10) at once (0: no limit)",
+        help="session creations per client per minute, refilling steadily; as many at once "
+        "as the client may hold sessions (0: no limit)",
     )
     limits.add_argument(
         "--resets-per-minute",
         type=non_negative_float,
         default=1200,
         help="session resets per client per minute (HTTP, OpenEnv and WebSocket; the "
-        "stateless OpenEnv reset too), refilling steadily, a second's worth (at least 10) "
-        "at once (0: no limit)",
+        "stateless OpenEnv reset too), refilling steadily; as many at once as the client "
+        "may hold sessions (0: no limit)",
     )
     limits.add_argument(
         "--steps-per-second",
         type=non_negative_float,
         default=5000,
-        help="steps per client per second (0: no limit); over a limit is a 429 + Retry-After",
+        help="steps per client per second (0: no limit); over a rate waits its turn "
+        "(--rate-patience)",
     )
     limits.add_argument(
         "--reads-per-second",
