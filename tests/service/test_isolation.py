@@ -34,7 +34,7 @@ def served() -> Iterator[tuple[Any, str]]:
         tokens=TOKENS,
         command_timeout=0.5,
         max_connections=8,  # 6 WebSockets in all, 3 a client
-        limits=ClientLimits(resets_per_minute=5),
+        limits=ClientLimits(resets_per_minute=5, patience=0),  # over a rate: refused at once
     )
     settings = uvicorn_settings(max_connections=8, max_header_bytes=8192)
     with serve_in_thread(app, **settings) as url:

@@ -27,7 +27,8 @@ SLOWDOWN_TARGET = 5.0
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    limits = ClientLimits(max_sessions=2, resets_per_minute=2, steps_per_second=3)
+    # patience 0: work over a rate is refused at once (waiting its turn: test_bursts)
+    limits = ClientLimits(max_sessions=2, resets_per_minute=2, steps_per_second=3, patience=0)
     with serve_in_thread(create_app(tokens=TOKENS, limits=limits, refusal_pause=PAUSE)) as base:
         yield base
 

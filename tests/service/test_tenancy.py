@@ -3,6 +3,7 @@ token files, and health that answers while every session slot is taken."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -82,17 +83,18 @@ def test_creation_and_step_rates_per_client() -> None:
         assert 1 <= int(refused.headers["retry-after"]) <= 21
         assert refused.json()["error"]["code"] == "rate_limited"
         sid = create(http, "bob").json()["session_id"]  # bob has his own budget
+        started = time.monotonic()
         steps = [
             http.post(f"/v1/sessions/{sid}/step", json={"command": "wait"}, headers=auth("bob"))
             for _ in range(12)
         ]
-        ok = [r for r in steps if r.status_code == 200]
-        limited = [r for r in steps if r.status_code == 429]
-        assert 5 <= len(ok) < 12 and len(ok) + len(limited) == 12, [r.text for r in steps]
-        assert all(r.headers["retry-after"] == "1" for r in limited)
-        # A refused step changed nothing.
+        took = time.monotonic() - started
+        # Over the rate, steps wait their turn (up to the patience) instead of being refused:
+        # 5 at once, then 5 a second.
+        assert [r.status_code for r in steps] == [200] * 12, [r.text for r in steps]
+        assert took >= 1.2, f"12 steps at 5 a second took {took:.2f} s"
         view = http.get(f"/v1/sessions/{sid}", headers=auth("bob")).json()
-        assert view["steps_used"] == len(ok)
+        assert view["steps_used"] == 12
 
 
 def test_token_file_parsing(tmp_path: Path) -> None:

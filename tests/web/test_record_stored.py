@@ -143,7 +143,7 @@ def test_progress_reads_the_run_once_and_counts_against_the_reads_limit(
     app = create_app(
         tokens={"flooder": FLOODER},
         recorder=HumanRecorder(tmp_path),
-        limits=ClientLimits(reads_per_second=5),
+        limits=ClientLimits(reads_per_second=5, patience=0),  # over the rate: refused at once
     )
     with serve_in_thread(app) as url, client(url, FLOODER) as http:
         answers = [http.get("/play/api/progress", params={"player": PLAYER}) for _ in range(6)]

@@ -260,12 +260,19 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
     make_env = None
     if args.env_url:
         from textenvs.service.client import remote_env_factory, service_error
+        from textenvs.service.versions import LABELS_API
 
-        label = session_label(args)
+        label: str | None = session_label(args)
         make_env = remote_env_factory(args.env_url, label=label)
-        try:  # fails early when the service is unreachable or lacks a scenario
+        try:  # fails early when the service is unreachable, too old or lacks a scenario
+            if make_env.client.api() < LABELS_API:  # a server from before session labels
+                say(console, "note: the service's textenvs is older than this one (no session "
+                    "labels): a --resume cannot close what a killed run left open; upgrade "
+                    "textenvs on the server for that")  # fmt: skip
+                make_env.client.close()
+                label, make_env = None, remote_env_factory(args.env_url)
             config["envs"] = {name: make_env.client.env_info(name)["version"] for name in plan.envs}
-            if args.resume:  # what a killed run left open would hold its session places
+            if args.resume and label:  # what a killed run left open holds session places
                 left = make_env.client.delete_labelled(label)
                 if left:
                     say(console, f"note: closed {left} session(s) the interrupted run left open")

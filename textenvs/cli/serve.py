@@ -19,6 +19,7 @@ from textenvs.core.numbers import (
 from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
 from textenvs.service.reading import DEFAULT_TIMEOUT_S
 from textenvs.service.sockets import DEFAULT_SOCKET_IDLE_S
+from textenvs.service.tenancy import DEFAULT_PATIENCE_S
 
 
 def _default_max_connections() -> int:
@@ -80,22 +81,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--creates-per-minute",
         type=non_negative_float,
         default=1200,
-        help="session creations per client per minute, refilling steadily, a second's worth "
-        "(at least 10) at once (0: no limit)",
+        help="session creations per client per minute, refilling steadily; as many at once "
+        "as the client may hold sessions (0: no limit)",
     )
     limits.add_argument(
         "--resets-per-minute",
         type=non_negative_float,
         default=1200,
         help="session resets per client per minute (HTTP, OpenEnv and WebSocket; the "
-        "stateless OpenEnv reset too), refilling steadily, a second's worth (at least 10) "
-        "at once (0: no limit)",
+        "stateless OpenEnv reset too), refilling steadily; as many at once as the client "
+        "may hold sessions (0: no limit)",
     )
     limits.add_argument(
         "--steps-per-second",
         type=non_negative_float,
         default=5000,
-        help="steps per client per second (0: no limit); over a limit is a 429 + Retry-After",
+        help="steps per client per second (0: no limit); over a rate waits its turn "
+        "(--rate-patience)",
     )
     limits.add_argument(
         "--reads-per-second",
@@ -110,6 +112,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1024 * 1024,
         help="request body and WebSocket message bytes per client per second, as a burst "
         "of a second's allowance or 16 largest bodies (0: no limit)",
+    )
+    limits.add_argument(
+        "--rate-patience",
+        type=non_negative_float,
+        default=DEFAULT_PATIENCE_S,
+        help="seconds a request or WebSocket message over one of the rates above waits its "
+        "turn before it is refused with 429 and Retry-After (0: refused at once)",
     )
     limits.add_argument(
         "--idle-timeout",
@@ -240,6 +249,7 @@ def _serve(args: argparse.Namespace) -> int:
             steps_per_second=args.steps_per_second,
             reads_per_second=args.reads_per_second,
             body_bytes_per_second=args.body_bytes_per_second,
+            patience=args.rate_patience,
         ),
         allowed_hosts=args.allowed_host,
         max_body_bytes=args.max_body_bytes,

@@ -186,16 +186,16 @@ def create_app(
     @v1.get("/envs", response_model=ScenarioList, tags=["scenarios"])
     async def list_envs(client: Client) -> ScenarioList:
         """Every scenario: metadata, rules text and the JSON schema of a structured action."""
-        ops.reads.check(client)
+        await ops.reads.turn(client)
         return ScenarioList(envs=[ops.info(name) for name in registry.names()])
 
     @v1.get("/envs/{env}", response_model=ScenarioInfo, tags=["scenarios"])
     async def get_env(client: Client, env: str = Path(max_length=100)) -> ScenarioInfo:
-        ops.reads.check(client)
+        await ops.reads.turn(client)
         return ops.info(env)
 
     @v1.post("/sessions", status_code=201, response_model=SessionCreated, tags=["sessions"])
-    @admits(ops.admit_ahead)
+    @admits(ops.admit)
     async def create_session(body: CreateSession, client: Client) -> SessionCreated:
         """A new session playing `env` from `seed`; returns its id and first observation.
         A `label` names it for `DELETE /v1/sessions?label=` (a run's sessions, say)."""
@@ -212,20 +212,20 @@ def create_app(
     async def get_session(session_id: SessionId, client: Client) -> SessionView:
         """The session's current observation and info (does not step, and does not count
         as use: only steps and resets keep a session from expiring)."""
-        ops.reads.check(client)
+        await ops.reads.turn(client)
         return _view(store.get(session_id, client))
 
     # The hot path returns ready-made JSON: `response_model` documents it, FastAPI neither
     # validates nor re-encodes it (a returned Response is sent as is).
     @v1.post("/sessions/{session_id}/step", response_model=StepResult, tags=["sessions"])
-    @admits(ops.steps.ahead)
+    @admits(ops.steps.turn)
     async def step(body: StepRequest, session_id: SessionId, client: Client) -> Response:
         """One turn, from free-text `command` or structured `action`. An unreadable command
         is a wasted turn (as in the local env); a malformed request changes nothing."""
         return json_response(await ops.step(client, session_id, body.command, body.action))
 
     @v1.post("/sessions/{session_id}/reset", response_model=SessionView, tags=["sessions"])
-    @admits(ops.resets.ahead)
+    @admits(ops.resets.turn)
     async def reset(body: ResetSession, session_id: SessionId, client: Client) -> SessionView:
         """Start a new episode in the same session (same env)."""
         return _view(await ops.reset(client, session_id, body.seed, body.options))

@@ -24,8 +24,10 @@ from typing import Any
 import httpx
 import numpy as np
 
+from textenvs import __version__
 from textenvs.core import registry
 from textenvs.core.env import ActionSchema, TextEnv
+from textenvs.service.versions import SERVICE_API
 
 TOKEN_ENV = "TEXTENVS_TOKEN"
 
@@ -38,6 +40,11 @@ class ServiceClientError(RuntimeError):
         self.status = status
         self.code = code
         self.message = message
+
+
+class ServiceVersionError(RuntimeError):
+    """The server no longer serves this client's protocol version (one line: which
+    versions differ and what to do)."""
 
 
 class ServiceClient:
@@ -83,6 +90,21 @@ class ServiceClient:
 
     def health(self) -> dict[str, Any]:
         return self.request("GET", "/v1/health")
+
+    def api(self) -> int:
+        """The server's protocol version (`textenvs.service.versions`; 1 for a server
+        from before they were numbered), after checking that it still serves this
+        client's: else a `ServiceVersionError`, before any session is made."""
+        health = self.health()
+        served = int(health.get("api", 1))
+        oldest = int(health.get("oldest_client_api", 1))
+        if oldest > SERVICE_API:
+            raise ServiceVersionError(
+                f"runs textenvs {health.get('version')} with service API {served}, which "
+                f"serves clients of API {oldest} or later; this textenvs {__version__} "
+                f"speaks API {SERVICE_API}: upgrade textenvs here (pip install -U textenvs)"
+            )
+        return served
 
     def envs(self) -> list[dict[str, Any]]:
         return self.request("GET", "/v1/envs")["envs"]
@@ -271,6 +293,8 @@ def service_error(exc: BaseException, url: str) -> str | None:
     """A one-line message for a failure to use the service at `url` (None: not one)."""
     if isinstance(exc, ServiceClientError):
         return f"the service at {url} answered {exc}"
+    if isinstance(exc, ServiceVersionError):
+        return f"the service at {url} {exc}"
     if isinstance(exc, httpx.TransportError):
         detail = str(exc) or type(exc).__name__
         return f"cannot reach a textenvs service at {url} ({detail})"

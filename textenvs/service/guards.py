@@ -244,11 +244,11 @@ class Guard:
 
     async def _afforded(self, size: int, scope: Scope, receive: Receive, send: Send) -> bool:
         """Takes a body's bytes from its client's allowance (what parsing it will cost),
-        or answers 429 and returns False."""
+        waiting its turn, or answers 429 and returns False."""
         client = scope.get(CLIENT)
         try:
             if client is not None and size:
-                self.bodies.check(client, size)
+                await self.bodies.turn(client, size)
         except ServiceError as exc:
             await service_error_response(exc)(scope, receive, send)
             return False

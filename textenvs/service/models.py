@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from textenvs.core import registry
 from textenvs.core.parsing import MAX_COMMAND_CHARS
+from textenvs.service.versions import OLDEST_CLIENT_API, SERVICE_API
 
 MAX_SEED = 2**63 - 1
 MAX_JSON_DEPTH = 32
@@ -192,6 +193,12 @@ class SessionsDeleted(BaseModel):
 class Health(BaseModel):
     status: str
     version: str
+    api: int = Field(
+        default=SERVICE_API, description="the protocol version of the service (its API)"
+    )
+    oldest_client_api: int = Field(
+        default=OLDEST_CLIENT_API, description="the oldest client protocol version it serves"
+    )
     sessions: int | None = Field(
         default=None, description="the caller's open sessions (only with a valid token)"
     )

@@ -23,8 +23,9 @@ reset, step and state), and `POST mcp` answers MCP's JSON-RPC 2.0 (`initialize`,
 http://host:8000/openenv/<scenario>` passes. The typed client is `openenv_client.py`.
 Tokens: OpenEnv's client sends no headers, but a URL `ws://name:token@host/...` becomes a Basic
 Authorization header, which the server accepts as well as `Bearer`. Every message counts
-against its client's limits (a reset as a reset, any other as a step); one over a limit
-is answered `rate_limited` after the same pause as an HTTP 429.
+against its client's limits (a reset as a reset, any other as a step); one over a rate
+waits its turn, and one past the patience is answered `rate_limited` after the same
+pause as an HTTP 429 (the session and the socket go on).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from textenvs.service.models import ERRORS, JsonObject, Request, Seed, StepReque
 from textenvs.service.operations import Operations, reset_env, safe
 from textenvs.service.sessions import ServiceError, Session
 from textenvs.service.sockets import MAX_MESSAGE_DEPTH, SocketCount, depth_at_most
-from textenvs.service.tenancy import CLIENT, AdmittedRoute, Client, admits, current_client
+from textenvs.service.tenancy import CLIENT, AdmittedRoute, admits, current_client
 
 EnvPath = Path(max_length=100, description="scenario name, e.g. 'treasure-hunt'")
 #: the OpenEnv HTTP API these endpoints implement (`info.version` of their OpenAPI)
@@ -126,14 +127,11 @@ def openenv_router(ops: Operations, sockets: SocketCount) -> APIRouter:
     async def schema(env: str = EnvPath) -> Response:
         return document("schema", ops.info(env).name, openenv_schemas)
 
-    @router.post("/reset", response_model=OpenEnvResult)
-    @admits(ops.resets.ahead)
-    async def reset(
-        client: Client, body: OpenEnvReset | None = None, env: str = EnvPath
-    ) -> dict[str, Any]:
+    @router.post("/reset", response_model=OpenEnvResult, dependencies=authenticated)
+    @admits(ops.resets.turn)
+    async def reset(body: OpenEnvReset | None = None, env: str = EnvPath) -> dict[str, Any]:
         """Stateless: the first observation of `seed`. Play through the WebSocket."""
         name = ops.info(env).name
-        ops.resets.check(client)
         body = body or OpenEnvReset()
         scenario_env = registry.make(name)
         try:
@@ -181,6 +179,8 @@ def openenv_router(ops: Operations, sockets: SocketCount) -> APIRouter:
         await websocket.accept()
         try:
             with sockets.hold(client):
+                await ops.turns.take(client)  # a create is a reset: clients take turns
+                await ops.admit(client)  # waits its turn at the creation rate
                 session = ops.create(client, name, None, None)
                 try:
                     await SocketSession(ops, client, session, websocket, sockets).run()
@@ -306,7 +306,7 @@ class SocketSession:
 
     async def _reply(self, text: str) -> dict[str, Any] | None:
         """The answer to one message; None once the socket is closed."""
-        self.ops.bodies.check(self.client, len(text))  # what reading it costs, before it
+        await self.ops.bodies.turn(self.client, len(text))  # what reading it costs, before it
         try:
             message = json.loads(text)
             if not isinstance(message, dict):
@@ -314,7 +314,7 @@ class SocketSession:
         except RecursionError:
             message = None
         except ValueError:
-            self.ops.steps.check(self.client)  # a malformed message counts too
+            await self.ops.steps.turn(self.client)  # a malformed message counts too
             return _error("INVALID_JSON", "the message is not JSON")
         if message is None or not depth_at_most(message, MAX_MESSAGE_DEPTH):
             reason = f"messages are nested at most {MAX_MESSAGE_DEPTH} deep"
@@ -323,6 +323,10 @@ class SocketSession:
         if message.get("type") == "close":
             await self.socket.close()
             return None
+        # Every other message counts (a malformed one too): a reset as a reset, any other
+        # as a step; over the rate it waits its turn.
+        kind = message.get("type")
+        await (self.ops.resets if kind == "reset" else self.ops.steps).turn(self.client)
         try:
             request = self._request(message)
         except ValidationError as exc:
@@ -333,23 +337,18 @@ class SocketSession:
         return await self._answer(message["type"], request)
 
     def _request(self, message: dict[str, Any]) -> BaseModel | None:
-        """The message's validated data (None for `state`); a malformed message counts
-        against the client's limits as one of its kind (a reset, else a step)."""
+        """The message's validated data (None for `state`)."""
         kind = message.get("type")
-        try:
-            data = message.get("data") or {}
-            if not isinstance(data, dict):
-                raise ServiceError(422, "VALIDATION_ERROR", "'data' must be an object")
-            if kind == "reset":
-                return OpenEnvReset.model_validate(data)
-            if kind == "step":
-                return StepRequest.model_validate(data)
-            if kind == "state":
-                return None
-            raise ServiceError(422, "UNKNOWN_TYPE", safe(f"unknown message type: {kind!s}", 100))
-        except (ServiceError, ValidationError):
-            (self.ops.resets if kind == "reset" else self.ops.steps).check(self.client)
-            raise
+        data = message.get("data") or {}
+        if not isinstance(data, dict):
+            raise ServiceError(422, "VALIDATION_ERROR", "'data' must be an object")
+        if kind == "reset":
+            return OpenEnvReset.model_validate(data)
+        if kind == "step":
+            return StepRequest.model_validate(data)
+        if kind == "state":
+            return None
+        raise ServiceError(422, "UNKNOWN_TYPE", safe(f"unknown message type: {kind!s}", 100))
 
     async def _answer(self, kind: str, request: BaseModel | None) -> dict[str, Any]:
         session_id = self.session.id
@@ -367,7 +366,6 @@ class SocketSession:
                 truncated=result["truncated"],
             )
             return {"type": "observation", "data": data}
-        self.ops.steps.check(self.client)  # `state` counts as a step
         session = self.ops.store.get(session_id, self.client)
         state = OpenEnvState(
             episode_id=self.episode_id,

@@ -1,6 +1,11 @@
 """What a session can do, shared by the `/v1` routes and the OpenEnv endpoints: create,
 step and reset, with each client's limits applied (open sessions, creations per minute,
-steps per second) and every rejection a `ServiceError` that changes nothing."""
+steps per second) and every rejection a `ServiceError` that changes nothing.
+
+The rates are taken before an operation starts, by whoever receives the request (a
+route's `admits`, before its body is read; a WebSocket's message loop), since work over
+a rate waits its turn there (`tenancy.RateLimiter.turn`); the operations themselves
+check what only they can see (open sessions, the session's state)."""
 
 from __future__ import annotations
 
@@ -68,7 +73,7 @@ class Operations:
         max_body_bytes: int = 256 * 1024,
     ) -> None:
         self.store = store
-        self.creates, self.resets, self.steps, self.reads = limiters(limits)
+        self.creates, self.resets, self.steps, self.reads = limiters(limits, store.owner_cap)
         self.bodies = body_bytes_limiter(limits, max_body_bytes)  # and WebSocket messages
         self.turns = Turns()  # clients take turns starting requests (fairness.py)
         self.reader = reader or CommandReader()
@@ -84,15 +89,11 @@ class Operations:
             self._catalogue[scenario.name] = scenario_info(scenario)
         return self._catalogue[scenario.name]
 
-    def admit(self, client: str) -> None:
-        """A 429 or 503 unless `client` may create a session now (takes a creation). The
-        rate comes first: a flood is refused before anything looks at the sessions."""
-        self.creates.check(client)
-        self.store.reserve(client)
-
-    def admit_ahead(self, client: str) -> None:
-        """`admit`'s refusal, taking nothing: a create refused before its body is read."""
-        self.creates.ahead(client)
+    async def admit(self, client: str) -> None:
+        """Takes a creation from `client`'s allowance (waiting its turn), then a 429 or 503
+        unless it may hold another session. Comes before `create` (a route's `admits`)."""
+        self.store.reserve(client)  # a client at its cap waits for nothing
+        await self.creates.turn(client)
         self.store.reserve(client)
 
     def create(
@@ -102,16 +103,11 @@ class Operations:
         seed: int | None,
         options: dict[str, Any] | None,
         *,
-        admitted: bool = False,
         label: str | None = None,
     ) -> Session:
-        """A new session (named `label`, if given); `admitted`: `admit` already took this
-        creation."""
+        """A new session (named `label`, if given), once `admit` took its creation."""
         name = self.info(env).name
-        if admitted:
-            self.store.reserve(client)
-        else:
-            self.admit(client)
+        self.store.reserve(client)  # others may have filled the server while this waited
         scenario_env = registry.make(name)
         seed, observation, info = reset_env(scenario_env, name, seed, options)
         session = Session(
@@ -125,8 +121,8 @@ class Operations:
     async def step(
         self, client: str, session_id: str, command: str | None, action: dict[str, Any] | None
     ) -> dict[str, Any]:
+        """One turn (the step already taken from `client`'s allowance)."""
         session = self.store.get(session_id, client)
-        self.steps.check(client)
         async with session.lock:
             self.store.get(session_id, client)  # it may have been deleted while we waited
             env = session.env
@@ -151,8 +147,8 @@ class Operations:
     async def reset(
         self, client: str, session_id: str, seed: int | None, options: dict[str, Any] | None
     ) -> Session:
+        """A new episode (the reset already taken from `client`'s allowance)."""
         session = self.store.get(session_id, client)
-        self.resets.check(client)
         async with session.lock:
             self.store.get(session_id, client)
             seed, observation, info = reset_env(session.env, session.env_name, seed, options)

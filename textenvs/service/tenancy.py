@@ -7,12 +7,13 @@ a client of its own, and sessions belong to the client that created them.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hmac
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -113,9 +114,10 @@ def client_of(scope: dict[str, Any]) -> str:
 Client = Annotated[str, Depends(current_client)]
 
 
-def admits(check: Callable[[str], None]) -> Callable[[Any], Any]:
-    """Marks a route's endpoint: `check(client)` runs before its body is read or
-    validated (a request it refuses is never parsed). Needs `AdmittedRoute`."""
+def admits(check: Callable[[str], Awaitable[None]]) -> Callable[[Any], Any]:
+    """Marks a route's endpoint: `await check(client)` (which takes the request's place
+    in the client's allowance, waiting its turn, or refuses it) runs before its body is
+    read or validated, so a refused request is never parsed. Needs `AdmittedRoute`."""
 
     def mark(endpoint: Any) -> Any:
         endpoint.admission = check
@@ -134,7 +136,7 @@ class AdmittedRoute(APIRoute):
             return handle
 
         async def admitted(request: Request) -> Any:
-            check(client_of(request.scope))
+            await check(client_of(request.scope))
             return await handle(request)
 
         return admitted
@@ -153,12 +155,19 @@ def _presented_token(header: str) -> bytes:
     return b""
 
 
+#: how long work over a rate waits its turn by default (OpenEnv's client waits 60 s for
+#: an answer, and `ServiceClient` as long for its retries)
+DEFAULT_PATIENCE_S = 10.0
+
+
 @dataclass(frozen=True)
 class ClientLimits:
     """What one client may do. `max_sessions` 0: the server's session cap shared evenly
     between the configured clients; a rate of 0: no limit."""
 
     max_sessions: int = 0
+    #: creations and resets come as many at once as the client may hold sessions (a
+    #: trainer opening its batch), else a second's worth
     creates_per_minute: float = 1200.0
     # 20 a second: a Squad Recon reset takes 2-3 ms on the event loop, so at this rate one
     # client's resets hold it about 6% of the time (at 6,000 a minute, all of it)
@@ -169,6 +178,9 @@ class ClientLimits:
     reads_per_second: float = 20.0
     #: request bodies and WebSocket messages, in bytes: what parsing costs the server
     body_bytes_per_second: float = 1024 * 1024
+    #: seconds a request (or WebSocket message) over a rate waits its turn before it is
+    #: refused instead (0: refused at once)
+    patience: float = DEFAULT_PATIENCE_S
 
 
 @dataclass
@@ -183,40 +195,48 @@ class TokenBucket:
     def __post_init__(self) -> None:
         self.tokens = self.capacity
 
-    def take(self, cost: float = 1.0) -> float:
-        """0.0 if `cost` tokens were taken, else the seconds until they will be there."""
-        wait = self.wait(cost)
-        if not wait:
-            self.tokens -= cost
-        return wait
-
-    def wait(self, cost: float = 1.0) -> float:
-        """0.0 if `cost` tokens are there, else the seconds until they will be."""
+    def reserve(self, cost: float, patience: float) -> float:
+        """Takes `cost` tokens if they are there within `patience` seconds (the bucket
+        then owes them: later takers wait behind this one), returning the seconds until
+        they are; else takes nothing and returns -(seconds until a retry would be taken)."""
         now = time.monotonic()
         self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
         self.updated = now
-        return 0.0 if self.tokens >= cost else (cost - self.tokens) / self.rate
+        wait = max(0.0, (cost - self.tokens) / self.rate)
+        if wait > patience:
+            return -(wait - patience)
+        self.tokens -= cost
+        return wait
 
 
 class RateLimiter:
-    """One bucket per client for one kind of request; a 429 with Retry-After when empty."""
+    """One bucket per client for one kind of request. Work over the rate waits its turn
+    (in arrival order) for up to `patience` seconds; past that it is a 429 with
+    Retry-After. So a burst is shaped, not refused: 256 clients connecting at once are
+    served one after another at the rate instead of all but the first few failing."""
 
-    def __init__(self, per_second: float, burst: float, what: str) -> None:
+    def __init__(self, per_second: float, burst: float, what: str, patience: float = 0.0) -> None:
         self.per_second = per_second
         self.burst = max(burst, 1.0)
         self.what = what
+        self.patience = patience
         self._buckets: dict[str, TokenBucket] = {}
 
-    def check(self, client: str, cost: float = 1.0) -> None:
-        """Takes `cost` of `client`'s allowance, or raises a 429 when it is not there."""
-        if self.per_second > 0:
-            self._refuse(self._bucket(client).take(min(cost, self.burst)))
-
-    def ahead(self, client: str) -> None:
-        """A 429 now if `check` would refuse `client`, taking nothing (for a request to be
-        refused before its body is read; `check` still takes when it is carried out)."""
-        if self.per_second > 0:
-            self._refuse(self._bucket(client).wait())
+    async def turn(self, client: str, cost: float = 1.0) -> None:
+        """Takes `cost` of `client`'s allowance, waiting for it up to `patience` seconds,
+        or raises a 429 (taking nothing) when it would have to wait longer."""
+        if self.per_second <= 0:
+            return
+        wait = self._bucket(client).reserve(min(cost, self.burst), self.patience)
+        if wait < 0:
+            raise ServiceError(
+                429,
+                "rate_limited",
+                f"too many {self.what}; retry after the Retry-After header's seconds",
+                headers={"Retry-After": str(max(1, math.ceil(-wait)))},
+            )
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     def _bucket(self, client: str) -> TokenBucket:
         bucket = self._buckets.get(client)
@@ -224,40 +244,37 @@ class RateLimiter:
             bucket = self._buckets[client] = TokenBucket(self.per_second, self.burst)
         return bucket
 
-    def _refuse(self, wait: float) -> None:
-        if wait > 0:
-            raise ServiceError(
-                429,
-                "rate_limited",
-                f"too many {self.what}; retry after the Retry-After header's seconds",
-                headers={"Retry-After": str(max(1, math.ceil(wait)))},
-            )
-
 
 def body_bytes_limiter(limits: ClientLimits, max_body_bytes: int) -> RateLimiter:
     """Body and message bytes per client: a second's allowance or 16 of the largest
     bodies as a burst, whichever is more."""
     rate = limits.body_bytes_per_second
-    return RateLimiter(rate, max(rate, 16.0 * max_body_bytes), "request bytes")
+    burst = max(rate, 16.0 * max_body_bytes)
+    return RateLimiter(rate, burst, "request bytes", limits.patience)
 
 
 MIN_BURST = 10.0  # a per-minute allowance comes a second's worth at once, or this many
 
 
-def per_minute(allowance: float, what: str) -> RateLimiter:
-    """`allowance` a minute, refilling steadily; a second's worth of it at once (at least
-    `MIN_BURST`, or the whole allowance when it is smaller): a minute's worth of creations
-    or resets back to back, each a few milliseconds on the event loop, held it for
-    seconds."""
+def per_minute(allowance: float, what: str, at_once: float, patience: float) -> RateLimiter:
+    """`allowance` a minute, refilling steadily; `at_once` of it (or a second's worth, at
+    least `MIN_BURST`, when more) in one burst, and never more than the whole allowance."""
     rate = allowance / 60.0
-    return RateLimiter(rate, min(allowance, max(rate, MIN_BURST)), what)
+    return RateLimiter(rate, min(allowance, max(rate, MIN_BURST, at_once)), what, patience)
 
 
-def limiters(limits: ClientLimits) -> tuple[RateLimiter, RateLimiter, RateLimiter, RateLimiter]:
-    """(creates, resets, steps, reads): creates and resets refill over a minute (see
-    `per_minute`), steps and reads over a second; each comes a second's worth at once."""
-    creates = per_minute(limits.creates_per_minute, "session creations")
-    resets = per_minute(limits.resets_per_minute, "resets")
-    steps = RateLimiter(limits.steps_per_second, limits.steps_per_second, "steps")
-    reads = RateLimiter(limits.reads_per_second, limits.reads_per_second, "reads")
+def limiters(
+    limits: ClientLimits, sessions_each: int
+) -> tuple[RateLimiter, RateLimiter, RateLimiter, RateLimiter]:
+    """(creates, resets, steps, reads) for clients that may each hold `sessions_each`
+    sessions: creations and resets refill over a minute and come as many at once as a
+    client may hold sessions (a trainer opens its batch and starts an episode in each;
+    clients take turns on the event loop, `fairness.py`, so one client's burst delays
+    another's requests by at most one of its own each), steps and reads refill over a
+    second and come a second's worth at once."""
+    patience = limits.patience
+    creates = per_minute(limits.creates_per_minute, "session creations", sessions_each, patience)
+    resets = per_minute(limits.resets_per_minute, "resets", sessions_each, patience)
+    steps = RateLimiter(limits.steps_per_second, limits.steps_per_second, "steps", patience)
+    reads = RateLimiter(limits.reads_per_second, limits.reads_per_second, "reads", patience)
     return creates, resets, steps, reads

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from uvicorn._types import ASGIReceiveEvent
+from uvicorn._types import ASGIReceiveEvent, ASGISendEvent
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 
@@ -55,6 +55,14 @@ class OneMessageAtATime(WebSocketsSansIOProtocol):
     async def receive(self) -> ASGIReceiveEvent:
         self._feed()  # the app wants a message: parse the next one
         return await super().receive()
+
+    async def send(self, message: ASGISendEvent) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.close":
+            # The client's close frame may already wait unparsed (OpenEnv's client sends
+            # a `close` message and its close frame at once): without it the closing
+            # handshake waited out the client's 10 s close timeout.
+            self._feed()
 
     def _feed(self) -> None:
         """Feeds the parser frame by frame until a message waits for the app (after the

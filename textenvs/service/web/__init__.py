@@ -113,7 +113,7 @@ def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
     @router.get("/play/api/setup", response_model=PlaySetup)
     async def setup(client: Client) -> PlaySetup:
         """Whether this server records human runs, and its baseline sets."""
-        ops.reads.check(client)
+        await ops.reads.turn(client)
         sets = recorder.sets.values() if recorder else ()
         return PlaySetup(
             recording=recorder is not None,
@@ -121,7 +121,7 @@ def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
         )
 
     @router.post("/play/api/sessions", status_code=201, response_model=PlaySession)
-    @admits(ops.admit_ahead)
+    @admits(ops.admit)
     async def create(body: PlayRequest, client: Client) -> PlaySession:
         """`POST /v1/sessions` for a person: with recording on, a player name is required,
         and with `set` the seed is the set's next one for this player."""
@@ -133,11 +133,11 @@ def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
                 raise ServiceError(404, "unknown_set", "this server has no baseline sets")
             return _created(ops.create(client, env, body.seed, None), None)
         player = recorder.player(client, body.player, body.set)
-        ops.admit(client)  # the client's limits, before anything touches the disk
+        ops.store.reserve(client)  # its session place, before anything touches the disk
         await recorder.open_run(player)
         try:
             seed = body.seed if player.baseline is None else await recorder.next_seed(player, env)
-            session = ops.create(client, env, seed, None, admitted=True)  # no await: no race
+            session = ops.create(client, env, seed, None)  # no await: no race
         except BaseException:
             recorder.release_run(player)
             raise
@@ -153,7 +153,7 @@ def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
     ) -> Response:
         """The episodes recorded so far in a player's run (free play, or one set); an
         episode is recorded before the step that ended it answers."""
-        ops.reads.check(client)
+        await ops.reads.turn(client)
         if recorder is None:
             raise ServiceError(404, "not_recording", "this server does not record human runs")
         who = recorder.player(client, player, set)

@@ -12,11 +12,11 @@ model runs on the (env, seed, episode) keys both played.
 
 A session's env is wrapped in `RecordedEnv` (`episodes.py`), which remembers each command
 and how long the player took over it. When the episode ends, the commands are replayed
-through `run_episode` on a fresh env with the same seed, so the record and the trajectory
-are built and written by the same code as an eval's; a replay that does not end on what
-the player saw is logged and not written (it would mean the episode was not
-deterministic). The step that ended the episode answers once its record is written and
-fsynced: an episode a player saw finish survives a kill -9 of the server.
+through `run_episode` on a fresh env with the same seed, in the recorder's own process
+(`runs.ReplayProcess`), so the record and trajectory are built by the same code as an
+eval's; a replay that does not end on what the player saw is logged and not written.
+The step that ended the episode answers once its record is written and fsynced: an
+episode a player saw finish survives a kill -9 of the server.
 
 Nothing here grows with the data already recorded, per request: what a run holds is read
 incrementally (`runs.RunIndex`), `summary.json` is recomputed at most once every
@@ -46,7 +46,7 @@ from pydantic_core import to_json
 
 from textenvs.core import registry
 from textenvs.evals import store
-from textenvs.evals.episode import EpisodeResult, run_episode
+from textenvs.evals.episode import run_episode
 from textenvs.evals.metrics import Key
 from textenvs.evals.runner import (
     EvalPlan,
@@ -64,6 +64,7 @@ from textenvs.service.web.runs import (
     RUN_FOLDER_BYTES,
     DiskQuota,
     FileThreads,
+    ReplayProcess,
     RunIndex,
     footprint,
 )
@@ -141,6 +142,7 @@ class HumanRecorder:
         self.root = Path(root)
         self.sets = {s.name: s for s in sets}
         self.threads = FileThreads()
+        self.replays = ReplayProcess()
         self.index = RunIndex(self.threads)
         self.quota = DiskQuota(self.threads, max_bytes, client_max_bytes)
         self._writers: dict[str, asyncio.Lock] = {}  # client -> one episode at a time
@@ -243,6 +245,7 @@ class HumanRecorder:
             held.lock.release()
         self._held.clear()
         self.threads.close()
+        self.replays.close()
 
     async def progress(self, player: Player) -> bytes:
         """The `GET /play/api/progress` answer (JSON): remade only when the run changed."""
@@ -300,35 +303,37 @@ class HumanRecorder:
 
     async def _record(self, episode: Episode, final_observation: str) -> None:
         """Replay and write `episode`, one episode of a client at a time: a client finishing
-        episodes as fast as it can holds one of the recorder's threads, never both."""
+        episodes as fast as it can holds the recorder's process no more than its turn."""
         wall_s = time.monotonic() - episode.started
         player = episode.player
         try:
-            async with self._writers.setdefault(player.client, asyncio.Lock()):
-                result = await self.threads.run(_replay, episode)
-                if result.final_observation != final_observation:
-                    log.error("replay of %s seed %d differs", episode.env_name, episode.seed)
-                    return
-                result.wall_s = wall_s
-                async with self._held[player.run].writing:
-                    if await self._write(player, result):
-                        self._summary_due(player)
+            async with (
+                self._writers.setdefault(player.client, asyncio.Lock()),
+                self._held[player.run].writing,
+            ):
+                if await self._write(episode, final_observation, wall_s):
+                    self._summary_due(player)
         except Exception:  # a failed write must not take the service down
             log.exception("could not record a human episode of %s", episode.env_name)
         finally:
             self.release_run(player)
 
-    async def _write(self, player: Player, result: EpisodeResult) -> bool:
-        """Write one episode's trajectory and line (fsynced); False when it is not written
-        (a set seed already recorded, or no room left)."""
+    async def _write(self, episode: Episode, final_observation: str, wall_s: float) -> bool:
+        """Replay, encode and write one episode's trajectory and line (fsynced); False
+        when it is not written (a set seed already recorded, a replay that differs, or no
+        room left)."""
+        player = episode.player
         run_dir = self.run_dir(player)
-        assert result.seed is not None
         recorded = await self.index.episodes(run_dir)
-        earlier = recorded.counts[(result.env, result.seed)]
+        earlier = recorded.counts[(episode.env_name, episode.seed)]
         if earlier and player.baseline is not None:
             return False  # a set seed counts once: the first episode that finished
-        key: Key = (result.env, result.seed, earlier)
-        trajectory, text, record = await self.threads.run(_encode, result, key)
+        key: Key = (episode.env_name, episode.seed, earlier)
+        replay = await self.replays.run(_replayed_record, episode, key, wall_s)
+        seen, trajectory, text, record = replay
+        if seen != final_observation:
+            log.error("replay of %s seed %d differs", episode.env_name, episode.seed)
+            return False
         size, line = recorded.size, len(store.record_line(record))
         cost = footprint(len(text)) + footprint(size + line) - footprint(size)
         if not self.quota.take(player.client, cost):
@@ -365,20 +370,21 @@ class _Held:
     writing: asyncio.Lock = field(default_factory=asyncio.Lock)  # one write at a time
 
 
-def _replay(episode: Episode) -> EpisodeResult:
-    """The episode played again by the eval's own runner (in a recorder thread: a replay
-    takes as long as its steps did, and the event loop has other clients to serve)."""
+def _replayed_record(
+    episode: Episode, key: Key, wall_s: float
+) -> tuple[str, str, str, dict[str, Any]]:
+    """(the final observation of the episode played again by the eval's own runner, the
+    trajectory path in the run, its text, the episodes.jsonl record): in the recorder's
+    process (`ReplayProcess`)."""
     env = registry.make(episode.env_name)
     env.parse = replayed(episode.readings)  # type: ignore[method-assign]
     agent = ReplayAgent(episode.player, episode.moves)
-    return asyncio.run(run_episode(env, agent, episode.seed))
-
-
-def _encode(result: EpisodeResult, key: Key) -> tuple[str, str, dict[str, Any]]:
-    """(trajectory path in the run, its text, the episodes.jsonl record) of one episode."""
+    result = asyncio.run(run_episode(env, agent, episode.seed))
+    result.wall_s = wall_s
     data = {"key": list(key), "model": None, **result.to_dict()}
     trajectory = store.trajectory_file(key)
-    return trajectory, store.trajectory_text(data), episode_record(result, key, None, trajectory)
+    record = episode_record(result, key, None, trajectory)
+    return result.final_observation, trajectory, store.trajectory_text(data), record
 
 
 def _write_episode(run_dir: Path, trajectory: str, text: str, record: dict[str, Any]) -> None:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import multiprocessing
 import os
 import re
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,6 +54,24 @@ class FileThreads:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+class ReplayProcess(FileThreads):
+    """A process of the recorder's own, for replaying and encoding finished episodes:
+    work that holds the interpreter lock (tens of milliseconds a Megacity episode), so in
+    the server's threads it took the CPU the event loop needed (one client finishing
+    recorded episodes raised another's p50 x3.1 on a quiet machine, x572 on a loaded
+    one); in a process the OS shares the CPU instead. Started at once (spawned: the
+    server has threads), so the first episode does not wait for its imports; a script
+    of one's own that serves a recording app needs the usual `if __name__ == "__main__"`
+    guard (spawn imports the main module again; `textenvs serve` has it)."""
+
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._pool = ProcessPoolExecutor(  # type: ignore[assignment]
+            1, mp_context=context, initializer=os.nice, initargs=(10,)
+        )  # niced: the server's own work (every client's requests) comes first
+        self._pool.submit(int)  # starts the process now
 
 
 def footprint(size: int) -> int:
