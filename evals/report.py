@@ -76,7 +76,7 @@ class Run:
 
 
 def load_run(path: Path, bands: dict[str, Any] | None = None) -> Run:
-    store.check_run_dir(path, store.CONFIG)
+    store.check_run_dir(path, run_folder.CONFIG)
     config = store.read_config(path)
     if config is None:
         raise store.RunDirError(f"{path} is not an eval run (no {run_folder.CONFIG})")
@@ -114,7 +114,7 @@ def check_out(out: Path) -> None:
     """A report never writes into a run: not into any eval run's folder (one of the runs
     reported or another), nor into a folder inside one."""
     for folder in (out.resolve(), *out.resolve().parents):
-        if (folder / store.CONFIG).is_file() and (folder / store.EPISODES).exists():
+        if (folder / run_folder.CONFIG).is_file() and (folder / run_folder.EPISODES).exists():
             where = "is" if folder == out.resolve() else f"is inside {folder},"
             raise store.RunDirError(
                 f"--out {out} {where} an eval run folder; give the report a folder of its "
@@ -128,7 +128,7 @@ def damage(run: Run) -> list[str]:
     notes = []
     if store.has_torn_line(run.path):
         notes.append(
-            f"{run.path}/{store.EPISODES} ends in a torn line (a write cut short): that "
+            f"{run.path}/{run_folder.EPISODES} ends in a torn line (a write cut short): that "
             "episode is left out; rerun the run's eval command with --resume to repair it "
             "and play that episode"
         )

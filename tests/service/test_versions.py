@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from textenvs.evals import store
+from textenvs.evals import run_folder, store
 from textenvs.service import ServiceClient, create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.service.versions import SERVICE_API
@@ -109,7 +109,7 @@ def test_a_new_eval_plays_on_a_server_from_before_labels(tmp_path: Path) -> None
     records = store.read_episodes(tmp_path / "run")
     assert sorted(r["seed"] for r in records) == [0, 1]
     assert all(r["outcome"] != "agent_error" for r in records)
-    assert json.loads((tmp_path / "run" / store.CONFIG).read_text())["session_label"] is None
+    assert json.loads((tmp_path / "run" / run_folder.CONFIG).read_text())["session_label"] is None
     assert left == 0
 
 
@@ -125,7 +125,7 @@ def test_a_client_the_server_no_longer_serves_stops_before_the_first_episode(
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"service API {newer}" in lines[0] and f"speaks API {SERVICE_API}" in lines[0]
     assert "upgrade textenvs here" in lines[0]
-    assert opened == 0 and not (tmp_path / "run" / store.EPISODES).exists()
+    assert opened == 0 and not (tmp_path / "run" / run_folder.EPISODES).exists()
 
 
 def test_an_older_client_is_served_by_this_server() -> None:
