@@ -56,11 +56,19 @@ def read(parse: Callable[[str], Any], text: str) -> Outcome:
         return False, (exc.reason, exc.valid, exc.suggestions)
 
 
-def step_parsed(env: Any, outcome: Outcome) -> tuple[str, float, bool, bool, dict]:
+def parsed_of(outcome: Outcome) -> Any:
+    """What a parser read, as `TextEnv.step_read` takes it (an action or a ParseError)."""
+    return outcome[1] if outcome[0] else ParseError(*outcome[1])
+
+
+def step_parsed(env: Any, text: str, outcome: Outcome) -> tuple[str, float, bool, bool, dict]:
     """`env.step(text)` with `outcome` as what its parser read from `text` (no parsing
-    here)."""
-    parsed = outcome[1] if outcome[0] else ParseError(*outcome[1])
-    return env.unwrapped.step_read(parsed)
+    here). An env that records its episodes (the play page's `RecordedEnv`) is told the
+    text too."""
+    recorded = getattr(env, "step_recorded", None)
+    if recorded is not None:
+        return recorded(text, outcome)
+    return env.unwrapped.step_read(parsed_of(outcome))
 
 
 def serve_pipes() -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from textenvs.agents.base import Agent, Decision
 from textenvs.core.parsing import ParseError
-from textenvs.service.reading import Outcome, read
+from textenvs.service.reading import Outcome, parsed_of, read
 
 if TYPE_CHECKING:
     from textenvs.service.web.record import HumanRecorder, Player
@@ -56,10 +56,10 @@ def replayed(readings: list[Outcome]) -> Callable[[str], Any]:
     outcomes = iter(readings)
 
     def parse(_: str) -> Any:
-        ok, value = next(outcomes)
-        if ok:
-            return value
-        raise ParseError(*value)
+        parsed = parsed_of(next(outcomes))
+        if isinstance(parsed, ParseError):
+            raise parsed
+        return parsed
 
     return parse
 
@@ -78,10 +78,17 @@ class RecordedEnv:
         return getattr(self.env, name)
 
     def step(self, command: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        return self.step_recorded(command, read(self.env.unwrapped.parse, command))
+
+    def step_recorded(
+        self, command: str, outcome: Outcome
+    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Step on `outcome`, what the parser read from `command` (the service has read it
+        already), and note both for the episode's record."""
         episode = self._episode
-        if episode is not None:  # the service has read it already: this costs nothing
-            episode.readings.append(read(self.env.unwrapped.parse, command))
-        stepped = self.env.step(command)
+        if episode is not None:
+            episode.readings.append(outcome)
+        stepped = self.env.unwrapped.step_read(parsed_of(outcome))
         if episode is not None:
             now = time.monotonic()
             episode.moves.append((command, now - episode.last_shown))
