@@ -28,21 +28,23 @@ from textenvs.core.words import FILLERS, TEMPORAL, WORD
 _PARENTHESIS = re.compile(r"\([^()\n]*\)")
 _CELL = re.compile(r"[a-wyz]\d{1,2}")
 _SENTENCE = re.compile(r"[^.;!?\n]+[.;!?\n]*")
-REMARK_BLOCKERS = TEMPORAL | frozenset({
-    "times", "x", "all", "every", "each", "repeat", "repeatedly", "again", "until", "till",
-    "too", "also", "well", "plus", "and", "or", "more", "both", "either", "except", "but",
+# Words that take an order back or put another in its place ("Wait, I meant east",
+# "scratch that", "east instead", "no, east").
+WITHDRAWING = frozenset({
     "instead", "rather", "maybe", "perhaps", "not", "no", "never", "nope", "nah",
-    # taking the order back
     "cancel", "cancelled", "canceled", "ignore", "skip", "disregard", "scratch", "scrap",
     "forget", "undo", "redo", "retract", "revoke", "void", "invalid", "kidding", "joke",
     "joking", "abort", "stop", "hold", "wait", "wrong", "incorrect", "mistake", "typo",
     "error", "oops", "sorry", "actually", "correction", "change", "changed", "reverse",
-    "mean", "meant",
-    "reversed", "opposite", "test", "draft", "tentative", "provisional", "suggestion",
-    "other", "others", "back", "withdraw", "reconsider", "rescind", "farther",
-    "same", "likewise", "similarly", "ditto", "premature", "obsolete", "outdated",
-    "superseded", "replaced", "overridden", "override", "overrides", "amended", "revised",
-    "hasty", "rash", "unwise", "stale",
+    "mean", "meant", "reversed", "opposite", "test", "draft", "tentative", "provisional",
+    "suggestion", "other", "others", "back", "withdraw", "reconsider", "rescind",
+    "premature", "obsolete", "outdated", "superseded", "replaced", "overridden", "override",
+    "overrides", "amended", "revised", "hasty", "rash", "unwise", "stale",
+})  # fmt: skip
+REMARK_BLOCKERS = TEMPORAL | WITHDRAWING | frozenset({
+    "times", "x", "all", "every", "each", "repeat", "repeatedly", "again", "until", "till",
+    "too", "also", "well", "plus", "and", "or", "more", "both", "either", "except", "but",
+    "farther", "same", "likewise", "similarly", "ditto",
     # going on past this turn
     "keep", "continue", "continuing", "onward", "onwards", "further", "repeating", "rest",
     "continuously", "constantly", "forever", "indefinitely", "always", "nonstop",
@@ -174,6 +176,27 @@ def is_remark(
     be left unread (module docstring), given the command phrases found in it."""
     named = [*orders, *mentions]
     return _is_description(folded, 0, len(folded), named, fillers, sentence=False)
+
+
+# A later turn a plan speaks of ("Next I'll move right", "then east"; not "then again").
+_LATER = re.compile(
+    r"\b(?:next|then(?![ \t]+again\b)|after[ \t]+(?:that|this)|afterwards?|later)\b"
+)
+# Phrases that take an order back with no word of `WITHDRAWING` in them.
+_TAKING_BACK = re.compile(
+    r"\b(?:second[ \t]+thoughts?|never[ \t]+mind|hold[ \t]+on|hang[ \t]+on|belay|strike"
+    r"|make[ \t]+(?:that|it)|intended|switch|swap|whoops|woops)\b"
+)
+
+
+def is_afterword(folded: str, orders: Sequence[tuple[int, int]]) -> bool:
+    """Whether a line of a later paragraph than an `Action:` line's may be left unread:
+    it takes nothing back (`WITHDRAWING`: "Wait, I meant east", "Scratch that", "No,
+    east") and every order it names is one for a later turn ("Next I'll move right",
+    "Then B attacks"). A description ("That keeps the sweep on row 1") names none."""
+    if _TAKING_BACK.search(folded) or any(w in WITHDRAWING for w in WORD.findall(folded)):
+        return False
+    return all(_LATER.search(folded, 0, start) for start, _ in orders)
 
 
 def _is_description(
