@@ -208,13 +208,11 @@ def command_of_json(data: Any) -> str | None:
     kept with its value, so the command is rejected rather than read without it. An
     `arguments` (or `parameters`) object is read as the command only where the object
     names no action or squad itself (a tool call's shape); beside one it is such a key."""
+    data = tool_call(data)
     if not isinstance(data, dict):
         return None
-    arguments = _arguments(data)
     action = next((key for key in ACTION_KEYS if key in data), None)
-    squads = [key for key in data if isinstance(key, str) and len(key) == 1]
-    if arguments is not None and action is None and not squads:  # a tool call's shape
-        return command_of_json(arguments)
+    squads = _squads(data)
     if action is None and not squads:
         return None
     parts: list[str] = []
@@ -243,23 +241,46 @@ def _arguments(data: dict[Any, Any]) -> dict[Any, Any] | None:
     return arguments if isinstance(arguments, dict) else None
 
 
+def tool_call(data: Any) -> Any:
+    """A tool call as the object it calls with: the one call of `{"tool_calls": [...]}`
+    (several are a word no grammar reads, so the reply is rejected), the `function` of
+    an OpenAI call, and `{"name": ..., "arguments": {...}}` as its arguments, where the
+    tool's name is the action unless they name one (`act`, `take_action`: a wrapper;
+    `{"name": "move", "arguments": {"direction": "north"}}` is `move north`). Any other
+    object is returned as it is."""
+    if not isinstance(data, dict):
+        return data
+    calls = data.get("tool_calls")
+    if isinstance(calls, list) and len(data) == 1:
+        return tool_call(calls[0]) if len(calls) == 1 else {"action": "several tool calls"}
+    if isinstance(data.get("function"), dict) and set(data) <= {"id", "type", "function"}:
+        return tool_call(data["function"])
+    arguments = _arguments(data)
+    if arguments is None or any(key in data for key in ACTION_KEYS) or _squads(data):
+        return data
+    if any(key in arguments for key in ACTION_KEYS) or _squads(arguments):
+        return arguments
+    name = data.get("name")
+    return {"action": name, **arguments} if isinstance(name, str) else arguments
+
+
+def _squads(data: dict[Any, Any]) -> list[str]:
+    """The one-letter keys of an object: squads (`{"a": "north"}`)."""
+    return [key for key in data if isinstance(key, str) and len(key) == 1]
+
+
 def afterthoughts(data: Any) -> list[str]:
     """Reasoning a JSON object writes after its action (`{"action": "north", "reasoning":
     "wait, I meant east"}`): what follows the command, read as a later paragraph is."""
+    data = tool_call(data)
     if not isinstance(data, dict):
         return []
     keys = list(data)
     first = next(
-        (
-            i
-            for i, key in enumerate(keys)
-            if key in ACTION_KEYS or (isinstance(key, str) and len(key) == 1)
-        ),
-        None,
+        (i for i, key in enumerate(keys) if key in ACTION_KEYS or key in _squads(data)), None
     )
     if first is None:
-        arguments = _arguments(data)
-        return afterthoughts(arguments) if arguments is not None else []
+        return []
     return [
         data[key]
         for key in keys[first + 1 :]

@@ -298,14 +298,15 @@ def _check_below(
     turns ("Next I'll move right"); anything else ("B east", "Actually, east", "Wait, I
     meant east", "Just kidding") rejects the reply: the marked line was not the final
     word."""
-    if not WORD.search(line):
+    if not WORD.search(line) or (later and is_afterword(fold(line), None)):
         return
     visible = mask_unread(line, fold(line))
     folded = fold(visible)
     orders, places = split_places(folded, scan(visible))
+    executable = [item for item in orders if item.action is not None]  # not "3+F+A+0"
     if not _is_command(line, exact) and (
         is_remark(folded, _spans(orders), _spans(places), fillers)
-        or (later and is_afterword(fold(line), _spans(orders)))
+        or (later and is_afterword(fold(line), _spans(executable)))
     ):
         return
     raise ParseError(

@@ -23,6 +23,9 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
             "rotate counterclockwise",
             "rotate to the left",
             "turn to the left",
+            "TurnLeft",
+            "turn 90 degrees left",
+            "rotate 90 degrees left",
         ],
         Action.ROTATE_RIGHT: [
             "rotate right",
@@ -31,14 +34,19 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
             "rotate clockwise",
             "rotate to the right",
             "turn to the right",
+            "TurnRight",
+            "turn 90 degrees right",
+            "rotate 90 degrees right",
         ],
-        Action.MARK: ["mark", "m", "Mark node", "mark anomaly", "mark here"],
+        # the rules: "`mark`: declare the node"
+        Action.MARK: ["mark", "m", "Mark node", "mark anomaly", "mark here", "declare the node"],
     },
     describe=lambda action: action.value,
     # "pick up", "look down": orders in prose only after a verb ("go up").
     weak=["up", "down"],
-    # "mark the anomaly", "mark this tile": what is marked is always where you stand
-    fillers=["node", "anomaly", "tile", "spot", "vulnerability"],
+    # "mark the anomaly", "mark this tile", "at my current position": what is marked is
+    # always where you stand
+    fillers=["node", "anomaly", "tile", "spot", "vulnerability", "at", "current", "position"],
 )
 
 
