@@ -261,12 +261,11 @@ def _command_parts(
     `Answer:` line before it is reasoning (`_is_reasoning`: "Now: I am at (2,2)" is not
     read; "Now: east" must agree with the Action: line); one after the Action: line is
     read like any marked part."""
+    parts = marks.parts
     if all(marks.reasoning):
-        return marks.parts
+        return parts
     first = marks.reasoning.index(False)
-    return [p for p in marks.parts[:first] if not _is_reasoning(p, exact, scan)] + marks.parts[
-        first:
-    ]
+    return [p for p in parts[:first] if not _is_reasoning(p, exact, scan)] + parts[first:]
 
 
 def _is_reasoning(

@@ -27,31 +27,31 @@ class Scenario:
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "treasure-hunt",
-        "textenvs/TreasureHunt-v4",
+        "textenvs/TreasureHunt-v5",
         "textenvs.scenarios.treasure_hunt.env:TreasureHuntEnv",
         "Inverted-Symbol Treasure Hunt Grid",
     ),
     Scenario(
         "magnetic-field",
-        "textenvs/MagneticField-v4",
+        "textenvs/MagneticField-v5",
         "textenvs.scenarios.magnetic_field.env:MagneticFieldEnv",
         "Magnetic Field Pattern Recognition",
     ),
     Scenario(
         "em-anomaly",
-        "textenvs/EMAnomaly-v4",
+        "textenvs/EMAnomaly-v5",
         "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
         "Electromagnetic Field Anomaly Mapping",
     ),
     Scenario(
         "squad-recon",
-        "textenvs/SquadRecon-v4",
+        "textenvs/SquadRecon-v5",
         "textenvs.scenarios.squad_recon.env:SquadReconEnv",
         "Squad Reconnaissance and Elimination",
     ),
     Scenario(
         "megacity",
-        "textenvs/Megacity-v5",
+        "textenvs/Megacity-v6",
         "textenvs.scenarios.megacity.env:MegacityEnv",
         "Subterranean Megacity",
     ),

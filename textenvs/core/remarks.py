@@ -149,8 +149,6 @@ def mask_remarks(
 # Where an order goes or what it aims at, right after it: "north to (0,1)", "C hold at
 # (0,1)", "east to the tile reading 2", "B attack the camp at (9,5)".
 _PLACE_AFTER_ORDER = re.compile(r"[ \t]*((?:to|towards?|at)\b)")
-
-
 _WORD_BEFORE_BRACKET = re.compile(r"([a-z]+)[ \t]*$")
 
 

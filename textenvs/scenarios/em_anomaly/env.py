@@ -20,7 +20,7 @@ from textenvs.scenarios.em_anomaly.state import (
 
 
 class EMAnomalyEnv(TextEnv[EMState, Action]):
-    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v4`, `em-anomaly`).
+    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v5`, `em-anomaly`).
 
     ## Description
     A 15x15 laboratory floor has insulating walls on 45 tiles (20%) and one hidden
@@ -143,11 +143,27 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
       after v4's changes and not tuned on: 5.2% and 1.3%). Rules and rendering unchanged;
       goldens regenerated. Baselines re-measured under v4 over seeds 0-999: every figure as
       v3.
+    - v5: reading (issue 43). An order taken back after its `Action:` line is no longer
+      executed: v4 read only up to the first blank line, so `Action: north`, a blank line,
+      `Wait, I meant east.` ran north (so did the text after a JSON action, a `reasoning`
+      written after its action, and the json action mode); now every later paragraph is
+      read, and a line that takes the order back or orders for this turn rejects the reply,
+      while a remark or a plan for a later turn (`Next I'll move right.`) stays unread.
+      Honest replies v4 rejected are read: remarks on the `Action:` line with values and
+      places (`B attack (3 > 2)`, `excavate E1 - low stress (72), off both seams`, `north
+      (the Flower at (1,0) blocks the east)`, `(28 steps left)`), a place after an order (`A
+      north to (0,1); C hold at (0,1)`), the rules' own words for commands (`TurnRight`,
+      `declare the node`, `move the cursor one slot to the right`, `step onto the tile to
+      the north`, `let one step pass`, ...), and every tool-call wrapper alike (`{"tool_calls":
+      [...]}`; a `<tool_call>` naming another tool, `{"name": "move", "arguments":
+      {"direction": "north"}}`, is `move north`). Of 187 fresh honest replies written from
+      the rules (127 in the taught format), v4 rejected 60 (45) and v5 6 (3); no corpus
+      reply is misread. Rules and rendering unchanged; goldens regenerated (unchanged).
     """
 
     name = "em-anomaly"
     title = "Electromagnetic Field Anomaly Mapping"
-    version = "4"
+    version = "5"
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
     observation_model = EMObservation

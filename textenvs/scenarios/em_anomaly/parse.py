@@ -23,9 +23,6 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
             "rotate counterclockwise",
             "rotate to the left",
             "turn to the left",
-            "TurnLeft",
-            "turn 90 degrees left",
-            "rotate 90 degrees left",
         ],
         Action.ROTATE_RIGHT: [
             "rotate right",
@@ -34,12 +31,8 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
             "rotate clockwise",
             "rotate to the right",
             "turn to the right",
-            "TurnRight",
-            "turn 90 degrees right",
-            "rotate 90 degrees right",
         ],
-        # the rules: "`mark`: declare the node"
-        Action.MARK: ["mark", "m", "Mark node", "mark anomaly", "mark here", "declare the node"],
+        Action.MARK: ["mark", "m", "Mark node", "mark anomaly", "mark here"],
     },
     describe=lambda action: action.value,
     # "pick up", "look down": orders in prose only after a verb ("go up").
@@ -47,6 +40,13 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
     # "mark the anomaly", "mark this tile", "at my current position": what is marked is
     # always where you stand
     fillers=["node", "anomaly", "tile", "spot", "vulnerability", "at", "current", "position"],
+    # the rules' own words ("turn 90 degrees", "`mark`: declare the node") and the
+    # spelling the rejection of `turnright` suggested
+    also={
+        Action.ROTATE_LEFT: ["TurnLeft", "turn 90 degrees left", "rotate 90 degrees left"],
+        Action.ROTATE_RIGHT: ["TurnRight", "turn 90 degrees right", "rotate 90 degrees right"],
+        Action.MARK: ["declare the node"],
+    },
 )
 
 

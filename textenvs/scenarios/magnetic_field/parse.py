@@ -9,8 +9,10 @@ message" is not read as a digit.
 
 Nothing is submitted that the reply did not ask to submit as it stands: `submit` with any
 argument (`submit FAAE`, `Submit: A`, `submit the code 3FA0`) is rejected, and so is a
-several-character answer anywhere in the reply (`FAAE` then `submit`), because `submit`
-scores the slots as they are. A digit always goes into the selected slot, so `type 9 into
+several-character answer anywhere in the part of the reply that is read (`FAAE` then
+`submit`; reasoning above an `Action:` line is not read), because `submit` scores the
+slots as they are; a code that a bracketed remark describes is not an argument
+(`submit (3FA0 is entered)`). A digit always goes into the selected slot, so `type 9 into
 slot 2` (or `enter 9 (slot 2)`) is rejected rather than typed into the wrong slot.
 """
 

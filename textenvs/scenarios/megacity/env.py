@@ -50,7 +50,7 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v5`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v6`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,
@@ -224,11 +224,27 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       current with crosswinds at 0, 1 and 3; level 2 draws v3's and v4's maps for every
       seed. Physics, costs, rewards, rendering and reading unchanged (v4's reading). Bands,
       baselines and what the planner's victories need published per level (seeds 0-499).
+    - v6: reading (issue 43). An order taken back after its `Action:` line is no longer
+      executed: v5 read only up to the first blank line, so `Action: north`, a blank line,
+      `Wait, I meant east.` ran north (so did the text after a JSON action, a `reasoning`
+      written after its action, and the json action mode); now every later paragraph is
+      read, and a line that takes the order back or orders for this turn rejects the reply,
+      while a remark or a plan for a later turn (`Next I'll move right.`) stays unread.
+      Honest replies v5 rejected are read: remarks on the `Action:` line with values and
+      places (`B attack (3 > 2)`, `excavate E1 - low stress (72), off both seams`, `north
+      (the Flower at (1,0) blocks the east)`, `(28 steps left)`), a place after an order (`A
+      north to (0,1); C hold at (0,1)`), the rules' own words for commands (`TurnRight`,
+      `declare the node`, `move the cursor one slot to the right`, `step onto the tile to
+      the north`, `let one step pass`, ...), and every tool-call wrapper alike (`{"tool_calls":
+      [...]}`; a `<tool_call>` naming another tool, `{"name": "move", "arguments":
+      {"direction": "north"}}`, is `move north`). Of 187 fresh honest replies written from
+      the rules (127 in the taught format), v5 rejected 60 (45) and v6 6 (3); no corpus
+      reply is misread. Rules and rendering unchanged; goldens regenerated (unchanged).
     """
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "5"
+    version = "6"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation
