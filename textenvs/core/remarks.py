@@ -297,7 +297,7 @@ _TRANSPARENT = frozenset({
 # Numbers that are values whatever precedes them: a coordinate pair "(1,0)", one side of
 # a comparison or an assignment ("3 > 2", "x=0", "load 30 < 45"), a bit string ("0011").
 _VALUES = re.compile(
-    r"\(\s*\d+\s*,\s*\d+\s*\)|\d+(?=\s*(?:[<>=]|->))|(?<=[<>=])\s*\d+|(?<=->)\s*\d+"
+    r"\(\s*\d+\s*,\s*\d+\s*\)|(?<!\d)\d+(?=\s*(?:[<>=]|->))|(?<=[<>=])\s*\d+|(?<=->)\s*\d+"
     r"|\b[01]{4,8}\b"
 )
 # A command word after one of these, in a remark that describes, is a place it names
