@@ -46,6 +46,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from textenvs.core.afterwords import is_afterword
 from textenvs.core.answer_format import (
     MAX_COMMAND_CHARS,
     Marked,
@@ -70,7 +71,7 @@ from textenvs.core.consumption import (
 from textenvs.core.memo import memoise_parse
 from textenvs.core.parse_error import ParseError, excerpt
 from textenvs.core.reasons import is_complement, is_subject, reason_is_last
-from textenvs.core.remarks import is_afterword, is_remark, mask_remarks
+from textenvs.core.remarks import is_remark, mask_remarks
 
 __all__ = [
     "FILLERS",

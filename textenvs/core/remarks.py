@@ -146,9 +146,9 @@ def mask_remarks(
     return "".join([*out, folded[last:]])
 
 
-# Where an order goes or what it aims at, right after it: "north to (0,1)", "C hold at
-# (0,1)", "east to the tile reading 2", "B attack the camp at (9,5)".
-_PLACE_AFTER_ORDER = re.compile(r"[ \t]*((?:to|towards?|at)\b)")
+# Where an order goes, right after it: "north to (0,1)", "east to the tile reading 2"
+# (not "at": "mark at (3,4)" gives mark a target it cannot take).
+_PLACE_AFTER_ORDER = re.compile(r"[ \t]*((?:to|towards?)\b)")
 _WORD_BEFORE_BRACKET = re.compile(r"([a-z]+)[ \t]*$")
 
 
@@ -205,31 +205,6 @@ def is_remark(
     return _is_description(folded, 0, len(folded), named, fillers, sentence=False)
 
 
-# A later turn a plan speaks of ("Next I'll move right", "then east"; not "then again").
-_LATER = re.compile(
-    r"\b(?:next|then(?![ \t]+again\b)|after[ \t]+(?:that|this)|afterwards?|later)\b"
-)
-# Phrases that take an order back with no word of `WITHDRAWING` in them.
-_TAKING_BACK = re.compile(
-    r"\b(?:second[ \t]+thoughts?|never[ \t]+mind|hold[ \t]+on|hang[ \t]+on|belay|strike"
-    r"|make[ \t]+(?:that|it)|intended|switch|swap|whoops|woops)\b"
-)
-
-
-def is_afterword(folded: str, orders: Sequence[tuple[int, int]] | None) -> bool:
-    """Whether a line of a later paragraph than an `Action:` line's may be left unread:
-    it takes nothing back (`WITHDRAWING`: "Wait, I meant east", "Scratch that", "No,
-    east") and every order it names is one for a later turn ("Next I'll move right",
-    "Then B attacks"). A description ("That keeps the sweep on row 1") names none.
-    With `orders` None (not looked for), only a line that opens with a later turn ("Next
-    turn B follows") is."""
-    if _TAKING_BACK.search(folded) or any(w in WITHDRAWING for w in WORD.findall(folded)):
-        return False
-    if orders is None:
-        return bool(_LATER.match(folded.lstrip(" \t*_-(>")))
-    return all(_LATER.search(folded, 0, start) for start, _ in orders)
-
-
 def _is_description(
     folded: str,
     start: int,
@@ -260,6 +235,8 @@ def _is_description(
         return False  # a sentence must describe ("The camp is unseen"; not "Forget it")
     if len(words) < 3 and any(len(w) == 1 and w.isalpha() and w != "i" for w in words):
         return False  # "(A)", "(C, B)": a squad or a hex digit
+    if words[:1] == ["at"]:
+        return False  # "mark (at (3,4))": a target given to the order, not a remark
     cells = [w for w in words if _CELL.fullmatch(w)]  # "B3": a place, as a command names one
     # numbers that are values, and phrases found in the remark (checked below: "(3FA0
     # is entered)")

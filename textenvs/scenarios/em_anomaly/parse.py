@@ -37,9 +37,8 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
     describe=lambda action: action.value,
     # "pick up", "look down": orders in prose only after a verb ("go up").
     weak=["up", "down"],
-    # "mark the anomaly", "mark this tile", "at my current position": what is marked is
-    # always where you stand
-    fillers=["node", "anomaly", "tile", "spot", "vulnerability", "at", "current", "position"],
+    # "mark the anomaly", "mark this tile": what is marked is always where you stand
+    fillers=["node", "anomaly", "tile", "spot", "vulnerability"],
     # the rules' own words ("turn 90 degrees", "`mark`: declare the node") and the
     # spelling the rejection of `turnright` suggested
     also={
