@@ -179,6 +179,7 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
       {"direction": "north"}}`, is `move north`). Of 187 fresh honest replies written from
       the rules (127 in the taught format), v4 rejected 60 (45) and v5 6 (3); no corpus
       reply is misread. Rules and rendering unchanged; goldens regenerated (unchanged).
+      Baselines re-measured under v5 over seeds 0-999: every figure as v4.
     """
 
     name = "magnetic-field"
