@@ -54,6 +54,12 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     "remarks below Action lines": ("Action: north\n", "Reason: the east is a wall.\n", ""),
     "leaked chat tokens": ("", "north<|im_end|>", ""),
     "squads described": ("", "A is weak; ", "B north"),
+    # reading v5: what follows the Action: line, values and places in remarks
+    "paragraphs after Action lines": ("Action: north", "\n\nNext I'll go east.", ""),
+    "digit runs in a remark": ("Action: north (", "1", " > 2)"),
+    "brackets in a remark": ("Action: north (the wall", " at (1,0)", ")"),
+    "places after orders": ("Action: ", "A north to (0,1); ", ""),
+    "later turns after orders": ("Action: north\n\n", "next north ", "east"),
 }
 
 

@@ -3,7 +3,7 @@
 Importing the package registers every scenario with gymnasium:
 
     import gymnasium, textenvs
-    env = gymnasium.make("textenvs/TreasureHunt-v4")
+    env = gymnasium.make("textenvs/TreasureHunt-v5")
 
 `textenvs.make("treasure-hunt")` gives the same env unwrapped.
 """

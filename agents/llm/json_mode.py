@@ -133,11 +133,14 @@ def read(content: str, context: Any) -> tuple[str | None, str | None, str]:
         return None, f"Your reply is not one JSON object: {exc}", ""
     if not isinstance(data, dict):
         return None, "Your reply is not one JSON object.", ""
+    # a reasoning written after the action may take it back ("wait, I meant east"): it is
+    # read as a paragraph below an `Action:` line is
+    afterwards = REASONING in data and next(iter(data)) != REASONING
     thought = data.pop(REASONING, "") if REASONING not in _fields(context) else ""
     thought = thought if isinstance(thought, str) else json.dumps(thought)
     try:
         command = context.command_for(data)
-        context.parse(command)
+        context.parse(f"Action: {command}\n\n{thought}" if afterwards else command)
     except ValidationError as exc:
         return None, f"Your JSON does not match the action schema: {brief(exc)}", thought
     except (TypeError, ValueError) as exc:

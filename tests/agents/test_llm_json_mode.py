@@ -77,6 +77,26 @@ def test_a_line_break_inside_the_reasoning_is_read(server: OpenAIServer) -> None
     assert result.turns[0].command == "west" and result.invalid_actions == 0
 
 
+@pytest.mark.parametrize(
+    ("content", "command"),
+    [
+        ('{"action": "west", "reasoning": "Wait, I meant east."}', None),
+        ('{"action": "west", "reasoning": "No, east."}', None),
+        ('{"action": "west", "reasoning": "The east is a wall."}', "west"),
+        ('{"reasoning": "Wait, I meant east.", "action": "west"}', "west"),
+    ],
+)
+def test_a_reasoning_after_the_action_that_takes_it_back_is_a_rejection(
+    server: OpenAIServer, content: str, command: str | None
+) -> None:
+    """Issue 43: the object's last word is read as a paragraph after an Action: line."""
+    server.script(text(content))
+    result = play(agent_for(server, action_mode="json", reasks=0), env=short_hunt(1))
+    turn = result.turns[0]
+    assert turn.invalid_action == (command is None)
+    assert command is None or turn.command == command
+
+
 def test_json_mode_switches_form_for_llama_cpp_python(server: OpenAIServer) -> None:
     """A 500 naming response_format: the same request goes again as json_object, and
     later agents of the process use that form from the start."""

@@ -1,7 +1,8 @@
 """Count, per scenario, the corpus replies a parser misreads silently (executes, but not as
 the reply says) and the ones it rejects although they have one clear reading, in the
-expected-reading corpora (`corpus/<env>.json`) and the corpus of honest replies in the
-taught format (`corpus/honest/<env>.json`).
+expected-reading corpora (`corpus/<env>.json`), the corpus of honest replies in the
+taught format (`corpus/honest/<env>.json`) and the fresh corpus of honest replies in
+every format (`corpus/fresh/<env>.json`, with those in the taught format counted apart).
 
     python -m tests.parsing.misreads                          # this checkout's parser
     python -m tests.parsing.misreads --parser /path/to/other  # another checkout's parser
@@ -15,13 +16,14 @@ import argparse
 import sys
 
 
-def count(name: str, folder: str = "") -> tuple[int, int, int]:
-    """(replies, misread, rejected wrongly) for one scenario's corpus in `folder`."""
+def count(name: str, folder: str = "", taught: bool = False) -> tuple[int, int, int]:
+    """(replies, misread, rejected wrongly) for one scenario's corpus in `folder` (only
+    its replies in the taught format with `taught`)."""
     import textenvs
     from tests.parsing.corpora import load_corpus, reading_of
 
     env = textenvs.make(name)
-    entries = load_corpus(name, folder)
+    entries = [e for e in load_corpus(name, folder) if e.get("taught", True) or not taught]
     misread = rejected = 0
     for entry in entries:
         got = reading_of(env, name, entry["reply"])
@@ -42,12 +44,17 @@ def main() -> None:
     from tests.parsing.corpora import ENVS
 
     print(f"parser: {textenvs.__file__}")
-    for folder, title in (("", "expected readings"), ("honest", "honest replies")):
+    for folder, taught, title in (
+        ("", False, "expected readings"),
+        ("honest", False, "honest replies"),
+        ("fresh", True, "fresh honest replies, taught format"),
+        ("fresh", False, "fresh honest replies, all"),
+    ):
         print(f"\n{title}:")
         print(f"{'scenario':<16}{'replies':>8}{'misread':>9}{'rejected wrongly':>18}")
         totals = [0, 0, 0]
         for name in ENVS:
-            figures = count(name, folder)
+            figures = count(name, folder, taught)
             totals = [t + f for t, f in zip(totals, figures, strict=True)]
             print(f"{name:<16}{figures[0]:>8}{figures[1]:>9}{figures[2]:>18}")
         share = 100 * totals[2] / totals[0]

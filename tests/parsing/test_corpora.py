@@ -6,6 +6,8 @@ reading, and that reading is everything it orders (`docs/architecture.md`).
 - Honest replies in the taught format (`corpus/honest/<env>.json`, written independently
   of the parser, in the styles different models answer in): none is misread, and at most
   3% are rejected.
+- Fresh honest replies in every format (`corpus/fresh/<env>.json`, issue 43): none is
+  misread, at most 3% of those in the taught format and 10% of all are rejected.
 - Properties: a canonical command wrapped in prose, markdown or an `Action:` line reads as
   the command itself; two different canonical commands in one template are rejected.
 - Structured actions: an argument the schema cannot represent is a validation error.
@@ -73,6 +75,29 @@ def test_honest_replies_are_never_misread_and_seldom_rejected() -> None:
                 misread.append(entry["reply"])
     assert not misread
     assert len(rejected) <= HONEST_REJECTED_AT_MOST * replies, rejected
+
+
+# ...and for the fresh corpus, in every format (`corpus/fresh/`): at most this share of all.
+FRESH_REJECTED_AT_MOST = 0.10
+
+
+def test_fresh_honest_replies_are_never_misread_and_seldom_rejected() -> None:
+    misread: list[str] = []
+    rejected: dict[bool, list[str]] = {True: [], False: []}
+    replies = {True: 0, False: 0}
+    for env_name in ENVS:
+        env = textenvs.make(env_name)
+        for entry in load_corpus(env_name, "fresh"):
+            replies[entry["taught"]] += 1
+            got = reading_of(env, env_name, entry["reply"])
+            if got is None:
+                rejected[entry["taught"]].append(entry["reply"])
+            elif got != entry["expect"]:
+                misread.append(entry["reply"])
+    assert not misread
+    assert len(rejected[True]) <= HONEST_REJECTED_AT_MOST * replies[True], rejected[True]
+    every = rejected[True] + rejected[False]
+    assert len(every) <= FRESH_REJECTED_AT_MOST * sum(replies.values()), every
 
 
 # ----- properties: prose around one command changes nothing; two commands are rejected ----

@@ -7,6 +7,10 @@
 - An order qualified by a condition anywhere after it (after a dash, a colon, in the next
   sentence, on a line below the Action: line) is never executed unconditionally.
 - A reason that schedules an order ("because it is safe: then east") is rejected.
+- An order withdrawn or changed anywhere after its `Action:` line (issue 43: "Action:
+  north", a blank line, "Wait, I meant east."), in every answer format a reply may mark
+  its command with (labels, a heading, JSON, a `<tool_call>`, a JSON reasoning after the
+  action), is never executed; a harmless remark after it still reads.
 - Honest replies in the taught format that the last round rejected are read as written:
   verb phrases with articles and prepositions, reasoning lines labelled `Now:` or
   `Answer:`, `\\boxed{}`, a leaked chat token, a descriptive remark beside the command.
@@ -16,6 +20,7 @@ Run with `--hypothesis-profile thorough` for the full example counts.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -156,6 +161,71 @@ def test_a_reason_that_schedules_an_order_is_rejected(env_name: str, data: st.Da
         d = c  # the same command scheduled again is still a later order
     reply = data.draw(st.sampled_from(SCHEDULED)).format(c=c, d=d)
     assert _parse(env, env_name, reply) is None, reply
+
+
+# ----- an order withdrawn after its Action: line (issue 43) -----------------------------
+
+WITHDRAWALS = [
+    "Wait, I meant {d}.", "Actually, I meant {d}.", "No, {d}.", "Oops, {d}.",
+    "Hmm, scratch that: {d}.", "Correction: {d}.", "On second thought, {d}.",
+    "Make that {d}.", "Sorry, {d} instead.", "Let me change that to {d}.", "{D}, not that.",
+    "Just kidding.", "Scratch that.", "Never mind.", "Ignore the above.", "Wait, no.",
+]  # fmt: skip
+GAPS = ["\n\n", "\n\n\n", "\n\nThe map is clear.\n\n", "\n\n---\n\n", "\n \n"]
+HARMLESS = [
+    "That keeps the sweep on row 1.", "The map is clear.", "The wall is far away.",
+    "Reason: the observation shows an open path.",
+]  # fmt: skip
+
+
+def _marked(c: str, form: str) -> str:
+    """`c` marked as the reply's command in one of the answer formats."""
+    if form == "json":
+        return json.dumps({"action": c})
+    if form == "tool_call":
+        return "<tool_call>\n" + json.dumps({"name": "act", "arguments": {"action": c}})
+    return form.format(c=c)
+
+
+MARKS = ["Action: {c}", "**Action:** {c}", "Final answer: {c}", "### Action\n{c}", "json",
+         "tool_call", "I checked the map.\nAction: `{c}`"]  # fmt: skip
+
+
+@pytest.mark.parametrize("env_name", ENVS)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_an_order_withdrawn_after_its_action_line_is_never_executed(
+    env_name: str, data: st.DataObject
+) -> None:
+    env = textenvs.make(env_name)
+    c, d = _two(env_name, data)
+    form = data.draw(st.sampled_from(MARKS))
+    after = data.draw(st.sampled_from(WITHDRAWALS)).format(d=d, D=d[0].upper() + d[1:])
+    gap = data.draw(st.sampled_from(GAPS))
+    tail = "\n</tool_call>" if form == "tool_call" else ""
+    if data.draw(st.booleans()):
+        reply = _marked(c, form) + tail + gap + after
+    elif form == "json":  # the reasoning written after the action
+        reply = json.dumps({"action": c, "reasoning": after})
+    else:
+        reply = _marked(c, form) + gap + after + tail
+    assert _parse(env, env_name, reply) is None, reply
+
+
+@pytest.mark.parametrize("env_name", ENVS)
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_a_harmless_remark_after_the_action_line_still_reads(
+    env_name: str, data: st.DataObject
+) -> None:
+    env = textenvs.make(env_name)
+    c = data.draw(_commands(env_name))
+    form = data.draw(st.sampled_from(MARKS))
+    remark = data.draw(st.sampled_from(HARMLESS))
+    reply = _marked(c, form) + data.draw(st.sampled_from(GAPS)) + remark
+    if form == "json" and data.draw(st.booleans()):
+        reply = json.dumps({"action": c, "reasoning": remark})
+    assert _parse(env, env_name, reply) == canonical(env_name)(env.parse(c)), reply
 
 
 # ----- honest replies the last round rejected ----------------------------------------

@@ -14,8 +14,8 @@
   or as the tool's own schema (`{"action": "support", "cells": ["C2"], "material": ...}`,
   whose keys beyond the action each scenario names: `JsonFields`).
   When a reply has one, nothing else in it is read (`marked_commands` also gives the
-  parser the lines right below each marked line, so an order there rejects the reply
-  rather than being dropped).
+  parser what is written after each marked part, so an order or a withdrawal there
+  rejects the reply rather than being dropped).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import itertools
 import json
 import re
 import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from textenvs.core.parse_error import ParseError
@@ -52,6 +52,7 @@ _ACTION_LINE = re.compile(
 )
 # The opening line of a code fence names its language ("```text"): not part of the reply.
 _FENCE = re.compile(r"^([ \t]*```)[\w+-]*[ \t]*$", re.MULTILINE)
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _TOOL_TAGS = re.compile(r"</?(?:tool_call|function_call|tool_use)>", re.IGNORECASE)
 # JSON keys: the command, and reasoning that is never read.
 ACTION_KEYS = ("action", "command", "move", "orders", "answer")
@@ -135,37 +136,58 @@ def prepare(text: str, valid: Sequence[str]) -> tuple[str, str]:
     return cleaned, whole
 
 
-def action_lines(text: str) -> tuple[list[str], list[str], list[bool]]:
-    """The contents of the `Action: <command>` lines, the lines right below each
-    non-empty one, up to a blank line or the next label (where a model may go on listing
-    orders, "Action: A north" then "B east", that the marked line does not hold), and
-    whether each is labelled as reasoning may be (`Now:`, `Answer:`). Under an empty
-    `Action:` the lines that follow, up to a blank line, are its content."""
-    contents: list[str] = []
-    below: list[str] = []
-    reasoning: list[bool] = []
-    # a label with no colon only as a markdown heading ("### Action", the command below)
-    matches = [
-        m
-        for m in _ACTION_LINE.finditer(text)
-        if m.group("content") is not None or "#" in m.group("lead")
-    ]
+@dataclass
+class Marked:
+    """The command parts a reply marks and what is written after them."""
+
+    #: the contents of the marked parts, in order
+    parts: list[str] = field(default_factory=list)
+    #: whether each part is labelled as reasoning may be (`Now:`, `Answer:`)
+    reasoning: list[bool] = field(default_factory=list)
+    #: the lines right below a marked line, up to a blank line (where a model may go on
+    #: listing orders, "Action: A north" then "B east")
+    below: list[str] = field(default_factory=list)
+    #: the lines of later paragraphs, up to the next label (where a model may take the
+    #: order back: "Action: north", a blank line, "Wait, I meant east")
+    after: list[str] = field(default_factory=list)
+
+    def add_after(self, text: str) -> None:
+        """Text after a marked part: its first paragraph is `below`, the rest `after`."""
+        first, *rest = _BLANK_LINE.split(text, maxsplit=1)
+        self.below += first.splitlines()
+        self.after += "".join(rest).splitlines()
+
+
+def _labels(text: str, start: int = 0) -> Iterator[re.Match[str]]:
+    """The `Action:` labels of `text` from `start` on; a label with no colon only as a
+    markdown heading ("### Action", the command below)."""
+    for match in _ACTION_LINE.finditer(text, start):
+        if match.group("content") is not None or "#" in match.group("lead"):
+            yield match
+
+
+def action_lines(text: str) -> Marked:
+    """The `Action: <command>` lines of `text` and what is written after each, up to the
+    next label (`Marked`). Under an empty `Action:` the lines that follow, up to a blank
+    line, are its content."""
+    marked = Marked()
+    matches = list(_labels(text))
     for match, following in itertools.zip_longest(matches, matches[1:]):
         content = match.group("content") or ""
+        stop = following.start() if following else len(text)  # each stretch read once
         if content.strip(_EDGE_NOISE):
-            stop = following.start() if following else len(text)  # each stretch read once
-            below += ("\n" + text[match.end() + 1 : stop]).split("\n\n", 1)[0].splitlines()
+            marked.add_after(text[match.end() : stop])
         else:
             start = match.end()
             while text.startswith("\n", start):
                 start += 1
-            blank = text.find("\n\n", start)
-            stretch = text[start : blank if blank >= 0 else len(text)]
-            label = _ACTION_LINE.search(stretch)
-            content = stretch[: label.start()] if label else stretch
-        contents.append(content)
-        reasoning.append(" ".join(match.group("label").lower().split()) in _REASONING_LABELS)
-    return contents, below, reasoning
+            blank = _BLANK_LINE.search(text, start, stop)
+            content = text[start : blank.start() if blank else stop]
+            marked.add_after(text[blank.start() : stop] if blank else "")
+        marked.parts.append(content)
+        label = " ".join(match.group("label").lower().split())
+        marked.reasoning.append(label in _REASONING_LABELS)
+    return marked
 
 
 def _words(value: Any) -> str | None:
@@ -199,19 +221,12 @@ def command_of_json(data: Any, fields: JsonFields) -> str | None:
     scenario has units, a one-letter key is one; any other key is kept with its value, so
     the command is rejected rather than read without it. An `arguments` (or `parameters`)
     object is read as the command only where the object names no action or unit itself
-    (a tool call's shape); beside one it is such a key."""
+    (a tool call's shape, `tool_call`); beside one it is such a key."""
+    data = tool_call(data, fields)
     if not isinstance(data, dict):
         return None
-    arguments = data.get("arguments", data.get("parameters"))
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except (ValueError, RecursionError):
-            return None
     action = next((key for key in ACTION_KEYS if key in data), None)
-    units = [key for key in data if fields.units and isinstance(key, str) and len(key) == 1]
-    if isinstance(arguments, dict) and action is None and not units:  # a tool call's shape
-        return command_of_json(arguments, fields)
+    units = _units(data, fields)
     if action is None and not units:
         return None
     parts: list[str] = []
@@ -229,9 +244,68 @@ def command_of_json(data: Any, fields: JsonFields) -> str | None:
     return " ".join(parts).lstrip("; ")
 
 
-def json_command(text: str, fields: JsonFields) -> tuple[str, int, int] | None:
+def _arguments(data: dict[Any, Any]) -> dict[Any, Any] | None:
+    """A tool call's `arguments` (or `parameters`) object, also written as a JSON string."""
+    arguments = data.get("arguments", data.get("parameters"))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return None
+    return arguments if isinstance(arguments, dict) else None
+
+
+def tool_call(data: Any, fields: JsonFields) -> Any:
+    """A tool call as the object it calls with: the one call of `{"tool_calls": [...]}`
+    (several are a word no grammar reads, so the reply is rejected), the `function` of
+    an OpenAI call, and `{"name": ..., "arguments": {...}}` as its arguments, where the
+    tool's name is the action unless they name one (`act`, `take_action`: a wrapper;
+    `{"name": "move", "arguments": {"direction": "north"}}` is `move north`). Any other
+    object is returned as it is."""
+    if not isinstance(data, dict):
+        return data
+    calls = data.get("tool_calls")
+    if isinstance(calls, list) and len(data) == 1:
+        return tool_call(calls[0], fields) if len(calls) == 1 else {"action": "several tool calls"}
+    if isinstance(data.get("function"), dict) and set(data) <= {"id", "type", "function"}:
+        return tool_call(data["function"], fields)
+    arguments = _arguments(data)
+    if arguments is None or any(key in data for key in ACTION_KEYS) or _units(data, fields):
+        return data
+    if any(key in arguments for key in ACTION_KEYS) or _units(arguments, fields):
+        return arguments
+    name = data.get("name")
+    return {"action": name, **arguments} if isinstance(name, str) else arguments
+
+
+def _units(data: dict[Any, Any], fields: JsonFields) -> list[str]:
+    """The keys of an object that are units given their own orders (`{"a": "north"}`),
+    where the scenario has units: its one-letter keys."""
+    return [key for key in data if fields.units and isinstance(key, str) and len(key) == 1]
+
+
+def afterthoughts(data: Any, fields: JsonFields) -> list[str]:
+    """Reasoning a JSON object writes after its action (`{"action": "north", "reasoning":
+    "wait, I meant east"}`): what follows the command, read as a later paragraph is."""
+    data = tool_call(data, fields)
+    if not isinstance(data, dict):
+        return []
+    keys = list(data)
+    first = next(
+        (i for i, key in enumerate(keys) if key in ACTION_KEYS or key in _units(data, fields)), None
+    )
+    if first is None:
+        return []
+    return [
+        data[key]
+        for key in keys[first + 1 :]
+        if key in REASONING_KEYS and isinstance(data[key], str)
+    ]
+
+
+def json_command(text: str, fields: JsonFields) -> tuple[str, int, int, list[str]] | None:
     """The command of the one JSON object in `text` (outside tool-call tags), with the
-    object's span; None if there is none or it names no action."""
+    object's span and its `afterthoughts`; None if there is none or it names no action."""
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end < start:
         return None
@@ -243,16 +317,25 @@ def json_command(text: str, fields: JsonFields) -> tuple[str, int, int] | None:
     except (ValueError, RecursionError):
         return None
     command = command_of_json(data, fields)
-    return None if command is None else (command, start, end + 1)
+    return None if command is None else (command, start, end + 1, afterthoughts(data, fields))
 
 
-def marked_commands(cleaned: str, fields: JsonFields) -> tuple[list[str], list[str], list[bool]]:
-    """The command parts a reply marks (module docstring; empty if it marks none), the
-    lines right below its `Action:` lines, and which parts are labelled as reasoning may
-    be (`action_lines`)."""
+def marked_commands(cleaned: str, fields: JsonFields) -> Marked:
+    """The command parts a reply marks (module docstring; empty if it marks none) and
+    what is written after them (`Marked`). After a JSON action, its `afterthoughts` and
+    the text up to the next label are what follows it."""
     found = json_command(cleaned, fields)
     if found is None:
         return action_lines(cleaned)
-    command, start, end = found
-    contents, below, reasoning = action_lines(cleaned[:start] + "\n" + cleaned[end:])
-    return [command, *contents], below, [False, *reasoning]
+    command, start, end, thoughts = found
+    labels = action_lines(cleaned[:start] + "\n" + cleaned[end:])
+    first_label = next(_labels(cleaned, end), None)
+    marked = Marked([command], [False], after=[line for t in thoughts for line in t.splitlines()])
+    marked.add_after(
+        _TOOL_TAGS.sub(" ", cleaned[end : first_label.start() if first_label else None])
+    )
+    marked.parts += labels.parts
+    marked.reasoning += labels.reasoning
+    marked.below += labels.below
+    marked.after += labels.after
+    return marked

@@ -35,7 +35,7 @@ _NEGATORS = (
 # A negation reaches to the end of its clause: punctuation, a new line, or a word that
 # turns the sentence ("not north but east").
 _NEGATED = re.compile(
-    rf"\b(?:{_NEGATORS})\b.*?(?=[.;:!?,(\n]|\b(?:but|so|instead|therefore|because|hence"
+    rf"\b(?:{_NEGATORS})\b.*?(?=[.;:!?,()\n]|\b(?:but|so|instead|therefore|because|hence"
     r"|thus|then|which)\b|$)",
     re.IGNORECASE,
 )

@@ -59,6 +59,10 @@ _PAST = frozenset({
 _COUNTED = frozenset({
     "steps", "moves", "turns", "tries", "attempts", "slots", "characters", "digits", "cells",
 })  # fmt: skip
+# "one step left": after a count and one of these, `left` is what remains, not a
+# direction ("step left" alone is one; "move one tile south" is an order).
+_COUNTED_ONE = frozenset({"step", "move", "turn", "try", "attempt"})
+_ONE = frozenset({"one", "1", "a", "another", "last", "final", "single"})
 _NOUN_AFTER = re.compile(r"\s*(?:of|side|wall|edge|corner|border|part|half|neighbou?r)\b")
 _NEGATED_PREDICATE = re.compile(
     r"[ \t*`]{0,3}((?:is|are|was|were|does|do|did|will|would|can|could|should|seems?)"
@@ -104,6 +108,9 @@ def is_mention(folded: str, item: Found[A]) -> bool:
     clause = _CLAUSE_BREAK.split(folded[max(0, item.start - 60) : item.start])[-1]
     before = WORD.findall(clause)
     if before and (before[-1] in _COUNTED or before[-1] in _PAST):
+        return True
+    counted = len(before) > 1 and before[-2] in _ONE and before[-1] in _COUNTED_ONE
+    if counted and folded[item.start : item.end] == "left":
         return True
     leads, last = 0, ""
     for word in reversed(before):

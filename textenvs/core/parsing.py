@@ -8,7 +8,8 @@ reason that says what was found and how to write it. The shared policy, in five 
    command (`Action: <command>` and the other labels, or a JSON action) is authoritative:
    when a reply has one, only that is read (a `Now:`/`Answer:` line of reasoning before
    it aside), and a line right below it that is not a descriptive remark rejects the
-   reply (the marked line was not the final word).
+   reply (the marked line was not the final word), as does a line of a later paragraph
+   that takes the order back or orders something for this turn ("Wait, I meant east").
 2. Otherwise, if the whole reply is one command (ignoring case, markdown and punctuation
    at the edges), that is it.
 3. Otherwise the reply is prose, read sentence by sentence. A sentence with no order in it
@@ -45,10 +46,12 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from textenvs.core.afterwords import is_afterword
 from textenvs.core.answer_format import (
     MAX_COMMAND_CHARS,
     PLAIN_JSON,
     JsonFields,
+    Marked,
     clean,
     fold,
     marked_commands,
@@ -173,7 +176,8 @@ def read(
     first word nothing accounts for.
     """
     cleaned, whole = prepare(text, valid)
-    marked, below_marked = _command_parts(cleaned, exact, scan, json_fields)
+    marks = marked_commands(cleaned, json_fields)
+    marked = _command_parts(marks, exact, scan)
     # "north?" is the command, edge punctuation aside; "Should A go north?" is a question.
     asks = cleaned.rstrip(_EDGE_NOISE.replace("?", "")).endswith("?") and " " in whole
     if not marked and not asks:
@@ -181,8 +185,10 @@ def read(
         if action is not None:
             return Reading([action], "the reply", False, False, whole)
     where = "the marked parts of the reply (Action: lines)" if marked else "the reply"
-    for line in below_marked:
+    for line in marks.below:
         _check_below(line, exact, scan, fillers, valid)
+    for line in marks.after:
+        _check_below(line, exact, scan, fillers, valid, later=True)
     orders: list[A] = []
     in_sequence = skipped = False
     ordering_sentences = 0
@@ -244,7 +250,7 @@ def read(
             in_sequence = in_sequence or bool(_STEPS.search(gap))
             in_sequence = in_sequence or (not listed and bool(_LISTED.fullmatch(gap)))
     if orders:
-        beside.below(below_marked)
+        beside.below(marks.below + marks.after)
         beside.check(valid)
     if not marked and not listed and ordering_sentences > 1:
         in_sequence = True  # "North. North." is two turns
@@ -256,21 +262,17 @@ def read(
 
 
 def _command_parts(
-    cleaned: str,
-    exact: Callable[[str], A | None],
-    scan: Callable[[str], list[Found[A]]],
-    json_fields: JsonFields,
-) -> tuple[list[str], list[str]]:
-    """The marked command parts of a reply and the lines right below them. Beside an
-    `Action:` line, a `Now:` or `Answer:` line before it is reasoning (`_is_reasoning`:
-    "Now: I am at (2,2)" is not read; "Now: east" must agree with the Action: line); one
-    after the Action: line is read like any marked part."""
-    marked, below, reasoning = marked_commands(cleaned, json_fields)
-    if all(reasoning):
-        return marked, below
-    first = reasoning.index(False)
-    parts = [p for p in marked[:first] if not _is_reasoning(p, exact, scan)] + marked[first:]
-    return parts, below
+    marks: Marked, exact: Callable[[str], A | None], scan: Callable[[str], list[Found[A]]]
+) -> list[str]:
+    """The marked command parts of a reply. Beside an `Action:` line, a `Now:` or
+    `Answer:` line before it is reasoning (`_is_reasoning`: "Now: I am at (2,2)" is not
+    read; "Now: east" must agree with the Action: line); one after the Action: line is
+    read like any marked part."""
+    parts = marks.parts
+    if all(marks.reasoning):
+        return parts
+    first = marks.reasoning.index(False)
+    return [p for p in parts[:first] if not _is_reasoning(p, exact, scan)] + parts[first:]
 
 
 def _is_reasoning(
@@ -293,17 +295,25 @@ def _check_below(
     scan: Callable[[str], list[Found[A]]],
     fillers: frozenset[str],
     valid: Sequence[str],
+    *,
+    later: bool = False,
 ) -> None:
-    """A line right below an Action: line is not read only if it is a remark the reader
-    may leave unread (`core.remarks`: "Reason: the west is the edge of the grid");
-    anything else ("B east", "Actually, east", "Just kidding") rejects the reply: the
-    marked line was not the final word."""
-    if not WORD.search(line):
+    """A line after an Action: line is not read only if it is a remark the reader may
+    leave unread (`core.remarks`: "Reason: the west is the edge of the grid"), or, in a
+    later paragraph (`later`), one that takes nothing back and orders only for later
+    turns ("Next I'll move right"); anything else ("B east", "Actually, east", "Wait, I
+    meant east", "Just kidding") rejects the reply: the marked line was not the final
+    word."""
+    if not WORD.search(line) or (later and is_afterword(fold(line), None)):
         return
     visible = mask_unread(line, fold(line))
     folded = fold(visible)
     orders, places = split_places(folded, scan(visible))
-    if not _is_command(line, exact) and is_remark(folded, _spans(orders), _spans(places), fillers):
+    executable = [item for item in orders if item.action is not None]  # not "3+F+A+0"
+    if not _is_command(line, exact) and (
+        is_remark(folded, _spans(orders), _spans(places), fillers)
+        or (later and is_afterword(fold(line), _spans(executable)))
+    ):
         return
     raise ParseError(
         f"'{excerpt(line.strip())}', below the Action: line, may change the order, and only "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from textenvs.core.answer_format import fold, normalise
@@ -34,7 +34,10 @@ class PhraseGrammar(Generic[A]):
         describe: Callable[[A], str] = str,
         weak: Sequence[str] = (),
         fillers: Sequence[str] = (),
+        also: Mapping[A, Sequence[str]] | None = None,
     ):
+        """`also`: phrases read like aliases but not listed in the valid forms an invalid
+        command is answered with (the rules' own words: "turn 90 degrees right")."""
         self._describe = describe
         self._fillers = FILLERS | frozenset(fillers)
         # Parsing is a pure function of the text: memoised per grammar.
@@ -42,7 +45,7 @@ class PhraseGrammar(Generic[A]):
         self._exact: dict[str, A] = {}
         self._weak = {normalise(w) for w in weak}
         self._spellings = [name for names in aliases.values() for name in names]
-        for action, names in aliases.items():
+        for action, names in [*aliases.items(), *(also or {}).items()]:
             for name in names:
                 key = normalise(name)
                 if self._exact.get(key, action) != action:

@@ -39,28 +39,28 @@ def load_entry_point(entry_point: str) -> Any:
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "treasure-hunt",
-        "textenvs/TreasureHunt-v4",
+        "textenvs/TreasureHunt-v5",
         "textenvs.scenarios.treasure_hunt.env:TreasureHuntEnv",
         "Inverted-Symbol Treasure Hunt Grid",
         "textenvs.scenarios.treasure_hunt.scoring:TreasureHuntScoring",
     ),
     Scenario(
         "magnetic-field",
-        "textenvs/MagneticField-v4",
+        "textenvs/MagneticField-v5",
         "textenvs.scenarios.magnetic_field.env:MagneticFieldEnv",
         "Magnetic Field Pattern Recognition",
         "textenvs.scenarios.magnetic_field.scoring:MagneticFieldScoring",
     ),
     Scenario(
         "em-anomaly",
-        "textenvs/EMAnomaly-v4",
+        "textenvs/EMAnomaly-v5",
         "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
         "Electromagnetic Field Anomaly Mapping",
         "textenvs.scenarios.em_anomaly.scoring:EMAnomalyScoring",
     ),
     Scenario(
         "squad-recon",
-        "textenvs/SquadRecon-v4",
+        "textenvs/SquadRecon-v5",
         "textenvs.scenarios.squad_recon.env:SquadReconEnv",
         "Squad Reconnaissance and Elimination",
         "textenvs.scenarios.squad_recon.scoring:SquadReconScoring",

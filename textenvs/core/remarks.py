@@ -25,24 +25,27 @@ from collections.abc import Sequence
 from textenvs.core.reasons import EVALUATIVE, PREDICATES, is_subject
 from textenvs.core.words import FILLERS, TEMPORAL, WORD
 
-_PARENTHESIS = re.compile(r"\([^()\n]*\)")
+# A bracketed aside, with places in brackets inside it ("(the Flower at (1,0))").
+_PARENTHESIS = re.compile(r"\((?:[^()\n]|\([^()\n]*\))*\)")
 _CELL = re.compile(r"[a-wyz]\d{1,2}")
 _SENTENCE = re.compile(r"[^.;!?\n]+[.;!?\n]*")
-REMARK_BLOCKERS = TEMPORAL | frozenset({
-    "times", "x", "all", "every", "each", "repeat", "repeatedly", "again", "until", "till",
-    "too", "also", "well", "plus", "and", "or", "more", "both", "either", "except", "but",
+# Words that take an order back or put another in its place ("Wait, I meant east",
+# "scratch that", "east instead", "no, east").
+WITHDRAWING = frozenset({
     "instead", "rather", "maybe", "perhaps", "not", "no", "never", "nope", "nah",
-    # taking the order back
     "cancel", "cancelled", "canceled", "ignore", "skip", "disregard", "scratch", "scrap",
     "forget", "undo", "redo", "retract", "revoke", "void", "invalid", "kidding", "joke",
     "joking", "abort", "stop", "hold", "wait", "wrong", "incorrect", "mistake", "typo",
     "error", "oops", "sorry", "actually", "correction", "change", "changed", "reverse",
-    "mean", "meant",
-    "reversed", "opposite", "test", "draft", "tentative", "provisional", "suggestion",
-    "other", "others", "back", "withdraw", "reconsider", "rescind", "farther",
-    "same", "likewise", "similarly", "ditto", "premature", "obsolete", "outdated",
-    "superseded", "replaced", "overridden", "override", "overrides", "amended", "revised",
-    "hasty", "rash", "unwise", "stale",
+    "mean", "meant", "reversed", "opposite", "test", "draft", "tentative", "provisional",
+    "suggestion", "other", "others", "back", "withdraw", "reconsider", "rescind",
+    "premature", "obsolete", "outdated", "superseded", "replaced", "overridden", "override",
+    "overrides", "amended", "revised", "hasty", "rash", "unwise", "stale",
+})  # fmt: skip
+REMARK_BLOCKERS = TEMPORAL | WITHDRAWING | frozenset({
+    "times", "x", "all", "every", "each", "repeat", "repeatedly", "again", "until", "till",
+    "too", "also", "well", "plus", "and", "or", "more", "both", "either", "except", "but",
+    "farther", "same", "likewise", "similarly", "ditto",
     # going on past this turn
     "keep", "continue", "continuing", "onward", "onwards", "further", "repeating", "rest",
     "continuously", "constantly", "forever", "indefinitely", "always", "nonstop",
@@ -53,7 +56,9 @@ _ORDINAL_UNITS = frozenset({
     "slot", "row", "column", "cell", "tile", "square", "position", "window", "point", "bit",
 })  # fmt: skip
 # "the field here is 2": a number after these is the value of what came before.
-_LINKS = frozenset({"is", "are", "was", "were", "reads", "equals", "of", "at"})
+_LINKS = frozenset({
+    "is", "are", "was", "were", "reads", "equals", "of", "at", "to", "from", "than", "by",
+})  # fmt: skip
 # A sentence remark that starts with one of these has a subject: it describes.
 _SUBJECTS = frozenset({
     "the", "this", "that", "these", "those", "it", "its", "there", "my", "our", "a", "an",
@@ -127,7 +132,8 @@ def mask_remarks(
                 bisect.bisect_left(mention_starts, start) : bisect.bisect_left(mention_starts, end)
             ]
         )
-        if _is_description(folded, start, end, named, fillers, sentence=sentence):
+        prior = "" if sentence else _quantity_before(folded, start, reach, order_starts, fillers)
+        if _is_description(folded, start, end, named, fillers, sentence=sentence, prior=prior):
             spans.append((start, end))
     if not spans:
         return folded
@@ -138,6 +144,26 @@ def mask_remarks(
         out += [folded[last:start], "\x1f" * max(0, end - start)]
         last = max(last, end)
     return "".join([*out, folded[last:]])
+
+
+# Where an order goes, right after it: "north to (0,1)", "east to the tile reading 2"
+# (not "at": "mark at (3,4)" gives mark a target it cannot take).
+_PLACE_AFTER_ORDER = re.compile(r"[ \t]*((?:to|towards?)\b)")
+_WORD_BEFORE_BRACKET = re.compile(r"([a-z]+)[ \t]*$")
+
+
+def _quantity_before(
+    folded: str, start: int, reach: list[int], order_starts: list[int], fillers: frozenset[str]
+) -> str:
+    """The word right before a bracket that names a quantity the bracket gives the value
+    of ("stress (72)"); empty where it is part of an order ("north (3)") or filler."""
+    if not folded.startswith("(", start):
+        return ""
+    match = _WORD_BEFORE_BRACKET.search(folded, max(0, start - 20), start)
+    if match is None or match.group(1) in fillers or match.group(1) in _UNITS:
+        return ""
+    index = bisect.bisect_right(order_starts, match.start(1))
+    return "" if index and reach[index - 1] > match.start(1) else match.group(1)
 
 
 def _line_remarks(
@@ -155,9 +181,12 @@ def _line_remarks(
             continue
         first, stop = bisect.bisect_left(order_starts, start), bisect.bisect_left(order_starts, end)
         if first < stop:
-            comma = folded.find(",", orders[stop - 1][1], end)
+            last = orders[stop - 1][1]
+            comma = folded.find(",", last, end)
             if comma >= 0:
                 remarks.append((comma, end, False))
+            if place := _PLACE_AFTER_ORDER.match(folded, last):  # "north to (0,1)"
+                remarks.append((place.start(1), comma if comma >= 0 else end, False))
         if start > orders[0][0]:  # it may describe what it names ("East is a flower.")
             dash = folded[max(0, start - 2) : start] == " ;"  # cleaning made it a clause break
             remarks.append((start, end, not dash))
@@ -184,10 +213,18 @@ def _is_description(
     fillers: frozenset[str],
     *,
     sentence: bool,
+    prior: str = "",
 ) -> bool:
-    words = [m.group(0) for m in WORD.finditer(folded, start, end)]
+    """`prior`: the word a bracketed remark follows, where it names a quantity whose
+    value the bracket gives ("stress (72)")."""
+    found = list(WORD.finditer(folded, start, end))
+    # "x=0", "x > 3": a coordinate, not "times"
+    words = [
+        "x=" if m.group(0) == "x" and _ASSIGNED.match(folded, m.end()) else m.group(0)
+        for m in found
+    ]
     if any(
-        w in REMARK_BLOCKERS and not _intensifies(w, words[i + 1 : i + 2])
+        w in REMARK_BLOCKERS and not _harmless(words, i, sentence=sentence)
         for i, w in enumerate(words)
     ):
         return False
@@ -198,36 +235,126 @@ def _is_description(
         return False  # a sentence must describe ("The camp is unseen"; not "Forget it")
     if len(words) < 3 and any(len(w) == 1 and w.isalpha() and w != "i" for w in words):
         return False  # "(A)", "(C, B)": a squad or a hex digit
+    if words[:1] == ["at"]:
+        return False  # "mark (at (3,4))": a target given to the order, not a remark
     cells = [w for w in words if _CELL.fullmatch(w)]  # "B3": a place, as a command names one
-    named = False  # a word so far that names a quantity ("field", "stress", "bits")
-    for before, word in itertools.pairwise(["", *words]):
-        if word in _UNITS and (before in _COUNTS or before.isdigit()):
-            return False  # "north (two tiles)"
-        if any(c.isdigit() for c in word) and word not in cells and not _is_value(before, named):
+    # numbers that are values, and phrases found in the remark (checked below: "(3FA0
+    # is entered)")
+    values = _values(folded, start, end) | {at for at, _ in mentions}
+    named = bool(prior)  # a word so far that names a quantity ("field", "stress", "bits")
+    before = prior
+    for index, (match, word) in enumerate(zip(found, words, strict=True)):
+        counted = word in _UNITS and (before in _COUNTS or before.isdigit())
+        if counted and not _states(words, index + 1):
+            return False  # "north (two tiles)"; "(28 steps left)" says what remains
+        if (
+            any(c.isdigit() for c in word)
+            and word not in cells
+            and match.start() not in values
+            and not _is_value(before, named)
+            and not (word.isdigit() and _states(words, index + 2))
+        ):
             return False  # "north (3)", "north (go 3)", "north (tiles: 3)" count
         named = named or (before not in fillers and before not in _UNITS and before.isalpha())
+        if word not in _TRANSPARENT:
+            before = word
     if (mentions or cells) and any(w in _STEERING for w in words):
         return False  # "the east is correct", "C3 is the better cell"
-    return all(_names_a_place(folded, mention, end, fillers) for mention in mentions)
-
-
-def _intensifies(word: str, following: Sequence[str]) -> bool:
-    """'too' before an adjective ("C is too weak") says how much, not "as well"."""
-    return (
-        word == "too"
-        and bool(following)
-        and len(following[0]) > 2
-        and following[0].isalpha()
-        and following[0] not in FILLERS
-        and following[0] not in _NOT_ADJECTIVES
+    return all(
+        _names_a_place(folded, mention, end, fillers)
+        or (described and _after_lead(folded, mention, start))
+        for mention in mentions
     )
+
+
+# Between a quantity and its value these change nothing ("the field is only 1 here").
+_TRANSPARENT = frozenset({
+    "only", "just", "still", "now", "about", "around", "exactly", "already", "roughly",
+})  # fmt: skip
+# Numbers that are values whatever precedes them: a coordinate pair "(1,0)", one side of
+# a comparison or an assignment ("3 > 2", "x=0", "load 30 < 45"), a bit string ("0011").
+_VALUES = re.compile(
+    r"\(\s*\d+\s*,\s*\d+\s*\)|(?<!\d)\d+(?=\s*(?:[<>=]|->))|(?<=[<>=])\s*\d+|(?<=->)\s*\d+"
+    r"|\b[01]{4,8}\b"
+)
+# A command word after one of these, in a remark that describes, is a place it names
+# ("the Flower blocks the east", "the scan shows 2 to the north").
+_PLACE_LEADS = frozenset({"the", "to", "of", "from", "toward", "towards", "at", "in"})
+
+
+_ASSIGNED = re.compile(r"\s*[=<>]")
+
+
+def _values(folded: str, start: int, end: int) -> set[int]:
+    """Where the numbers of a remark that are values (`_VALUES`) start."""
+    out = set()
+    for match in _VALUES.finditer(folded, start, end):
+        out.update(match.start() + m.start() for m in re.finditer(r"\d+", match.group(0)))
+    return out
+
+
+# After a count of units, these make it a state rather than a number of moves: "(28
+# steps left)", "(all four slots filled)".
+_STATES = frozenset({
+    "left", "remaining", "remain", "remains", "filled", "done", "full", "used", "spent", "ago",
+})  # fmt: skip
+
+
+def _states(words: Sequence[str], index: int) -> bool:
+    """Whether a state word (`_STATES`) comes at `index` or one word later ("2
+    unexplored rows remain")."""
+    return any(w in _STATES for w in words[index : index + 2])
+
+
+def _after_lead(folded: str, mention: tuple[int, int], start: int) -> bool:
+    before = WORD.findall(folded, start, mention[0])
+    return bool(before) and before[-1] in _PLACE_LEADS
+
+
+_PLACE_WORDS = frozenset({
+    "off", "on", "of", "between", "near", "from", "across", "along", "beside", "under",
+})  # fmt: skip
+
+
+def _harmless(words: Sequence[str], index: int, *, sentence: bool) -> bool:
+    """Whether a word of `REMARK_BLOCKERS` is harmless where it stands: "too" before an
+    adjective ("C is too weak"), "back to row 0", "x goes from 3 to 4", "next to me",
+    "the next rule", "all four slots filled", "off both seams", "the second character",
+    and in a bracket or after a dash "and air is 4"."""
+    word = words[index]
+    following = words[index + 1] if index + 1 < len(words) else ""
+    preceding = words[index - 1] if index else ""
+    if word == "too":
+        return (
+            len(following) > 2
+            and following.isalpha()
+            and following not in FILLERS
+            and following not in _NOT_ADJECTIVES
+        )
+    if word == "back":
+        return following in ("to", "toward", "towards")
+    if word == "x":
+        return following in PREDICATES or following == "goes"
+    if word == "next":  # "next to me", "the next rule"; not "the next turn"
+        return following == "to" or (preceding == "the" and following not in _UNITS)
+    if word == "all":  # "all four slots filled", "all three are next to the camp"
+        counted = following.isdigit() or following in _COUNTS
+        said = words[index + 2 : index + 4]
+        return counted and any(w in PREDICATES or w in _STATES for w in said)
+    if word == "both":  # "off both seams": the object of a place word
+        return preceding in _PLACE_WORDS
+    if word == "and":  # "- the column holds its load and air is 4 there": a second clause
+        return not sentence and any(w in PREDICATES for w in words[index + 2 : index + 4])
+    if word in ("first", "second", "third"):
+        return preceding == "the"
+    return False
 
 
 def _is_value(before: str, named: bool) -> bool:
     """Whether a number after `before` is a value ("field 2", "bits 1-4", "slot 3", "the
-    field here is 2") rather than a count; `named`: a word naming a quantity came
-    earlier in the remark."""
-    if before.isdigit() or before in _ORDINAL_UNITS:
+    field here is 2", "toward the 2 in the scan") rather than a count; `named`: a word
+    naming a quantity came earlier in the remark. (A count of units is caught before.)"""
+    if before.isdigit() or before in _ORDINAL_UNITS or before == "the":
         return True
     if before in _LINKS:
         return named
@@ -241,5 +368,8 @@ def _names_a_place(
     subject of a description ("the west is fully explored")."""
     if _NOUN_AFTER.match(folded, mention[1]):
         return True
+    before = WORD.findall(folded, max(0, mention[0] - 20), mention[0])
+    if folded[mention[0] : mention[1]] == "left" and before and before[-1] in _UNITS:
+        return True  # "(28 steps left)": what remains
     after = [m.group(0) for m in itertools.islice(WORD.finditer(folded, mention[1], end), 8)]
     return is_subject(after, fillers)

@@ -20,7 +20,7 @@ from textenvs.scenarios.em_anomaly.state import (
 
 
 class EMAnomalyEnv(TextEnv[EMState, Action]):
-    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v4`, `em-anomaly`).
+    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v5`, `em-anomaly`).
 
     ## Description
     A 15x15 laboratory floor has insulating walls on 45 tiles (20%) and one hidden
@@ -114,11 +114,14 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
       the left` (listed among the valid spellings, which is the one change to the
       goldens). Rules and rendering unchanged; goldens regenerated. Baselines re-measured
       under v4 over seeds 0-999: every figure as v3.
+    - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
+      goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
+      0-999: every figure as v4.
     """
 
     name = "em-anomaly"
     title = "Electromagnetic Field Anomaly Mapping"
-    version = "4"
+    version = "5"
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
     observation_model = EMObservation

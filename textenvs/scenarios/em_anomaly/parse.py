@@ -39,6 +39,13 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
     weak=["up", "down"],
     # "mark the anomaly", "mark this tile": what is marked is always where you stand
     fillers=["node", "anomaly", "tile", "spot", "vulnerability"],
+    # the rules' own words ("turn 90 degrees", "`mark`: declare the node") and the
+    # spelling the rejection of `turnright` suggested
+    also={
+        Action.ROTATE_LEFT: ["TurnLeft", "turn 90 degrees left", "rotate 90 degrees left"],
+        Action.ROTATE_RIGHT: ["TurnRight", "turn 90 degrees right", "rotate 90 degrees right"],
+        Action.MARK: ["declare the node"],
+    },
 )
 
 

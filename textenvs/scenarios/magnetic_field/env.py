@@ -21,7 +21,7 @@ from textenvs.scenarios.magnetic_field.state import (
 
 
 class MagneticFieldEnv(TextEnv[MagneticState, Action]):
-    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v4`, `magnetic-field`).
+    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v5`, `magnetic-field`).
 
     ## Description
     A static 9x9 "magnetic field" of 0 (empty), 1 (field line) and 2 (intersection) hides
@@ -136,11 +136,14 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
       `move the cursor to the right` is read as written. Rules and rendering unchanged;
       goldens regenerated (unchanged). Baselines re-measured under v4 over seeds 0-999:
       every figure as v3.
+    - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
+      goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
+      0-999: every figure as v4.
     """
 
     name = "magnetic-field"
     title = "Magnetic Field Pattern Recognition"
-    version = "4"
+    version = "5"
     max_steps = STEP_BUDGET
     action_schema = MagneticFieldAction
     observation_model = MagneticObservation

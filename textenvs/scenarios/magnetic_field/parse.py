@@ -9,8 +9,10 @@ message" is not read as a digit.
 
 Nothing is submitted that the reply did not ask to submit as it stands: `submit` with any
 argument (`submit FAAE`, `Submit: A`, `submit the code 3FA0`) is rejected, and so is a
-several-character answer anywhere in the reply (`FAAE` then `submit`), because `submit`
-scores the slots as they are. A digit always goes into the selected slot, so `type 9 into
+several-character answer anywhere in the part of the reply that is read (`FAAE` then
+`submit`; reasoning above an `Action:` line is not read), because `submit` scores the
+slots as they are; a code that a bracketed remark describes is not an argument
+(`submit (3FA0 is entered)`). A digit always goes into the selected slot, so `type 9 into
 slot 2` (or `enter 9 (slot 2)`) is rejected rather than typed into the wrong slot.
 """
 
@@ -48,10 +50,12 @@ _INTO_SLOT = re.compile(
 )
 _MORE_CHARS = re.compile(rf"(?:\s*[,&+/]\s*|\s+and\s+|\s+){_CHAR}{_CLAUSE_END}")
 # 'submit' followed by a character, in any punctuation: "submit: A", "submit (FAAE)",
-# "submit the code FAAE", "I'll submit now: FAAE".
+# "submit the code FAAE", "I'll submit now: FAAE"; not the subject of a remark ("submit
+# (3FA0 is entered)", where the code is still found by `_CODE` and must be described).
 _SUBMIT_ARG = re.compile(
     rf"\b{_SUBMIT}\b(?P<words>(?:\s+(?:now|it|the|my|this|final|code|answer|message|as|with))*)"
     r"(?P<sep>\s*[:=(\[]\s*|\s+)['\"`*]*(?:0x)?(?P<arg>[0-9a-f]{1,8})\b"
+    r"(?![ \t]+(?:is|are|was|has|have)\b)"
 )
 # A several-character answer: upper case with a letter (FAAE, 3FA0), or alone on a line
 # (where a single character is a digit command: "A" then "right" is two commands).
@@ -83,16 +87,18 @@ PHRASES: dict[Action, tuple[str, ...]] = {
         "right", "cursor right", "move right", "move cursor right", "moveright",
         "movecursorright", "cursor_right", "next slot", "move the cursor right",
         "move cursor to the right", "move the cursor to the right", "cursor to the right",
+        "move the cursor one slot to the right", "move the cursor one slot right",
     ),
     Action.LEFT: (
         "left", "cursor left", "move left", "move cursor left", "moveleft",
         "movecursorleft", "cursor_left", "previous slot", "prev slot", "move the cursor left",
         "move cursor to the left", "move the cursor to the left", "cursor to the left",
+        "move the cursor one slot to the left", "move the cursor one slot left",
     ),
     Action.SUBMIT: (
         "submit", "finalize", "finalise", "finalize answer", "finalise answer",
         "submit answer", "finalize the answer", "submit the answer", "submit code",
-        "submit the code", "submit the message",
+        "submit the code", "submit the message", "score the four slots", "score the slots",
     ),
 }  # fmt: skip
 # Accepted only as the whole reply or a whole `Action:` line (too common in prose).
@@ -119,8 +125,9 @@ VALID = [
     "submit (finalize, done; scores the four slots and ends the episode)",
 ]
 VOCABULARY = sorted({*_EXACT, "enter", "type", "input"})
-# "Enter 7 into the selected slot" (a slot named by number is rejected: `INTO_SLOT`).
-FILLERS = CORE_FILLERS | {"selected", "current", "slot", "into", "cursor"}
+# "Enter 7 into the selected slot", "enter C in the selected slot" (a slot named by
+# number is rejected: `INTO_SLOT`).
+FILLERS = CORE_FILLERS | {"selected", "current", "slot", "into", "in", "cursor"}
 
 
 def _hex(char: str) -> Action:

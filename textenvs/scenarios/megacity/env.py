@@ -213,7 +213,8 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       is laid, the shown power change includes the action's cost; six districts must run,
       not every one). The observation adds the air target, each district's airflow
       strength, power generated and drawn per step, and shows a column in undug rock as
-      `|` (v5: `.`). Physics, costs, rewards, maps and reading unchanged.
+      `|` (v5: `.`). With it, reading 5 (`docs/changelog.md`). Physics, costs, rewards
+      and maps unchanged.
     """
 
     name = "megacity"

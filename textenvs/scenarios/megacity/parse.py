@@ -115,14 +115,16 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         (
             "research",
             r"\b(?:(?:do|conduct|carry\s+out|perform)\s+(?:some\s+|more\s+)?)?research"
-            r"(?:\s+(?:the\s+)?anomal(?:y|ies))?\b",
+            r"(?:\s+(?:the\s+)?anomal(?:y|ies)|\s+(?:one|a)\s+(?:research\s+)?point)?\b",
         ),
         (
             "scan",
             r"\b(?:diagnostic\s+scan|scan)(?:\s+(?:of\s+)?(?:the\s+)?(?:geology|mineral\s+seams"
-            r"|seams(?:\s+and\s+faults)?|faults|fault\s+lines))?\b",
+            r"(?:\s+and\s+(?:the\s+)?fault\s+lines)?|seams(?:\s+and\s+faults)?|faults"
+            r"|fault\s+lines))?\b",
         ),
-        ("wait", r"\bwait\b"),
+        # the rules' own words: "`wait`: let one step pass"
+        ("wait", r"\bwait\b|\blet\s+(?:one|a)\s+step\s+pass\b"),
     ]
 ]
 # What may not follow a whole command: another cell, material or direction ("excavate B3

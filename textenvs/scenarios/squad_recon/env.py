@@ -22,7 +22,7 @@ ORDER_WORDS = "north|south|east|west|hold|attack"
 
 
 class SquadReconEnv(TextEnv[ReconState, Orders]):
-    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v4`, `squad-recon`).
+    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v5`, `squad-recon`).
 
     ## Description
     A 15x15 battlefield of open ground, walls and forest hides two enemy camps of
@@ -122,11 +122,14 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
       holds position`, `C is weak` (a description). Rules and rendering unchanged;
       goldens regenerated (unchanged). Baselines re-measured under v4 over seeds 0-999:
       every figure as v3.
+    - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
+      goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
+      0-999: every figure as v4.
     """
 
     name = "squad-recon"
     title = "Squad Reconnaissance and Elimination"
-    version = "4"
+    version = "5"
     max_steps = STEP_BUDGET
     action_schema = SquadReconAction
     observation_model = ReconObservation

@@ -270,7 +270,12 @@ def _check_clause(tally: _Tally) -> None:
     tally.same = False
 
 
-_OF = re.compile(r"\s*of\b")
+# After a direction, these make it a place ("north of B", "the south edge", "the
+# north-east corner").
+_PLACE_AFTER = re.compile(
+    r"\s*(?:(?:north|south|east|west)\s+)?(?:of|sides?|edges?|corners?|borders?|walls?|half"
+    r"|parts?)\b"
+)
 # After "C is", what makes an order of it: "C is to attack", "C is going east".
 _ORDER_LIKE = re.compile(r"(?:to|\w+ing|go|move|head|advance)$")
 
@@ -280,8 +285,8 @@ def _after_copula(matches: list[re.Match[str]], index: int) -> re.Match[str] | N
     not filler (a few at most); None where an order follows ("C is to attack")."""
     for at, match in enumerate(matches[index + 1 : index + 5], index + 1):
         following = matches[at + 1].group(0) if at + 1 < len(matches) else ""
-        if match.group(0) == "to" and following in ("the", "a", "an"):
-            return match  # "C is to the east": a place
+        if match.group(0) in ("to", "at") and following in ("the", "a", "an"):
+            return match  # "C is to the east", "C is at the east edge": a place
         if match.lastgroup == "word" and _ORDER_LIKE.match(match.group(0)):
             return None
         if match.group(0) == "too":
@@ -304,8 +309,8 @@ def _describes(folded: str, start: int, end: int) -> bool:
 
 
 def _is_place(folded: str, match: re.Match[str]) -> bool:
-    """'north of B': a direction used as a place."""
-    return bool(_OF.match(folded, match.end()))
+    """'north of B', 'the south edge': a direction used as a place."""
+    return bool(_PLACE_AFTER.match(folded, match.end()))
 
 
 def _no_order(squads: list[str], valid: Sequence[str]) -> ParseError:

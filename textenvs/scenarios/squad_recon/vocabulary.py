@@ -21,6 +21,7 @@ ORDER_ALIASES: dict[Order, tuple[str, ...]] = {
     ),
     Order.ATTACK: (
         "attack", "attack enemy camp", "attackenemycamp", "attack camp", "assault", "attacks",
+        "attack the camp", "attack the enemy camp",
     ),
 }  # fmt: skip
 ORDER_OF = {alias: order for order, aliases in ORDER_ALIASES.items() for alias in aliases}
@@ -31,7 +32,7 @@ ALL = "all"
 FILLERS = frozenset({
     "should", "will", "shall", "must", "can", "to", "move", "moves", "moving", "go", "goes",
     "going", "head", "heads", "heading", "advance", "advances", "please", "now", "the",
-    "squad's", "squads'", "i'll", "let", "orders", "order", "are",
+    "squad's", "squads'", "i'll", "let", "orders", "order", "are", "at",
 })  # fmt: skip
 COPULAS = frozenset({"is", "are", "was", "were", "stands", "sits"})
 # Every word a reply of orders may carry besides the grammar ("a" is squad A, not filler).

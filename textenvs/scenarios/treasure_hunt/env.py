@@ -19,7 +19,7 @@ from textenvs.scenarios.treasure_hunt.state import (
 
 
 class TreasureHuntEnv(TextEnv[TreasureState, Action]):
-    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v4`, `treasure-hunt`).
+    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v5`, `treasure-hunt`).
 
     ## Description
     An 8x8 grid hides one Bomb, ten Flowers and 53 Empty tiles. The symbols are inverted:
@@ -86,11 +86,14 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
       seeds 0-999).
     - v4: reading 4. Rules and rendering unchanged; goldens regenerated (unchanged).
       Baselines re-measured under v4 over seeds 0-999: every figure as v3.
+    - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
+      goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
+      0-999: every figure as v4.
     """
 
     name = "treasure-hunt"
     title = "Inverted-Symbol Treasure Hunt Grid"
-    version = "4"
+    version = "5"
     max_steps = STEP_BUDGET
     action_schema = TreasureHuntAction
     observation_model = TreasureObservation

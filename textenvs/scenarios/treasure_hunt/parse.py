@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textenvs.core.phrases import PhraseGrammar
-from textenvs.scenarios.treasure_hunt.state import Action
+from textenvs.scenarios.treasure_hunt.state import MOVES, Action
 
 GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
     {
@@ -18,6 +18,16 @@ GRAMMAR: PhraseGrammar[Action] = PhraseGrammar(
     # "pick up", "on my left": orders in prose only after a verb ("go left").
     weak=["up", "down", "left", "right"],
     fillers=["tile", "square", "current"],
+    # the rules' own words: "step onto the tile to the north", "reveal the tile you stand
+    # on", "stay where you are"
+    also={
+        **{
+            move: [f"step onto the tile to the {move.value}", f"step onto the {move.value} tile"]
+            for move in MOVES
+        },
+        Action.REVEAL: ["reveal the tile you stand on", "reveal the tile I stand on"],
+        Action.WAIT: ["stay where you are", "stay where I am"],
+    },
 )
 
 
