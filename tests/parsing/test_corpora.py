@@ -295,4 +295,5 @@ def test_the_misreads_count_runs_without_pytest() -> None:
         [sys.executable, "-c", blocked + run], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("\nall ") == 2  # both corpora counted
+    # the expected readings, the honest corpus, the fresh corpus taught and whole
+    assert done.stdout.count("\nall ") == 4
