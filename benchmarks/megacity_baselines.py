@@ -31,7 +31,7 @@ from benchmarks._common import table
 from textenvs.agents.scripted import ScriptedPolicy
 from textenvs.agents.scripted.megacity import MegacityPolicy, rebuild
 from textenvs.agents.scripted.megacity_baselines import BASELINES
-from textenvs.evals.episode import context_for
+from textenvs.episodes.loop import context_for
 from textenvs.evals.megacity_reference import switched_off
 from textenvs.scenarios.megacity import physics
 

@@ -143,7 +143,7 @@ def play_one(task: Play) -> dict[str, Any]:
     """One episode's record (with skills)."""
     import textenvs
     from textenvs.agents import make_agent
-    from textenvs.evals.episode import run_episode
+    from textenvs.episodes.loop import run_episode
     from textenvs.evals.runner import episode_record
 
     env, agent, seed, options = task

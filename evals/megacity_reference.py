@@ -22,9 +22,9 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-from textenvs.agents.base import Agent, Decision, EpisodeContext
 from textenvs.agents.scripted.megacity import MegacityPolicy
 from textenvs.agents.scripted.megacity_baselines import BASELINES
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 from textenvs.evals.metrics import wilson
 from textenvs.scenarios.megacity import physics
 
@@ -85,7 +85,7 @@ def play(task: Task) -> tuple[bool, float]:
     """One episode of (policy, without, constants switched off, seed, level):
     (victory, return)."""
     import textenvs
-    from textenvs.evals.episode import run_episode
+    from textenvs.episodes.loop import run_episode
 
     policy, without, constants, seed, level = task
     options = None if level is None else {"level": level}

@@ -10,7 +10,7 @@ import importlib
 from abc import ABC, abstractmethod
 from typing import Any
 
-from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 # CLI env name -> "module:Class" of its policy.
 POLICIES: dict[str, str] = {

@@ -24,8 +24,8 @@ import verifiers.v1 as vf
 import textenvs
 from tests.adapters.conftest import textenvs_eval, vf_eval
 from tests.support.openai_server import OpenAIServer
-from textenvs.adapters.conversation import CONVERSATION_SETTINGS
 from textenvs.adapters.verifiers import TextenvsHarness, TextenvsHarnessConfig
+from textenvs.agents.llm.conversation import CONVERSATION_SETTINGS
 
 
 def taskset_config(**taskset: object) -> vf.EnvConfig:

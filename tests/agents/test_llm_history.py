@@ -22,7 +22,7 @@ from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, te
 from textenvs.agents.llm import LLMAgent, LLMConfig, local
 from textenvs.agents.llm.agent import LOCAL_MAX_TOKENS
 from textenvs.agents.llm.history import History, PastTurn, TokenGauge
-from textenvs.evals.episode import context_for
+from textenvs.episodes.loop import context_for
 from textenvs.evals.metrics import summarize
 from textenvs.evals.runner import episode_record
 

@@ -19,8 +19,8 @@ from tests.conftest import assert_golden, render_transcript
 from tests.conftest import play as play_episode
 from textenvs.agents.scripted.megacity import MegacityPolicy
 from textenvs.agents.scripted.megacity_baselines import BASELINES
+from textenvs.episodes.loop import context_for
 from textenvs.evals.bands import load_bands
-from textenvs.evals.episode import context_for
 from textenvs.evals.megacity_reference import NEEDS, play
 from textenvs.scenarios.megacity import maps
 from textenvs.scenarios.megacity import physics as p

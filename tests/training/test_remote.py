@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import textenvs
-from textenvs.adapters.conversation import conversation_settings
-from textenvs.adapters.episodes import EpisodeSpec
+from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.cli import main
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.training import curve

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import textenvs
-from textenvs.adapters.conversation import conversation_settings
-from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm.context import budget_under
+from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.cli import main
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.training.chat import ChatTokens
 from textenvs.training.generation import Sampling
 from textenvs.training.rollouts import play

@@ -9,7 +9,7 @@ import pytest
 from safetensors.torch import load_file
 
 from textenvs.cli import main
-from textenvs.evals.plan import parse_seeds
+from textenvs.episodes.specs import parse_seeds
 from textenvs.training import curve, models
 
 STEPS = ["--steps", "2", "--max-turns", "3", "--group-size", "4", "--seeds-per-step", "1"]

@@ -38,7 +38,7 @@ def wanted(args: argparse.Namespace) -> bool:
 def trained_seeds(record: dict[str, Any]) -> list[int]:
     """The seeds a checkpoint's record says it trained on (ranges, or a list in early
     records)."""
-    from textenvs.evals.plan import parse_seeds
+    from textenvs.episodes.specs import parse_seeds
 
     seeds = record.get("seeds") or []
     return parse_seeds(seeds) if isinstance(seeds, str) else list(seeds)

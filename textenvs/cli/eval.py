@@ -17,7 +17,6 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-import textenvs
 from textenvs.agents.llm.config import strip_credentials
 from textenvs.cli import checkpoint
 from textenvs.cli.common import (
@@ -37,8 +36,9 @@ from textenvs.cli.eval_backends import plan_local_servers, session_label, start_
 from textenvs.cli.eval_output import closing_verdict, results_table, say
 from textenvs.cli.tables import stdout_console
 from textenvs.core.redact import redact_argv, redact_url, scrub_logs
+from textenvs.episodes.protocol import AGENT_ERROR
+from textenvs.episodes.specs import check_reset_options
 from textenvs.evals import failures, runner
-from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.failures import FailFast
 from textenvs.evals.metrics import Record
 from textenvs.evals.store import RunDirError
@@ -226,10 +226,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             trials=args.trials,
         )
         check_trials(len(plan.seeds), plan.trials)
-        if plan.env_options and len(plan.envs) > 1:
-            raise ValueError("--env-option needs a single --env (options differ by scenario)")
-        if plan.env_options:  # a bad key or value fails here, not in every episode
-            textenvs.make(plan.envs[0]).reset(seed=0, options=plan.env_options)
+        check_reset_options(plan.envs, plan.env_options)
         if args.retry_errors and not args.resume:
             raise ValueError("--retry-errors continues a run: add --resume")
         if args.backend != "ray" and (args.ray_address or args.ray_actors):

@@ -14,7 +14,7 @@ from textenvs.cli.common import (
     fail,
     positive,
 )
-from textenvs.evals.plan import seed_ranges
+from textenvs.episodes.specs import seed_ranges
 
 DEFAULT_SEEDS = "1000-9999"
 DEFAULT_EVAL_SEEDS = "0-99"

@@ -22,8 +22,8 @@ from rich.progress import (
 from transformers.utils import logging as transformers_logging
 
 import textenvs
-from textenvs.adapters.conversation import conversation_settings
-from textenvs.evals.plan import parse_seeds, resolve_envs
+from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.episodes.specs import check_reset_options, parse_seeds, resolve_envs
 from textenvs.training import curve, grpo, models
 from textenvs.training.chat import ChatTokens, TemplateError
 from textenvs.training.grpo import BASE, CHECKPOINTS, FINAL, TrainSettings
@@ -63,8 +63,7 @@ def settings_from(
     if len(train_seeds) < settings.seeds_per_step:
         raise TrainingError(f"--seeds: a step needs {settings.seeds_per_step} training seeds")
     try:
-        if settings.options:
-            textenvs.make(settings.env).reset(seed=train_seeds[0], options=settings.options)
+        check_reset_options([settings.env], settings.options)
         conversation_settings(
             settings.action_mode, settings.json_reasoning, **settings.conversation
         )
