@@ -260,8 +260,9 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
 
         label = session_label(args)
         make_env = remote_env_factory(args.env_url, label=label)
-        try:  # fails early when the service is unreachable or lacks a scenario
-            config["envs"] = {name: make_env.client.env_info(name)["version"] for name in plan.envs}
+        try:  # fails early: the service unreachable, lacking a scenario, or another version
+            envs = {name: make_env.client.checked_env_info(name) for name in plan.envs}
+            config["envs"] = {name: meta["version"] for name, meta in envs.items()}
             if args.resume:  # what a killed run left open would hold its session places
                 left = make_env.client.delete_labelled(label)
                 if left:

@@ -23,6 +23,7 @@ from transformers.utils import logging as transformers_logging
 
 import textenvs
 from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.core.redact import redact_url
 from textenvs.episodes.specs import check_reset_options, parse_seeds, resolve_envs
 from textenvs.training import curve, grpo, models
 from textenvs.training.chat import ChatTokens, TemplateError
@@ -74,12 +75,22 @@ def settings_from(
 
 
 def env_factory(settings: TrainSettings) -> EnvFactory:
-    """In-process envs, or envs on a `textenvs serve` service through OpenEnv's client."""
+    """In-process envs, or envs on a `textenvs serve` service (`service.client.RemoteEnv`,
+    as `textenvs eval --env-url` plays them), checked to serve the installed version
+    before the first episode (`VersionMismatch`, a ValueError)."""
     if settings.env_url is None:
         return textenvs.make
-    from textenvs.training.remote import openenv_factory
+    from textenvs.service.client import remote_env_factory, service_error
 
-    return openenv_factory(settings.env_url)
+    make = remote_env_factory(settings.env_url)
+    try:
+        make.client.checked_env_info(settings.env)  # type: ignore[attr-defined]
+    except Exception as exc:
+        message = service_error(exc, redact_url(settings.env_url))
+        if message is None:
+            raise
+        raise TrainingError(message) from None
+    return make
 
 
 def quiet_libraries() -> None:
@@ -96,6 +107,7 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
     """Run GRPO as `settings` say into `out`; the final checkpoint's folder."""
     quiet_libraries()
     console = Console(stderr=True)
+    make_env = env_factory(settings)  # a service is checked before anything is written
     checkpoint = _prepare(settings, out, resume)
     try:
         model, tokenizer = models.load(checkpoint_model(checkpoint, settings))
@@ -128,7 +140,7 @@ def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
         )
         curve.write_charts(out, settings.env)  # a run stopped early keeps its curve
 
-    trainer = grpo.build_trainer(settings, model, tokenizer, env_factory(settings), out, on_step)
+    trainer = grpo.build_trainer(settings, model, tokenizer, make_env, out, on_step)
     try:
         with progress:
             trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
