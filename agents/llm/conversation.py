@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from textenvs.agents.llm import json_mode
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.history import History, Message, PastTurn, prompt_text, shared_prefix_chars
-from textenvs.agents.llm.reading import ActionReader, Reading, read_message, visible
+from textenvs.agents.llm.reading import Reading, read_message, visible
 from textenvs.core.parsing import ParseError
 from textenvs.episodes.protocol import EpisodeContext
 
@@ -93,7 +93,7 @@ class Conversation:
     """One conversation with a model: an episode's turns, or in trial mode several
     episodes' (`start_episode`), built and read as the `llm` agent builds and reads them."""
 
-    def __init__(self, system: str, settings: LLMConfig, reader: ActionReader) -> None:
+    def __init__(self, system: str, settings: LLMConfig, context: EpisodeContext) -> None:
         self.settings = settings
         self.history = History.for_settings(settings)
         self.turn_number = 0
@@ -109,7 +109,7 @@ class Conversation:
         self._last_prompt = ""  # the previous request's messages as text (cacheable share)
         self._requested: list[Message] = []
         self._opening = ""  # the turn in progress's: the last episode's end it opens with
-        self.start_episode(system, reader)
+        self.start_episode(system, context)
 
     @classmethod
     def for_context(cls, context: EpisodeContext, settings: LLMConfig) -> Conversation:
@@ -119,22 +119,23 @@ class Conversation:
     def start_episode(
         self,
         system: str,
-        reader: ActionReader,
+        context: EpisodeContext,
         *,
         episode: int = 1,
         ending: str = "",
         marker: str = "",
     ) -> None:
-        """The episode the next observation starts, read with `reader`. Trial mode: the
-        same conversation goes on with episode `episode`, whose first message opens with
-        how the last one ended (`ending`) and the new-episode `marker`."""
+        """The episode the next observation starts (`context`: its parser and action
+        schema read the replies). Trial mode: the same conversation goes on with episode
+        `episode`, whose first message opens with how the last one ended (`ending`) and
+        the new-episode `marker`."""
         self.system: Message = {"role": "system", "content": system}
         if not self.transcript:
             self.transcript.append(self.system)
-        self.reader = reader
+        self.context = context
         #: json mode: the schema a reply must meet, as `response_format` sends it
         self.response_schema = (
-            json_mode.response_schema(reader.action_schema, self.settings.reasoning_chars)
+            json_mode.response_schema(context.action_schema, self.settings.reasoning_chars)
             if self.settings.mode == "json"
             else None
         )
@@ -181,7 +182,7 @@ class Conversation:
         reading = read_message(
             content,
             self.settings.mode,
-            self.reader,
+            self.context,
             finish_reason=finish_reason,
             refusal=refusal,
         )
@@ -230,7 +231,7 @@ class Conversation:
         if self.settings.mode == "text":
             return text
         try:
-            self.reader.parse(text)
+            self.context.parse(text)
         except ParseError:
             return text
         return ""

@@ -9,33 +9,20 @@ fault (`faults.reply_fault`). Also here: the token figures a server reports for 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from textenvs.agents.llm import faults, json_mode
 from textenvs.agents.llm.history import recap_command
 from textenvs.core.parsing import ParseError
+from textenvs.episodes.protocol import EpisodeContext
 
 TOOL_NAME = "act"
 
 Message = dict[str, Any]
-
-
-class ActionReader(Protocol):
-    """What reads a reply into a command: the scenario's parser, action schema and how
-    an action becomes its command (an `EpisodeContext` is one)."""
-
-    @property
-    def parse(self) -> Callable[[str], Any]: ...
-
-    @property
-    def action_schema(self) -> type[BaseModel]: ...
-
-    @property
-    def command_for(self) -> Callable[[dict[str, Any]], str]: ...
 
 
 @dataclass
@@ -52,7 +39,7 @@ class Reading:
     entry: dict[str, Any] = field(default_factory=dict)
 
 
-def read_reply(completion: Any, mode: str, context: ActionReader) -> Reading:
+def read_reply(completion: Any, mode: str, context: EpisodeContext) -> Reading:
     """Read one completion (an OpenAI SDK object) in the agent's action mode."""
     choice = completion.choices[0] if getattr(completion, "choices", None) else None
     message = choice.message if choice is not None else None
@@ -77,7 +64,7 @@ def read_reply(completion: Any, mode: str, context: ActionReader) -> Reading:
 def read_message(
     content: str,
     mode: str,
-    context: ActionReader,
+    context: EpisodeContext,
     *,
     calls: Sequence[Any] = (),
     finish_reason: str | None = None,
@@ -128,7 +115,7 @@ def read_message(
     return reading
 
 
-def read_text(visible: str, context: ActionReader) -> tuple[str | None, str | None]:
+def read_text(visible: str, context: EpisodeContext) -> tuple[str | None, str | None]:
     try:
         action = context.parse(visible)
     except ParseError as exc:
@@ -136,7 +123,7 @@ def read_text(visible: str, context: ActionReader) -> tuple[str | None, str | No
     return recap_command(visible, action, context.parse), None
 
 
-def read_tools(calls: Sequence[Any], context: ActionReader) -> tuple[str | None, str | None]:
+def read_tools(calls: Sequence[Any], context: EpisodeContext) -> tuple[str | None, str | None]:
     commands = []
     for call in calls:
         if call.function.name != TOOL_NAME:

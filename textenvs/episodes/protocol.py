@@ -43,6 +43,7 @@ class EpisodeContext:
 # `textenvs.episodes.record`.
 AGENT_ERROR = "agent_error"
 CONTEXT_OVERFLOW = "context_overflow"  # the prompt no longer fits the model's context
+UNFINISHED = "unfinished"  # the agent stopped before the episode ended (Inspect's tools)
 
 
 @dataclass(frozen=True)

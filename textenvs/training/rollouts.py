@@ -121,7 +121,6 @@ class _Episode:
         self.observation = ""
         self.info: dict[str, Any] = {}
         self.done = False
-        self.reasks = 0
         #: the turn in progress's token counts, as a server reports them to `eval`, and
         #: its seconds waiting for replies (sampled with the batch's)
         self.usage: dict[str, int] = {}
@@ -180,15 +179,12 @@ class _Episode:
             self.logprobs += [math.nan] * len(ids)  # not sampled in this form
             self.rewrite = (len(reply.ids), ids)
         self.sequence.replied(kept, ids)
-        if command is None:
-            self.reasks += 1
         return command
 
     def step(self, command: str, raw: str) -> None:
-        decision = Decision(
-            command, raw=raw, reasks=self.reasks, usage=self.usage, latency_s=self.latency_s
-        )
-        self.reasks, self.usage, self.latency_s = 0, {}, 0.0
+        reasks = self.conversation.asked  # this turn's
+        decision = Decision(command, raw, reasks, self.usage, self.latency_s)
+        self.usage, self.latency_s = {}, 0.0
         shown = self.observation
         self.result.decided(decision)
         stepped = self.env.step(command)

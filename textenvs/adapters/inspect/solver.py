@@ -25,7 +25,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 import textenvs
 from textenvs.agents.llm.config import LLMConfig
-from textenvs.agents.llm.conversation import Conversation, conversation_settings, system_for
+from textenvs.agents.llm.conversation import Conversation, conversation_settings
 from textenvs.episodes.loop import run_episode
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.episodes.specs import EpisodeSpec
@@ -84,9 +84,8 @@ class InspectModelAgent(Agent):
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
         # the rules prompt of the episode's variant, as the llm agent picks it
-        system = system_for(context, self.settings)
-        self.conversation = Conversation(system, self.settings, context)
-        self.transcript[:] = [ChatMessageSystem(content=system)]
+        self.conversation = Conversation.for_context(context, self.settings)
+        self.transcript[:] = [ChatMessageSystem(content=self.conversation.system["content"])]
 
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         conversation = self.conversation
