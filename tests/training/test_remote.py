@@ -49,7 +49,7 @@ def test_episodes_on_the_service_are_those_played_in_process(tiny, service):
     assert [untimed(r.result.to_dict()) for r in remote] == [
         untimed(r.result.to_dict()) for r in local
     ]
-    assert all(r.result.wall_s > 0 and r.result.level is not None for r in remote)
+    assert all(r.result.wall_s > 0 for r in remote)  # timed, as eval times its episodes
 
 
 def untimed(record: dict) -> dict:
@@ -75,12 +75,12 @@ def test_a_service_of_another_version_is_refused_before_anything_is_written(
     tiny_dir, tmp_path, capsys
 ):
     out = tmp_path / "run"
-    with other_version_service() as url:
-        code = main(
+    with other_version_service() as url, pytest.raises(SystemExit) as refused:
+        main(
             ["train", "--env", "treasure-hunt", "--model", str(tiny_dir), "--out", str(out),
              "--env-url", url, "--steps", "1"]
         )  # fmt: skip
-    assert code != 0 and not out.exists()
+    assert refused.value.code == 2 and not out.exists()
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert f"serves treasure-hunt v{OTHER_VERSION}, this install v" in line
     assert "upgrade textenvs on the client or the server" in line
