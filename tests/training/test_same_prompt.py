@@ -1,6 +1,7 @@
 """A model is evaluated under the prompt it trained on: a training rollout and `textenvs
-eval --model DIR` (the checkpoint served on loopback) play the same episode turn for turn,
-with prompts of the same tokens, in text and in json mode."""
+eval --model DIR` (the checkpoint served on loopback), both playing through the one
+`Conversation`, play the same episode turn for turn, with prompts of the same tokens, in
+text and in json mode."""
 
 from __future__ import annotations
 
