@@ -1,6 +1,6 @@
 """Evaluating a model directory: `textenvs eval --agent llm --model DIR`, timed.
 
-The directory is served on loopback by the checkpoint server (`training/serving.py`)
+The directory is served on loopback by the checkpoint server (`inference/serving.py`)
 exactly as the command does it; this runs the command in-process over the first
 `--episodes` seeds and reports episodes a minute, replies a minute and the tokens of a
 reply. A trained checkpoint's own settings apply; a plain model directory plays
@@ -24,13 +24,15 @@ from benchmarks._common import table
 
 def main(argv: list[str] | None = None) -> int:
     from textenvs.cli import main as cli_main
+    from textenvs.evals import run_folder
+    from textenvs.inference.models import RECORD_FILE
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="a transformers model directory")
     p.add_argument("--env", default="treasure-hunt", help="scenario (treasure-hunt)")
     p.add_argument("--episodes", type=int, default=16, help="seeds 0..N-1 (16)")
     args = p.parse_args(argv)
-    trained = (Path(args.model) / "textenvs-training.json").is_file()
+    trained = (Path(args.model) / RECORD_FILE).is_file()
     settings = [] if trained else ["--action-mode", "json", "--observations", "changes"]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         wall = time.perf_counter() - started
         if code:
             raise SystemExit(f"textenvs eval exited with {code}")
-        stats = json.loads((out / "summary.json").read_text())["by_env"][args.env]
+        stats = json.loads((out / run_folder.SUMMARY).read_text())["by_env"][args.env]
     replies = stats["mean_steps"] * stats["episodes"] + stats["reasks"]
     rows = [
         [

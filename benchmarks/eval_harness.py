@@ -1,6 +1,6 @@
 """Eval harness efficiency: `textenvs eval --agent llm` against a slow loopback model.
 
-A loopback OpenAI-compatible server (tests/support/openai_server.py, in its own process
+A loopback OpenAI-compatible server (benchmarks/support/openai_server.py, in its own process
 so its CPU is not ours) answers every request after a fixed latency with a valid command
 (`wait` for treasure-hunt: every episode uses its whole 30-step budget). The eval runs
 in this process through `textenvs.evals.runner` exactly as `textenvs eval` drives it
@@ -26,13 +26,13 @@ from pathlib import Path
 from benchmarks._common import table
 
 ENV = "treasure-hunt"
-ROOT = Path(__file__).resolve().parent.parent  # tests.support lives there
+ROOT = Path(__file__).resolve().parent.parent  # benchmarks.support lives there
 COMMAND = "wait"  # valid in every state; the episode runs to its step budget
 
 
 def serve(latency: float) -> None:
     """The child process: serve until stdin closes, after printing the port."""
-    from tests.support.openai_server import OpenAIServer, text
+    from benchmarks.support.openai_server import OpenAIServer, text
 
     with OpenAIServer(default=text(COMMAND, latency_s=latency)) as server:
         print(server.port, flush=True)

@@ -3,7 +3,7 @@ solver and the verifiers environment (and, for reference, `textenvs eval` with t
 8-turn window that Inspect used to keep).
 
 A deterministic fake model (the test suite's loopback OpenAI-protocol server, replies
-chosen from the prompt's user messages: `tests/adapters/replies.py`) plays every
+chosen from the prompt's user messages: `benchmarks/support/scripted_replies.py`) plays every
 scenario on `--seeds` seeds through each harness; the server counts each request's
 prompt tokens with o200k_base (`benchmarks/_tokens.py`). Same conversation code, same
 defaults: the three harnesses should send the same tokens.
@@ -48,15 +48,15 @@ def run_harness(name: str, base_url: str, seeds: str, out: Path) -> None:
     else:
         import verifiers.v1 as vf
 
-        from tests.adapters.conftest import vf_eval
+        from benchmarks.support.verifiers_eval import vf_eval
 
         config = vf.resolve_env_config({"taskset": {"id": "textenvs", "seeds": seeds}})
         vf_eval(config, base_url, out / "verifiers", concurrency=2)
 
 
 def main() -> None:
-    from tests.adapters.replies import reply_for
-    from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+    from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply
+    from benchmarks.support.scripted_replies import reply_for
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0-9", help="seeds per scenario (default 0-9)")

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from textenvs.evals import store
+from textenvs.evals import run_folder, store
 from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import mean
 
@@ -34,7 +34,7 @@ RUNS = (
 def run(out: Path, env: str, agent: str, seeds: str, trials: int) -> None:
     command = ["textenvs", "eval", "--env", env, "--agent", agent, "--seeds", seeds, "--trials",
                str(trials), "--env-option", "withheld=true", "--out", str(out)]  # fmt: skip
-    if (out / store.CONFIG).exists():
+    if (out / run_folder.CONFIG).exists():
         command.append("--resume")
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 

@@ -22,6 +22,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -32,30 +33,38 @@ from textenvs.agents.scripted import ScriptedPolicy
 from textenvs.agents.scripted.megacity import MegacityPolicy, rebuild
 from textenvs.agents.scripted.megacity_baselines import BASELINES
 from textenvs.episodes.loop import context_for
-from textenvs.evals.megacity_reference import switched_off
 from textenvs.scenarios.megacity import physics
+from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 
 POLICIES = ["planner", *BASELINES, "random"]
 UNREADABLE = "I am not sure what to do here."
-ABLATIONS: dict[str, dict[str, Any]] = {
-    "pull": {"PULL_ON_SEAM": 0, "PULL_BESIDE_SEAM": 0},
-    "seam-flow": {"SEAM_FLOW_PCT": 0},
-    "relief": {"SEAM_RELIEF": 0, "FLANK_RELIEF": 0},
-    "conduit-gravity": {"CONDUIT_SEAM_GAIN": 1, "CONDUIT_DAMP": 0},
-    "reversal": {"REVERSAL_PERIOD": 10_000},
-    "draw": {"DISTRICT_DRAW": 0, "DISTRICT_DRAW_CONNECTED": 0},
+#: mechanism -> the `Physics` numbers that switch it off
+ABLATIONS: dict[str, dict[str, int]] = {
+    "pull": {"pull_on_seam": 0, "pull_beside_seam": 0},
+    "seam-flow": {"seam_flow_pct": 0},
+    "relief": {"seam_relief": 0, "flank_relief": 0},
+    "conduit-gravity": {"conduit_seam_gain": 1, "conduit_damp": 0},
+    "reversal": {"reversal_period": 10_000},
+    "draw": {"district_draw": 0, "district_draw_connected": 0},
 }
 
 
 def chooser(
-    name: str, env: Any, seed: int, without: frozenset[str] = frozenset()
+    name: str,
+    env: Any,
+    seed: int,
+    without: frozenset[str] = frozenset(),
+    physics: Physics = PHYSICS,
 ) -> tuple[Callable[[str, dict[str, Any]], str], ScriptedPolicy | None]:
     """A function (observation text, info) -> command for one episode, and the policy."""
     if name == "random":
         rng = np.random.default_rng(seed)
         return lambda _text, info: env.random_command(info, rng), None
     context = context_for(env, seed)
-    policy = MegacityPolicy(context, without) if name == "planner" else BASELINES[name](context)
+    if name == "planner":
+        policy: ScriptedPolicy = MegacityPolicy(context, without, physics)
+    else:
+        policy = BASELINES[name](context)
     return lambda _text, info: policy.choose(info["observation"]), policy
 
 
@@ -74,13 +83,15 @@ def play(
     inject_at: int | None = None,
     without: frozenset[str] = frozenset(),
     level: int | None = None,
+    physics: Physics = PHYSICS,
 ) -> tuple[bool, float]:
     """One episode at `level` (default: the scenario's): (victory, return). `inject_at`
     replaces that turn's reply with prose the parser cannot read; `without` is what the
-    planner must do without. The planner's winning plans are tallied in `plan_uses`."""
-    env = textenvs.make("megacity")
+    planner must do without, `physics` the world both it and the planner run on. The
+    planner's winning plans are tallied in `plan_uses`."""
+    env = textenvs.make("megacity", physics=physics)
     text, info = env.reset(seed=seed, options=None if level is None else {"level": level})
-    choose, policy = chooser(name, env, seed, without)
+    choose, policy = chooser(name, env, seed, without, physics)
     total = 0.0
     for turn in range(env.max_steps):
         command = choose(text, info)
@@ -91,7 +102,7 @@ def play(
         if terminated or truncated:
             break
     if isinstance(policy, MegacityPolicy) and policy.plan and info["success"] and inject_at is None:
-        final = rebuild(info["observation"])
+        final = rebuild(info["observation"], physics)
         plan_uses.update(k for k, uses in PLAN_USES.items() if uses(final, policy.plan))
     return bool(info["success"]), total
 
@@ -101,14 +112,14 @@ def seeds_of(text: str) -> list[int]:
     return list(range(int(first), int(last or first) + 1))
 
 
-def ablations(names: str) -> dict[str, int]:
-    """The physics constants that switch off each mechanism in a comma-separated list."""
+def ablations(names: str) -> Physics:
+    """The physics with each mechanism in a comma-separated list switched off."""
     constants: dict[str, int] = {}
     for name in names.split(","):
         if name not in ABLATIONS:
             raise ValueError(f"unknown mechanism {name!r} (known: {', '.join(ABLATIONS)})")
         constants |= ABLATIONS[name]
-    return constants
+    return replace(PHYSICS, **constants)
 
 
 def main() -> None:
@@ -127,19 +138,18 @@ def main() -> None:
         unknown = [n for n in names if n not in POLICIES]
         if unknown or not seeds:
             raise ValueError(f"unknown policy {unknown[0]!r}" if unknown else "no seeds")
-        constants = ablations(args.ablate) if args.ablate else {}
+        variant = ablations(args.ablate) if args.ablate else PHYSICS
     except ValueError as exc:
         sys.exit(f"megacity_baselines: {exc} (policies: {', '.join(POLICIES)})")
-    with switched_off(constants):
-        report(args, names, seeds)
+    report(args, names, seeds, variant)
 
 
-def report(args: argparse.Namespace, names: list[str], seeds: list[int]) -> None:
+def report(args: argparse.Namespace, names: list[str], seeds: list[int], physics: Physics) -> None:
     rows = []
     wins_by: dict[str, list[bool]] = {}
     for name in names:
         started = time.perf_counter()
-        results = [play(name, seed, level=args.level) for seed in seeds]
+        results = [play(name, seed, level=args.level, physics=physics) for seed in seeds]
         wins_by[name] = [won for won, _ret in results]
         returns = [ret for _won, ret in results]
         rows.append(
@@ -162,8 +172,10 @@ def report(args: argparse.Namespace, names: list[str], seeds: list[int]) -> None
     if args.inject:
         won = [s for s, ok in zip(seeds, wins_by.get("planner") or [], strict=False) if ok]
         if "planner" not in wins_by:
-            won = [s for s in seeds if play("planner", s, level=args.level)[0]]
-        kept = sum(play("planner", s, inject_at=s % 40, level=args.level)[0] for s in won)
+            won = [s for s in seeds if play("planner", s, level=args.level, physics=physics)[0]]
+        kept = sum(
+            play("planner", s, inject_at=s % 40, level=args.level, physics=physics)[0] for s in won
+        )
         print(
             f"planner with one unreadable reply at turn (seed mod 40): wins {kept} of the "
             f"{len(won)} seeds it wins cleanly ({100 * kept / max(1, len(won)):.1f}%)"

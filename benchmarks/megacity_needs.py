@@ -1,8 +1,8 @@
 """Megacity: which mechanisms decide the planner's victories, at one level.
 
 A victory *needs* a mechanism when the planner wins the seed with every capability and
-loses it with that one taken away (`textenvs.evals.megacity_reference`, whose four
-mechanisms the published bands measure per level: relief dig, seam flow, shaft,
+loses it with that one taken away (`textenvs.agents.scripted.megacity_reference`, whose
+four mechanisms the published bands measure per level: relief dig, seam flow, shaft,
 research); two more here: `tap` (no seam taps, so power comes only from base generation
 and storage) and `load transfer` (no excavation relief in the world and the planner's
 model). Runs on at most `--workers` processes (default 2).
@@ -18,25 +18,28 @@ import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from benchmarks._common import table
 from benchmarks.megacity_baselines import ABLATIONS, seeds_of
-from textenvs.evals.megacity_reference import NEEDS, play
+from textenvs.agents.scripted.megacity_reference import NEEDS, play
+from textenvs.evals.bands import play_agent
+from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 
-#: name -> (what the planner must do without, physics constants switched off)
-VARIANTS: dict[str, tuple[frozenset[str], dict[str, int]]] = {
-    "full": (frozenset(), {}),
+#: name -> (what the planner must do without, the physics the world runs on)
+VARIANTS: dict[str, tuple[frozenset[str], Physics]] = {
+    "full": (frozenset(), PHYSICS),
     **NEEDS,
-    "load transfer": (frozenset({"relief"}), ABLATIONS["relief"]),
-    "tap": (frozenset({"tap"}), {}),
+    "load transfer": (frozenset({"relief"}), replace(PHYSICS, **ABLATIONS["relief"])),
+    "tap": (frozenset({"tap"}), PHYSICS),
 }
 
 
 def _run(task: tuple[str, int, int | None]) -> tuple[str, int, bool, float]:
     variant, seed, level = task
-    without, constants = VARIANTS[variant]
-    won, total = play(("planner", without, constants, seed, level))
+    without, physics = VARIANTS[variant]
+    won, total = play(("planner", without, physics, seed, level), play_agent)
     return variant, seed, won, total
 
 

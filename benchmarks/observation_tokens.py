@@ -45,7 +45,7 @@ def observation_texts(name: str, agent: str, episodes: int) -> list[str]:
 
 def llm_prompts(name: str, seed: int, count: Callable[[str], int]) -> list[int]:
     """Prompt tokens of each request the `llm` agent sends over one whole episode."""
-    from tests.support.openai_server import OpenAIServer, text
+    from benchmarks.support.openai_server import OpenAIServer, text
     from textenvs.agents.llm.agent import LLMAgent
 
     env = textenvs.make(name)

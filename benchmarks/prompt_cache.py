@@ -138,7 +138,7 @@ def share(episodes: list[Episode]) -> float:
 
 
 def loopback(seeds: int, budget: int, count: Callable[[str], int], names: list[str]) -> None:
-    from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+    from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply
 
     print(f"1. Loopback server, {seeds} episodes per scenario, player and policy, "
           f"budget {budget:,}")  # fmt: skip

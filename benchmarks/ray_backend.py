@@ -9,7 +9,7 @@ once by the Ray backend (actors on a Ray cluster, the driver recording every epi
 
 The Ray rate counts from the moment the actors are up (their start, a one-off per run
 of a few seconds, is reported apart): the per-episode overhead is what a long eval pays.
-By default a Ray head is started on loopback with 2 CPUs (`tests/ray/cluster.py`) and
+By default a Ray head is started on loopback with 2 CPUs (`benchmarks/support/ray_cluster.py`) and
 stopped after; `--ray-address` uses a running cluster instead.
 
     python -m benchmarks.ray_backend                     # scripted + llm at C = 32, 128
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cluster = None
     if args.ray_address is None:
-        from tests.ray.cluster import LocalCluster
+        from benchmarks.support.ray_cluster import LocalCluster
 
         # a cluster of this machine only: Ray on loopback (read when Ray is imported)
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")

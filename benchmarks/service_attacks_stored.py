@@ -23,6 +23,7 @@ import httpx
 
 from benchmarks.service_attacks import TOKENS, attack, exchange
 from benchmarks.service_load import ROOT, free_port, wait_until_serving
+from textenvs.evals import run_folder
 
 FLOODER = TOKENS["flooder"]
 FILLERS = {f"filler{i}": f"filler{i}-token-0123456789" for i in range(10)}
@@ -114,11 +115,11 @@ def fill_recorded_run(
                 break
         http.get("/play/api/progress", params={"player": PLAYER})  # after the write
     run = record_dir / "flooder" / f"free-{PLAYER}"
-    line = json.loads((run / "episodes.jsonl").read_text().splitlines()[0])
+    line = json.loads((run / run_folder.EPISODES).read_text().splitlines()[0])
     trajectory = (run / line["trajectory"]).read_bytes()
-    with open(run / "episodes.jsonl", "w", encoding="utf-8") as out:
+    with open(run / run_folder.EPISODES, "w", encoding="utf-8") as out:
         for seed in range(episodes):
-            rel = f"trajectories/treasure-hunt-{seed}-0.json"
+            rel = f"{run_folder.TRAJECTORIES}/treasure-hunt-{seed}-0.json"
             if trajectories:
                 (run / rel).write_bytes(trajectory)
             record = {**line, "seed": seed, "trajectory": rel}
@@ -254,7 +255,7 @@ def lost_episodes(kills: int, connections: int = 4) -> tuple[int, int]:
         seen |= asyncio.run(_play_until_killed(server, port, first_seed, connections, rng))
         server.wait()
     recorded = set()
-    path = root / f"free-{PLAYER}" / "episodes.jsonl"
+    path = root / f"free-{PLAYER}" / run_folder.EPISODES
     for line in path.read_text().splitlines() if path.exists() else []:
         try:
             record = json.loads(line)

@@ -1,13 +1,13 @@
 """Reference bands: where a score sits between random play and the best known play.
 
-Each scenario has a headline metric (`HEADLINES`) and a band measured by the project's
-own agents: `random`, `scripted`, and the best known `ceiling` (exact, a bound, or an
-estimate; see `textenvs.evals.ceilings`). The bands ship with the package in
-`bands.json`, which records the scenario versions and seeds they came from. A scenario
-with difficulty levels has one band per level (`{"default_level": N, "levels": {"0":
-band, ...}}`), and a result is read against the band of the level it played
-(`band_for`). Megacity's bands also hold its reference runs per level (the baseline
-policies and what the planner's victories need; `textenvs.evals.megacity_reference`).
+Each scenario has a headline metric and a band measured by the project's own agents:
+`random`, `scripted`, and the best known `ceiling` (exact, a bound, or an estimate); the
+scenario says its headline and ceiling itself (`textenvs.core.scoring`). The bands ship
+with the package in `bands.json`, which records the scenario versions and seeds they came
+from. A scenario with difficulty levels has one band per level (`{"default_level": N,
+"levels": {"0": band, ...}}`), and a result is read against the band of the level it
+played (`band_for`). A band may also hold reference runs the scenario's scripted agents
+define (Megacity's: the baseline policies and what the planner's victories need).
 Regenerate them with one command (every scenario, or only the ones named):
 
     python -m textenvs.evals.bands --seeds 0-999 [--env megacity,...] [--workers 2]
@@ -24,37 +24,25 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from textenvs.core.scoring import Headline
+from textenvs.evals.skills import scoring_of
+
+if TYPE_CHECKING:
+    from textenvs.core.env import TextEnv
+    from textenvs.episodes.protocol import Agent
 
 BANDS_FILE = Path(__file__).with_name("bands.json")
 
 
-@dataclass(frozen=True)
-class Headline:
-    field: str  # a summary key, or "skills.<name>"
-    label: str
-
-
-HEADLINES: dict[str, Headline] = {
-    # Success alone spans 6-9% and needs ~1,200 episodes per agent to separate random
-    # from perfect play; the expected success of the exploration carries the same
-    # meaning without the luck of where the Bomb lies.
-    "treasure-hunt": Headline("skills.expected_success", "expected success of the exploration"),
-    "magnetic-field": Headline("mean_return", "mean score (0.25 per right character)"),
-    "em-anomaly": Headline("success_rate", "success rate"),
-    "squad-recon": Headline("success_rate", "success rate (both camps)"),
-    "megacity": Headline("success_rate", "success rate"),
-}
-DEFAULT_HEADLINE = Headline("success_rate", "success rate")
-
-
 def headline(env: str) -> Headline:
-    return HEADLINES.get(env, DEFAULT_HEADLINE)
+    """The scenario's headline metric (its `core.scoring.Scoring`)."""
+    return scoring_of(env).headline
 
 
 def headline_value(env: str, summary: dict[str, Any]) -> float | None:
@@ -139,6 +127,17 @@ def band_warnings(
 Play = tuple[str, str, int, dict[str, Any] | None]  # (env, agent, seed, reset options)
 
 
+def play_agent(
+    env: TextEnv[Any, Any], agent: Agent, seed: int, options: dict[str, Any] | None
+) -> tuple[bool, float]:
+    """One episode through the eval loop: (success, return). Reference runs play theirs
+    with it."""
+    from textenvs.episodes.loop import run_episode
+
+    result = asyncio.run(run_episode(env, agent, seed, options=options))
+    return result.success, result.total_reward
+
+
 def play_one(task: Play) -> dict[str, Any]:
     """One episode's record (with skills)."""
     import textenvs
@@ -166,31 +165,20 @@ def play_many(
         return list(pool.map(play_one, tasks, chunksize=8))
 
 
-def ceiling_for(env: str, seeds: Sequence[int], scripted: float) -> tuple[float, str, str]:
-    from textenvs.evals import ceilings
-
-    special: dict[str, Callable[[Sequence[int]], tuple[float, str, str]]] = {
-        "treasure-hunt": ceilings.treasure_hunt,
-        "squad-recon": ceilings.squad_recon,
-        "em-anomaly": ceilings.em_anomaly,
-    }
-    if env in special:
-        return special[env](seeds)
-    return ceilings.reached_by_scripted(env, scripted)
-
-
 def reference_runs(
     env: str, level: int | None, seeds: Sequence[int], scripted: list[dict[str, Any]], workers: int
 ) -> dict[str, Any]:
-    """A scenario's reference runs beyond random and scripted (Megacity's baselines and
-    what its planner's victories need); {} for the others."""
-    if env != "megacity":
-        return {}
-    from textenvs.evals import megacity_reference
+    """A scenario's reference runs beyond random and scripted, from its scripted agents
+    (`agents.scripted.load_reference`; Megacity's baselines and what its planner's
+    victories need); {} for a scenario without any."""
+    from textenvs.agents.scripted import load_reference
 
+    measure = load_reference(env)
+    if measure is None:
+        return {}
     wins = {int(r["seed"]): bool(r["success"]) for r in scripted}
     note = lambda text: print(f"{env} level {level}: {text}", file=sys.stderr, flush=True)  # noqa: E731
-    return megacity_reference.measure(level, seeds, wins, workers, note)
+    return measure(level, seeds, wins, play_agent, workers, note)
 
 
 def measure_band(
@@ -204,7 +192,7 @@ def measure_band(
     records = {a: play_many(env, a, seeds, options, workers) for a in ("random", "scripted")}
     runs = {agent: summarize(rs) for agent, rs in records.items()}
     values = {agent: headline_value(env, s) or 0.0 for agent, s in runs.items()}
-    ceiling, kind, method = ceiling_for(env, seeds, values["scripted"])
+    ceiling, kind, method = scoring_of(env).ceiling(seeds, values["scripted"])
     band = {
         "version": textenvs.get(env).load().version,
         **({"level": level} if level is not None else {}),
@@ -269,9 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m textenvs.evals.bands",
         description="Measure the reference bands (random, scripted, ceiling; per level for "
-        "a scenario with levels, and Megacity's reference runs) with the project's own "
-        "agents and write them to the package's bands.json. Scenarios not named with "
-        "--env keep their stored band.",
+        "a scenario with levels, and any reference runs its scripted agents define) with "
+        "the project's own agents and write them to the package's bands.json. Scenarios "
+        "not named with --env keep their stored band.",
     )
     parser.add_argument("--seeds", default="0-999", help="seed range (default 0-999)")
     parser.add_argument("--env", default="all", help="scenarios to measure (default all)")

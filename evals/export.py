@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from textenvs.evals import store
+from textenvs.evals import run_folder, store
 from textenvs.evals.bands import scenario_label
 from textenvs.evals.metrics import Record, level_of
 
@@ -108,8 +108,7 @@ def chat_records(run_dirs: Iterable[Path], keep: ExportFilter) -> Iterator[dict[
     """The kept episodes of each run, in recorded order. Raises `store.RunDirError` for
     a folder that is not a run, and for a recorded episode whose trajectory is missing."""
     for run_dir in run_dirs:
-        if not (run_dir / store.EPISODES).is_file():
-            raise store.RunDirError(f"{run_dir} is not an eval run (no {store.EPISODES})")
+        store.check_run_dir(run_dir, run_folder.EPISODES)
         options = (store.read_config(run_dir) or {}).get("env_options")
         for record in store.read_episodes(run_dir):
             if not keep.keeps(record):

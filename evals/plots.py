@@ -109,7 +109,7 @@ def success_chart(
                 f"<title>{escape(ser.label)}: {rate:.1%} [{lo:.1%}, {hi:.1%}]</title></rect>"
                 + _whisker(x(lo), x(hi), mid)
             )
-    return "".join([*parts, _legend(series), "</svg>"])
+    return "".join([*parts, legend(series), "</svg>"])
 
 
 def band_chart(
@@ -126,20 +126,23 @@ def band_chart(
     top = max([v[2] for v in values if v is not None] + [band["ceiling"] if band else 0.0])
     ticks = nice_ticks(0.0, top if top > 0 else 1.0)
     rows = ["", *[ser.label for ser in series]]
-    parts, _, x = _frame(title, [""], len(rows), ticks, _tick_format(ticks), width, label_w)
+    parts, _, x = _frame(title, [""], len(rows), ticks, tick_format(ticks), width, label_w)
     y0 = TOP
     if band:
+        # shaded and marked below the first row, which names the band in words: the
+        # words never cross a mark
         lo, hi = x(band["random"]), x(band["ceiling"])
+        below = y0 + ROW_H
         parts.append(
-            f'<rect x="{lo:.1f}" y="{y0:.1f}" width="{max(hi - lo, 1):.1f}" '
-            f'height="{len(rows) * ROW_H:.1f}" fill="#e8e8e8">'
+            f'<rect x="{lo:.1f}" y="{below:.1f}" width="{max(hi - lo, 1):.1f}" '
+            f'height="{(len(rows) - 1) * ROW_H:.1f}" fill="#e8e8e8">'
             f"<title>band: random {band['random']:.3g} .. ceiling {band['ceiling']:.3g}"
             "</title></rect>"
         )
         for key in ("random", "scripted", "ceiling"):
             bx = x(band[key])
             parts.append(
-                f'<line x1="{bx:.1f}" y1="{y0:.1f}" x2="{bx:.1f}" '
+                f'<line x1="{bx:.1f}" y1="{below:.1f}" x2="{bx:.1f}" '
                 f'y2="{y0 + len(rows) * ROW_H:.1f}" class="w"'
                 + (' stroke-dasharray="3,2"/>' if key == "scripted" else "/>")
             )
@@ -228,68 +231,7 @@ def learning_chart(
                 f'fill="{ser.color}"><title>{escape(ser.label)} trial {t}: {rate:.1%} '
                 f"[{lo:.1%}, {hi:.1%}]</title></circle>"
             )
-    return "".join([*parts, _legend(series, width), "</svg>"])
-
-
-def line_chart(
-    title: str,
-    x_label: str,
-    points: Sequence[tuple[float, float]],
-    *,
-    smooth: int = 5,
-    width: int = WIDTH,
-    height: int = 220,
-) -> str:
-    """A value by step (e.g. a training curve): each point, and the mean of the last
-    `smooth` points as a line (one step's batch is noisy)."""
-    xs = [p[0] for p in points]
-    ys = [p[1] for p in points]
-    x_lo, x_hi = min(xs), max(xs)
-    ticks = nice_ticks(min(0.0, min(ys)), max(ys) if max(ys) > min(0.0, min(ys)) else 1.0)
-    y_lo, y_hi = ticks[0], ticks[-1]
-    left, right, top, bottom = 54, 14, 26, 34
-    plot_w, plot_h = width - left - right, height - top - bottom
-
-    def x(value: float) -> float:
-        return left + (value - x_lo) / ((x_hi - x_lo) or 1) * plot_w
-
-    def y(value: float) -> float:
-        return top + (1 - (value - y_lo) / ((y_hi - y_lo) or 1)) * plot_h
-
-    fmt = _tick_format(ticks)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
-        f'<text x="{left}" y="16" class="t">{escape(title)}</text>',
-    ]
-    for t in ticks:
-        parts.append(
-            f'<line x1="{left}" y1="{y(t):.1f}" x2="{width - right}" y2="{y(t):.1f}" class="g"/>'
-            f'<text x="{left - 4}" y="{y(t) + 4:.1f}" class="a" text-anchor="end">'
-            f"{t:{fmt}}</text>"
-        )
-    for t in nice_ticks(x_lo, x_hi, 8):
-        if x_lo <= t <= x_hi:
-            parts.append(
-                f'<text x="{x(t):.1f}" y="{top + plot_h + 14}" class="a" '
-                f'text-anchor="middle">{t:g}</text>'
-            )
-    parts.append(
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" class="a" '
-        f'text-anchor="middle">{escape(x_label)}</text>'
-    )
-    for px, py in points:
-        parts.append(
-            f'<circle cx="{x(px):.1f}" cy="{y(py):.1f}" r="2.5" fill="{PALETTE[0]}" '
-            f'fill-opacity="0.45"><title>{px:g}: {py:.4g}</title></circle>'
-        )
-    means = [
-        (px, sum(ys[max(0, i - smooth + 1) : i + 1]) / len(ys[max(0, i - smooth + 1) : i + 1]))
-        for i, px in enumerate(xs)
-    ]
-    line = " ".join(f"{x(px):.1f},{y(py):.1f}" for px, py in means)
-    parts.append(f'<polyline points="{line}" fill="none" stroke="{PALETTE[1]}" stroke-width="2"/>')
-    return "".join([*parts, "</svg>"])
+    return "".join([*parts, legend(series, width), "</svg>"])
 
 
 def _whisker(lo: float, hi: float, mid: float) -> str:
@@ -300,7 +242,7 @@ def _whisker(lo: float, hi: float, mid: float) -> str:
     )
 
 
-def _tick_format(ticks: Sequence[float]) -> str:
+def tick_format(ticks: Sequence[float]) -> str:
     """Enough decimals to tell the ticks apart, no more."""
     step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
     decimals = max(0, -math.floor(math.log10(step) + 1e-9))
@@ -375,15 +317,17 @@ def histogram(
                     f"{escape(ser.label)}: {c} in {labels[i]}</title></rect>"
                 )
     parts.append(f'<line x1="{left}" y1="{base}" x2="{width - 14}" y2="{base}" class="w"/>')
-    return "".join([*parts, _legend(series, width), "</svg>"])
+    return "".join([*parts, legend(series, width), "</svg>"])
 
 
 def _bin_label(lo: float, hi: float, whole: bool) -> str:
     """A bin as the range it holds: whole-number bins hold lo..hi-1 (both shown, or one
     number for a bin of one), other bins lo to hi."""
-    if whole:
-        return f"{lo:g}" if hi - lo == 1 else f"{lo:g}-{hi - 1:g}"
-    return f"{lo:g}–{hi:g}"
+    low, high = (lo, hi - 1) if whole else (lo, hi)
+    if whole and hi - lo == 1:
+        return f"{lo:g}"
+    # a dash between negative numbers reads as one more minus: -900 to -800, not -900–-800
+    return f"{low:g} to {high:g}" if low < 0 else f"{low:g}{'-' if whole else '–'}{high:g}"
 
 
 def standalone(svg: str) -> str:
@@ -392,7 +336,7 @@ def standalone(svg: str) -> str:
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{head}><style>{SVG_CSS}</style>{rest}\n'
 
 
-def _legend(series: Sequence[Series], width: int = WIDTH) -> str:
+def legend(series: Sequence[Series], width: int = WIDTH) -> str:
     if len(series) < 2:
         return ""
     out, x = [], width - 20

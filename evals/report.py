@@ -13,13 +13,14 @@ baseline: each other run is compared with it on the (env, seed, episode) keys bo
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from textenvs.evals import store
+from textenvs.evals import run_folder, store
 from textenvs.evals.bands import band_for, load_bands, scenario_label
 from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Record, key_of, summarize_by_env
@@ -51,9 +52,12 @@ class Run:
     def agent(self) -> str:
         agent = self.config.get("agent", {})
         # the action mode too: json-mode runs measure decisions only, text-mode runs
-        # format-following as well, so the two are never compared unnamed
-        details = ", ".join(str(agent[k]) for k in ("model", "action_mode") if agent.get(k))
-        return f"{agent.get('name', '?')}" + (f" ({details})" if details else "")
+        # format-following as well, so the two are never compared unnamed; and
+        # observations sent as changes, another prompt than the whole observations
+        details = [str(agent[k]) for k in ("model", "action_mode") if agent.get(k)]
+        if agent.get("observations", "full") != "full":
+            details.append(f"observations: {agent['observations']}")
+        return f"{agent.get('name', '?')}" + (f" ({', '.join(details)})" if details else "")
 
     @property
     def versions(self) -> dict[str, str]:
@@ -72,9 +76,10 @@ class Run:
 
 
 def load_run(path: Path, bands: dict[str, Any] | None = None) -> Run:
+    store.check_run_dir(path, store.CONFIG)
     config = store.read_config(path)
     if config is None:
-        raise store.RunDirError(f"{path} is not an eval run (no {store.CONFIG})")
+        raise store.RunDirError(f"{path} is not an eval run (no {run_folder.CONFIG})")
     seen: dict[tuple[str, int, int], Record] = {}
     for record in store.read_episodes(path):
         seen.setdefault(key_of(record), record)
@@ -105,7 +110,41 @@ def default_out(paths: list[Path]) -> Path:
     return Path("reports") / "-vs-".join(names)
 
 
-def write_report(paths: list[Path], out: Path) -> list[Path]:
+def check_out(out: Path) -> None:
+    """A report never writes into a run: not into any eval run's folder (one of the runs
+    reported or another), nor into a folder inside one."""
+    for folder in (out.resolve(), *out.resolve().parents):
+        if (folder / store.CONFIG).is_file() and (folder / store.EPISODES).exists():
+            where = "is" if folder == out.resolve() else f"is inside {folder},"
+            raise store.RunDirError(
+                f"--out {out} {where} an eval run folder; give the report a folder of its "
+                "own (the default is reports/RUN)"
+            )
+
+
+def damage(run: Run) -> list[str]:
+    """What the report of `run` leaves out because the run folder is damaged: a torn last
+    line of episodes.jsonl (a write cut short), trajectories missing."""
+    notes = []
+    if store.has_torn_line(run.path):
+        notes.append(
+            f"{run.path}/{store.EPISODES} ends in a torn line (a write cut short): that "
+            "episode is left out; rerun the run's eval command with --resume to repair it "
+            "and play that episode"
+        )
+    missing = [r for r in run.records if not (run.path / str(r.get("trajectory"))).is_file()]
+    if missing:
+        first = store.trajectory_file(key_of(missing[0]))
+        notes.append(
+            f"{run.path}: {len(missing)} episode(s) have no trajectory file (the first "
+            f"{first}): they are counted, but have no transcript page"
+        )
+    return notes
+
+
+def write_report(
+    paths: list[Path], out: Path, warn: Callable[[str], None] | None = None
+) -> list[Path]:
     """Everything in `out`, nothing in the runs: `report.md`, `report.html`,
     `results.csv`, `results.tex`, `figures/` (each chart as SVG and PDF), a transcript
     page per episode (`transcripts/<run>/`) and, when comparing, side-by-side pages."""
@@ -116,8 +155,10 @@ def write_report(paths: list[Path], out: Path) -> list[Path]:
 
     bands = load_bands()
     runs = load_runs(paths, bands)
-    if any(out.resolve() == run.path.resolve() for run in runs):
-        raise store.RunDirError(f"{out} is a run folder: give the report its own --out")
+    check_out(out)
+    for run in runs if warn is not None else []:
+        for note in damage(run):
+            warn(note)
     out.mkdir(parents=True, exist_ok=True)
     links: Links = {}
     folders: list[str] = []

@@ -46,7 +46,8 @@ th{background:#f4f4f4}td:first-child,td:nth-child(2),th:first-child{text-align:l
 tr.all td{font-weight:600;background:#fafafa}
 .o-success{color:#1e7d3a}.o-failure,.o-timeout,.o-invalid_limit{color:#9a4b00}
 .o-agent_error,.o-context_overflow{color:#b00020;font-weight:600}
-.chart{display:inline-block;vertical-align:top;margin:0 8px 8px 0}
+.chart{display:inline-block;vertical-align:top;margin:0 8px 8px 0;max-width:100%}
+.chart svg{max-width:100%;height:auto}
 .note{color:#555}.err{color:#b00020}details{margin:6px 0}summary{cursor:pointer}
 .warn{background:#fff6e0;border:1px solid #e8c66a;padding:6px 12px}
 """

@@ -10,7 +10,7 @@ from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals.bands import band_warnings, headline, scenario_label
 from textenvs.evals.metrics import Record, compare, key_of
 from textenvs.evals.report import Report, Run, env_order
-from textenvs.evals.skills import LABELS, format_value
+from textenvs.evals.skills import format_value, label
 
 # ----- formatting --------------------------------------------------------------------
 
@@ -212,12 +212,12 @@ def skill_rows(runs: list[Run]) -> list[list[str]]:
             fields += [f for f in run.summary.get(env, {}).get("skills", {}) if f not in fields]
         for field in fields:
             cells = [
-                format_value(field, run.summary[env]["skills"].get(field))
+                format_value(env, field, run.summary[env]["skills"].get(field))
                 if env in run.summary
                 else NA
                 for run in runs
             ]
-            rows.append([env, LABELS.get(field, (field,))[0], *cells])
+            rows.append([env, label(env, field), *cells])
     return rows
 
 

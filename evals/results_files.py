@@ -70,10 +70,6 @@ def tex(text: str) -> str:
     return "".join(TEX_SPECIAL.get(c, c) for c in text).replace("\\\\", r"\textbackslash{}")
 
 
-def _tex_num(value: float | None, spec: str) -> str:
-    return "--" if value is None else format(value, spec)
-
-
 def _tex_ci(value: float | None, interval: list[float] | None) -> str:
     if value is None:
         return "--"

@@ -18,7 +18,7 @@ from typing import Any
 from textenvs.core.redact import redact_data
 from textenvs.episodes.record import EpisodeResult
 from textenvs.episodes.specs import parse_seeds, resolve_envs
-from textenvs.evals import store, trials
+from textenvs.evals import run_folder, store, trials
 from textenvs.evals.failures import FailFast
 from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Key, Record, key_of, summarize_by_env
@@ -226,5 +226,5 @@ def write_summary(
     }
     if config.get("trials", 1) > 1:
         summary["learning"] = learning_curves(records)
-    store.write_json_atomic(run_dir / store.SUMMARY, summary)
+    store.write_json_atomic(run_dir / run_folder.SUMMARY, summary)
     return summary

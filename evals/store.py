@@ -1,14 +1,4 @@
-"""The on-disk layout of one eval run, crash-safe and resumable.
-
-```
-DIR/config.json          everything needed to rerun (written atomically)
-DIR/episodes.jsonl       one JSON line per finished episode, appended + flushed + fsynced
-DIR/trajectories/<env>-<seed>-<episode>.json   every turn of that episode
-DIR/summary.json         per-env statistics (written atomically)
-DIR/dropped.jsonl        lines a resume took out of episodes.jsonl (retried errors, duplicates,
-                         the trials of a trial group that did not finish)
-DIR/.lock                the advisory lock of the process writing the run
-```
+"""One eval run on disk, crash-safe and resumable (its files: `run_folder.py`).
 
 A line reaches `episodes.jsonl` only after its trajectory file is in place, so every
 recorded episode has its turns. A SIGKILL can leave at most one torn (newline-less)
@@ -17,6 +7,7 @@ last line; `open_for_append` cuts it away before anything else is written.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -29,18 +20,12 @@ from typing import Any
 from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals import trials
 from textenvs.evals.metrics import Key, Record, key_of
+from textenvs.evals.run_folder import CONFIG, DROPPED, EPISODES, LOCK, TRAJECTORIES
 
 try:
     import fcntl
 except ImportError:  # not POSIX: runs are not locked
     fcntl = None  # type: ignore[assignment]
-
-CONFIG = "config.json"
-EPISODES = "episodes.jsonl"
-SUMMARY = "summary.json"
-DROPPED = "dropped.jsonl"
-LOCK = ".lock"
-TRAJECTORIES = "trajectories"
 
 # Config entries that may change between a run and its resume (they do not change
 # what an episode is).
@@ -120,7 +105,8 @@ def read_config(run_dir: Path) -> dict[str, Any] | None:
     missing = [k for k in REQUIRED_CONFIG_KEYS if not isinstance(config, dict) or k not in config]
     if missing:
         raise RunDirError(
-            f"{path} is not a textenvs run configuration (missing: {', '.join(missing)})"
+            f"{path} is not a textenvs run configuration (missing: {', '.join(missing)}); "
+            "give a folder 'textenvs eval --out' wrote"
         )
     return config
 
@@ -158,6 +144,29 @@ def read_episodes(run_dir: Path, *, repair: bool = False) -> list[Record]:
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{path}: line {number} is not valid JSON ({exc})") from None
     return records
+
+
+def check_run_dir(run_dir: Path, holding: str) -> None:
+    """`RunDirError` unless `run_dir` is a folder holding the file `holding` (CONFIG,
+    EPISODES): the commands that read runs say the same of a folder that is not one."""
+    if not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: no such folder; give a folder 'textenvs eval --out' wrote")
+    if not (run_dir / holding).is_file():
+        raise RunDirError(
+            f"{run_dir} is not an eval run (no {holding}); give a folder 'textenvs eval "
+            "--out' wrote"
+        )
+
+
+def has_torn_line(run_dir: Path) -> bool:
+    """Whether `episodes.jsonl` ends in a line cut short (no newline after it), the line
+    `read_episodes` leaves out."""
+    path = run_dir / EPISODES
+    if not path.is_file() or path.stat().st_size == 0:
+        return False
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"
 
 
 class EpisodeLog:
@@ -246,7 +255,7 @@ def _holder(file: Any) -> dict[str, Any]:
 def _make_run_dir(run_dir: Path) -> None:
     """`run_dir` created if needed; a clear `RunDirError` when it cannot be."""
     if run_dir.exists() and not run_dir.is_dir():
-        raise RunDirError(f"{run_dir} is a file, not a run directory: choose another --out")
+        raise RunDirError(f"{run_dir} is a file, not a run directory; choose another --out")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -254,7 +263,18 @@ def _make_run_dir(run_dir: Path) -> None:
 
 
 def _unwritable(run_dir: Path, exc: OSError) -> RunDirError:
-    return RunDirError(f"cannot write the run directory {run_dir}: {exc.strerror or exc}")
+    """Names the path at fault: a folder that cannot be made under /proc or under a
+    file says "No such file or directory" or "Not a directory" of itself, where the
+    fault is its parent's."""
+    reason = exc.strerror or str(exc)
+    existing = next((p for p in run_dir.absolute().parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        reason = f"{existing} is a file, not a folder"
+    elif exc.errno == errno.ENOENT and existing is not None:
+        reason = f"{existing} takes no new folders ({reason})"
+    return RunDirError(
+        f"cannot write the run directory {run_dir}: {reason}; choose an --out you can write"
+    )
 
 
 def prepare(

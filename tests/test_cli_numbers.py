@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.support.openai_server import OpenAIServer, stall
+from benchmarks.support.openai_server import OpenAIServer, stall
 from textenvs.agents.llm import preflight
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.cli import main

@@ -209,3 +209,36 @@ def test_each_step_records_the_command_it_executed(env_name: str) -> None:
     _text, _reward, _terminated, _truncated, info = env.step(reply)
     assert not info["invalid_action"] and info["read_as"]
     assert env.parse(info["read_as"]) == env.parse(reply)
+
+
+def test_world_for_is_the_world_reset_draws_and_touches_no_episode(env_name: str) -> None:
+    env = textenvs.make(env_name)
+    options = {"level": env.levels[0]} if env.levels else {}
+    env.reset(seed=4)
+    playing = env._state
+    for seed in (0, 4, 9):
+        fresh = textenvs.make(env_name)
+        fresh.reset(seed=seed, options=options)
+        assert env.world_for(seed, options) == fresh._state
+    assert env._state is playing and env.steps_used == 0
+
+
+def test_stepping_a_read_reply_is_stepping_its_text(env_name: str) -> None:
+    """`step_read` with what `parse` gave (an action, or the `ParseError` it raised) does
+    what `step` does with the text."""
+    by_text, by_read = textenvs.make(env_name), textenvs.make(env_name)
+    _obs, info = by_text.reset(seed=2)
+    by_read.reset(seed=2)
+    rng = np.random.default_rng(2)
+    replies = [
+        "Action: north. Actually no.",
+        *(by_text.random_command(info, rng) for _ in range(3)),
+    ]
+    for reply in replies:
+        try:
+            read: object = by_read.parse(reply)
+        except ParseError as exc:
+            read = exc
+        assert by_read.step_read(read) == by_text.step(reply)
+        if by_text.done:
+            break

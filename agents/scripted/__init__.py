@@ -6,10 +6,11 @@ state; together they prove every scenario is solvable from its observation.
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
+from textenvs.core.registry import load_entry_point
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 # CLI env name -> "module:Class" of its policy.
@@ -19,6 +20,12 @@ POLICIES: dict[str, str] = {
     "em-anomaly": "textenvs.agents.scripted.em_anomaly:EMAnomalyPolicy",
     "squad-recon": "textenvs.agents.scripted.squad_recon:SquadReconPolicy",
     "megacity": "textenvs.agents.scripted.megacity:MegacityPolicy",
+}
+
+# CLI env name -> "module:function" of its reference runs beyond random and scripted, which
+# the bands publish: `measure(level, seeds, planner_wins, play_episode, workers, note)`.
+REFERENCES: dict[str, str] = {
+    "megacity": "textenvs.agents.scripted.megacity_reference:measure",
 }
 
 
@@ -34,11 +41,14 @@ class ScriptedPolicy(ABC):
 
 
 def load_policy(env_name: str) -> type[ScriptedPolicy]:
-    try:
-        module, _, attr = POLICIES[env_name].partition(":")
-    except KeyError:
-        raise ValueError(f"no scripted agent for '{env_name}'") from None
-    return getattr(importlib.import_module(module), attr)
+    if env_name not in POLICIES:
+        raise ValueError(f"no scripted agent for '{env_name}'")
+    return load_entry_point(POLICIES[env_name])
+
+
+def load_reference(env_name: str) -> Callable[..., dict[str, Any]] | None:
+    """The scenario's reference runs (`REFERENCES`); None for a scenario without any."""
+    return load_entry_point(REFERENCES[env_name]) if env_name in REFERENCES else None
 
 
 class ScriptedAgent(Agent):

@@ -64,7 +64,8 @@ class EMAnomalyPolicy(ScriptedPolicy):
 
     # ----- bookkeeping from the observation ------------------------------------------
 
-    def _update(self, obs: dict[str, Any]) -> None:
+    def track(self, obs: dict[str, Any]) -> None:
+        """Take in an observation: where the agent now is, what it sees, the lab's edges."""
         if self.last_move is not None and obs["last_result"] == "moved":
             dx, dy = MOVES[self.last_move]
             self.pos = (self.pos[0] + dx, self.pos[1] + dy)
@@ -80,7 +81,7 @@ class EMAnomalyPolicy(ScriptedPolicy):
             if value == "outside":
                 self.edges[side] = x if side in ("east", "west") else y
 
-    def _bounds(self) -> tuple[int, int, int, int]:
+    def bounds(self) -> tuple[int, int, int, int]:
         """The relative x and y ranges the lab can occupy, from what has been seen."""
         inside = [c for c, v in self.known.items() if v != "outside"]
         xs = [c[0] for c in inside]
@@ -92,7 +93,7 @@ class EMAnomalyPolicy(ScriptedPolicy):
         return lo_x, hi_x, lo_y, hi_y
 
     def _candidates(self) -> set[Cell]:
-        lo_x, hi_x, lo_y, hi_y = self._bounds()
+        lo_x, hi_x, lo_y, hi_y = self.bounds()
         positives = [(c, v) for c, v in self.known.items() if isinstance(v, int) and v > 0]
         if positives:
             (qx, qy), value = positives[0]
@@ -143,10 +144,10 @@ class EMAnomalyPolicy(ScriptedPolicy):
                         break
         return out
 
-    def _reach(self, optimistic: bool) -> dict[Cell, tuple[int, str]]:
+    def paths(self, optimistic: bool) -> dict[Cell, tuple[int, str]]:
         """Walking distance and first move to every tile reachable through known free
         tiles (and unknown ones inside the bounds when `optimistic`)."""
-        lo_x, hi_x, lo_y, hi_y = self._bounds()
+        lo_x, hi_x, lo_y, hi_y = self.bounds()
         known = self.known
         first: dict[Cell, tuple[int, str]] = {self.pos: (0, "")}
         queue = deque([self.pos])
@@ -167,20 +168,20 @@ class EMAnomalyPolicy(ScriptedPolicy):
     # ----- the decision --------------------------------------------------------------
 
     def choose(self, observation: dict[str, Any]) -> str:
-        self._update(observation)
+        self.track(observation)
         if observation["view"][1][1] >= 2:
             return "mark"
         steps_left = observation["steps_left"]
         if steps_left <= 1:
             return "mark"  # nothing else can still win
-        reach = self._reach(optimistic=True)
+        reach = self.paths(optimistic=True)
         # The strongest reading seen: walk to it (it leads towards the node).
         best = max(
             (v for c, v in self.known.items() if isinstance(v, int) and c in reach), default=0
         )
         if best > 0:
             targets = [c for c, v in self.known.items() if v == best and c in reach]
-            return self._go(min(targets, key=lambda c: (reach[c][0], c)), reach)
+            return self.step_towards(min(targets, key=lambda c: (reach[c][0], c)), reach)
 
         candidates = self._candidates()
         gamble = self._gamble(candidates, reach, steps_left)
@@ -189,9 +190,10 @@ class EMAnomalyPolicy(ScriptedPolicy):
         goal = self._explore_goal(candidates, reach, steps_left)
         if goal is None:
             return "mark"
-        return self._go(goal, reach)
+        return self.step_towards(goal, reach)
 
-    def _go(self, target: Cell, reach: dict[Cell, tuple[int, str]]) -> str:
+    def step_towards(self, target: Cell, reach: dict[Cell, tuple[int, str]]) -> str:
+        """The first move towards `target` (`mark` when standing on it)."""
         if target == self.pos:
             return "mark"
         move = reach[target][1]
@@ -215,12 +217,12 @@ class EMAnomalyPolicy(ScriptedPolicy):
         tile = max(cover, key=lambda t: (cover[t], -reach[t][0], t))
         if reach[tile][0] + 2 <= steps_left:
             return None  # still time to look further
-        return self._go(tile, reach)
+        return self.step_towards(tile, reach)
 
     def _weights(self, candidates: set[Cell]) -> dict[Cell, float]:
         """Each candidate's prior weight: the share of lab placements (consistent with
         what has been seen) that put it inside the lab. Tiles near the start weigh 1."""
-        lo_x, hi_x, lo_y, hi_y = self._bounds()
+        lo_x, hi_x, lo_y, hi_y = self.bounds()
         wx = _axis_weights(lo_x, hi_x)
         wy = _axis_weights(lo_y, hi_y)
         return {c: wx[c[0]] * wy[c[1]] for c in candidates}
@@ -253,10 +255,6 @@ def _axis_weights(lo: int, hi: int) -> dict[int, float]:
         v: sum(1 for s in starts if s <= v < s + SIZE) / max(1, len(starts))
         for v in range(lo, hi + 1)
     }
-
-
-def _add(a: Cell, b: Cell) -> Cell:
-    return (a[0] + b[0], a[1] + b[1])
 
 
 def _dist(a: Cell, b: Cell) -> int:

@@ -76,8 +76,8 @@ class MagneticFieldLearner(Learner):
 
 
 class EMAnomalyLearner(Learner):
-    """Reuses the scripted policy's dead reckoning and map (`EMAnomalyPolicy._update`,
-    `_reach`), none of its knowledge of the field."""
+    """Reuses the scripted policy's dead reckoning and map (`EMAnomalyPolicy.track`,
+    `paths`), none of its knowledge of the field."""
 
     def __init__(self) -> None:
         #: field reading -> node distances revealed at the end of an episode on it
@@ -95,12 +95,12 @@ class EMAnomalyLearner(Learner):
     def choose(self, observation: dict[str, Any]) -> str:
         assert self.map is not None
         state = self.map
-        state._update(observation)
+        state.track(observation)
         here = observation["view"][1][1]
         near = self.nearness(here)
         if near is None or max(self.distances[here]) <= 1 or observation["steps_left"] <= 1:
             return "mark"  # a sure win, the last step, or a reading to find out about
-        reach = state._reach(optimistic=True)
+        reach = state.paths(optimistic=True)
         # readings never ended on are the most interesting; then those nearer than here
         known = [
             (rank, reach[cell][0], cell)
@@ -111,15 +111,15 @@ class EMAnomalyLearner(Learner):
         ]
         if known:
             known.sort(key=lambda item: (item[0] is not None, item[0] or 0, item[1], item[2]))
-            return state._go(known[0][2], reach)
+            return state.step_towards(known[0][2], reach)
         goal = self._frontier(reach, observation["steps_left"])
-        return "mark" if goal is None else state._go(goal, reach)
+        return "mark" if goal is None else state.step_towards(goal, reach)
 
     def _frontier(self, reach: dict[Cell, tuple[int, str]], steps_left: int) -> Cell | None:
         """The reachable tile whose 3x3 scan would show the most unseen tiles per step."""
         assert self.map is not None
         known = self.map.known
-        lo_x, hi_x, lo_y, hi_y = self.map._bounds()
+        lo_x, hi_x, lo_y, hi_y = self.map.bounds()
         best: tuple[float, Cell] | None = None
         for (x, y), (dist, _move) in reach.items():
             if dist == 0 or dist >= steps_left:

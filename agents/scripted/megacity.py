@@ -24,6 +24,7 @@ from textenvs.agents.scripted import ScriptedPolicy
 from textenvs.agents.scripted.megacity_plans import Plan, proposals, rank, relief_proposals
 from textenvs.scenarios.megacity import physics as p
 from textenvs.scenarios.megacity import rules
+from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 from textenvs.scenarios.megacity.state import (
     COLS,
     SIZE,
@@ -72,15 +73,16 @@ def parse_seams(texts: list[str]) -> tuple[Seam, ...]:
     return tuple(seams)
 
 
-def rebuild(obs: dict[str, Any]) -> MegacityState:
-    """The world as the (scanned) observation shows it. The base airflow is the shown
-    field less the shafts, with the reversal undone."""
+def rebuild(obs: dict[str, Any], physics: Physics = PHYSICS) -> MegacityState:
+    """The world as the (scanned) observation shows it, under the physics the planner
+    believes in. The base airflow is the shown field less the shafts, with the reversal
+    undone."""
     vents = tuple((parse_cell(v.split()[0]), v.split()[1]) for v in obs["vents"])
     shown = {c: parse_flow(v) for c, v in north_first(obs["airflow"]).items()}
     for (c, r), (vx, vy) in p.vent_cells(vents):
         dx, dy = shown[(c, r)]
-        shown[(c, r)] = (dx - vx * p.VENT_MAG, dy - vy * p.VENT_MAG)
-    sign = p.phase_sign(obs["step"])
+        shown[(c, r)] = (dx - vx * physics.vent_mag, dy - vy * physics.vent_mag)
+    sign = p.phase_sign(physics, obs["step"])
     base = tuple(
         tuple((sign * shown[(c, r)][0], sign * shown[(c, r)][1]) for c in range(SIZE))
         for r in range(SIZE)
@@ -93,7 +95,7 @@ def rebuild(obs: dict[str, Any]) -> MegacityState:
         seams=parse_seams(obs["seams"]),
         faults=tuple(parse_cell(f) for f in obs["faults"]),
         base_flow=base,
-        chambers=tuple(c for c in order if sites[c].rstrip("+") != "."),
+        chambers=tuple(c for c in order if sites[c].rstrip("+") not in (".", "|")),
         supports=tuple(
             sorted(((parse_cell(k), m) for k, m in obs["supports"].items()), key=_order)
         ),
@@ -108,6 +110,7 @@ def rebuild(obs: dict[str, Any]) -> MegacityState:
         research=obs["research_points"],
         scanned=True,
         breach=obs["breach"] or "",
+        physics=physics,
     )
 
 
@@ -155,7 +158,7 @@ def next_action(state: MegacityState, plan: Plan) -> Action:
         if cell not in state.chambers:
             return _afford(Action("excavate", (cell,)), p.COSTS["excavate"], power, reserve)
     pending = sum(1 for cell, _m in plan.sites if cell not in state.districts)
-    field_now = p.flow_field(state.base_flow, state.vents, state.steps)
+    field_now = p.flow_field(state.physics, state.base_flow, state.vents, state.steps)
     for cell, material in plan.sites:
         if cell in state.districts:
             continue
@@ -169,7 +172,7 @@ def next_action(state: MegacityState, plan: Plan) -> Action:
             continue
         if state.steps >= plan.open_from and p.district_fault(state, cell, field_now) is None:
             # Opening a district raises demand: keep enough for every step left.
-            after = max(0, demand + p.DISTRICT_DRAW - generation) * left
+            after = max(0, demand + state.physics.district_draw - generation) * left
             if power - p.COSTS["district"] >= after or pending == 1:
                 return _afford(Action("district", (cell,)), p.COSTS["district"], power, reserve)
     if pending == 0 and plan.extra and state.research < 10:
@@ -197,19 +200,23 @@ def rehearse(state: MegacityState, plan: Plan) -> tuple[bool, float]:
 
 class MegacityPolicy(ScriptedPolicy):
     """The planner; `without` names capabilities it must do without ("vent", "relief",
-    "tap", "research"), which is how the reference runs measure what each mechanism
+    "tap", "research"), and `physics` is the world it plans for (a variant with a
+    mechanism switched off), which is how the reference runs measure what each mechanism
     decides."""
 
-    def __init__(self, context: Any, without: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, context: Any, without: frozenset[str] = frozenset(), physics: Physics = PHYSICS
+    ) -> None:
         super().__init__(context)
         self.without = without
+        self.physics = physics
         self.plan: Plan | None = None
         self.expected: tuple[Any, ...] | None = None
 
     def choose(self, observation: dict[str, Any]) -> str:
         if observation["seams"] is None:
             return "scan"
-        state = rebuild(observation)
+        state = rebuild(observation, self.physics)
         if self.plan is None or dynamics(state) != self.expected:
             self.plan = self._replan(state)
         action = next_action(state, self.plan)

@@ -5,8 +5,8 @@ A plan is six sites with the column each needs, shafts across the prevailing cur
 seam taps beside the sites, the step from which districts may open, and optionally a
 relief dig on a seam cell for the load it takes off distant sites. `without` names
 capabilities the planner must do without (the ablations that measure what its victories
-need, `textenvs.evals.megacity_reference`): "vent", "relief" (relief digs), "tap" (seam
-taps) or "research" (no research, so no mycelium or lodestone).
+need, `textenvs.agents.scripted.megacity_reference`): "vent", "relief" (relief digs),
+"tap" (seam taps) or "research" (no research, so no mycelium or lodestone).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def material_choices(without: frozenset[str]) -> tuple[str, ...]:
 
 def _materials_for(state: MegacityState, cell: Cell, choices: tuple[str, ...]) -> list[str]:
     """The columns that hold the sideways pull at `cell` (None of them: no site)."""
-    pull = p.pull_of(state.seams, cell)
+    pull = p.pull_of(state.physics, state.seams, cell)
     return [m for m in choices if pull <= p.MATERIAL_SPECS[m][1]]
 
 
@@ -103,7 +103,9 @@ def _site_sets(
     fixed = [c for c in state.districts if c in options]
     free = [c for c in ranked if c not in fixed][:CANDIDATES]
     beside = {c: [n for n in neighbours(c) if n in options] for c in options}
-    relief = {c: dict(p.relief_from(state.seams, c)) for c in options if c in on_seam}
+    relief = {
+        c: dict(p.relief_from(state.physics, state.seams, c)) for c in options if c in on_seam
+    }
     # A cell no column holds even unloaded and relieved by every other candidate is in
     # no set: leaving it out gives the same sets, in the same order, much faster.
     pool = [*fixed, *free]
@@ -118,6 +120,7 @@ def _site_sets(
     relieved_by = {
         c: [(bit[s], relief[s][c]) for s in pool if s in relief and relief[s].get(c)] for c in pool
     }
+    neighbour_load = state.physics.excavate_neighbour_load
     scored = []
     for extra in itertools.combinations(free, TARGET_DISTRICTS - len(fixed)):
         chosen = (*fixed, *extra)
@@ -126,7 +129,7 @@ def _site_sets(
         picked = []
         for cell in chosen:
             crowd = (mask & near[cell]).bit_count()
-            load = settled[cell] + p.EXCAVATE_NEIGHBOUR_LOAD * crowd
+            load = settled[cell] + neighbour_load * crowd
             load -= sum(amount for source, amount in relieved_by[cell] if mask & source)
             fits = (m for m, cap in zip(options[cell], caps[cell], strict=True) if load <= cap)
             material = next(fits, None)
@@ -196,8 +199,8 @@ def _worst_flow(state: MegacityState, cell: Cell, shafts: list[tuple[Cell, str]]
     """The weaker strength at `cell` over the two airflow phases with these shafts."""
     vents = tuple(dict.fromkeys((*state.vents, *shafts)))
     return min(
-        p.strength(p.flow_field(state.base_flow, vents, steps)[cell[1]][cell[0]])
-        for steps in (0, p.REVERSAL_PERIOD)
+        p.strength(p.flow_field(state.physics, state.base_flow, vents, steps)[cell[1]][cell[0]])
+        for steps in (0, state.physics.reversal_period)
     )
 
 
@@ -261,7 +264,9 @@ def proposals(
         research = 4 if "lodestone" in materials else 2 if "mycelium" in materials else 0
         research = max(research, min(state.research, 4))
         # Clear-of-pull sites first, seam sites last (they wait for the seam to drain).
-        order = sorted(sites, key=lambda s: (p.pull_of(state.seams, s[0]) > 0, rank(s[0])))
+        order = sorted(
+            sites, key=lambda s: (p.pull_of(state.physics, state.seams, s[0]) > 0, rank(s[0]))
+        )
         for taps in (0,) if state.conduits or "tap" in without else (2, 1):
             tapped = _taps(state, cells, taps)
             for open_from in OPEN_FROM:
@@ -291,12 +296,12 @@ def relief_proposals(
         best = None
         for material in material_choices(without):
             still, side, brittle = p.MATERIAL_SPECS[material]
-            pull = p.pull_of(state.seams, cell)
+            pull = p.pull_of(state.physics, state.seams, cell)
             excess = max(0, settled[cell] - still) + max(0, pull - side) * brittle
             if best is None or excess < best[0]:
                 best = (excess, material)
         if best is not None and best[0] <= MAX_DIG_EXCESS:
-            relieved = sum(amount for _c, amount in p.relief_from(state.seams, cell))
+            relieved = sum(amount for _c, amount in p.relief_from(state.physics, state.seams, cell))
             options.append((best[0] - relieved / 20, cell, best[1]))
     for _score, cell, material in sorted(options):
         dug = evolve(

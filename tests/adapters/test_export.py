@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import textenvs
+from benchmarks.support.openai_server import OpenAIServer
 from tests.adapters.conftest import textenvs_eval
-from tests.support.openai_server import OpenAIServer
 from textenvs.cli import main
 from textenvs.evals.store import read_episodes
 from textenvs.prompts import system_prompt

@@ -18,9 +18,15 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.model import get_model
 
 import textenvs
+from benchmarks.support.openai_server import (
+    OpenAIServer,
+    RecordedRequest,
+    Reply,
+    http_error,
+    tool_call,
+)
+from benchmarks.support.scripted_replies import reply_for
 from tests.adapters.conftest import textenvs_eval
-from tests.adapters.replies import reply_for
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, http_error, tool_call
 from textenvs.adapters.inspect import scenario_task
 from textenvs.adapters.inspect.solver import fenced
 from textenvs.evals.metrics import summarize_by_env

@@ -18,8 +18,9 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
 
 import textenvs
-from tests.adapters.conftest import textenvs_eval, vf_eval
-from tests.support.openai_server import OpenAIServer, RecordedRequest
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest
+from benchmarks.support.verifiers_eval import vf_eval
+from tests.adapters.conftest import textenvs_eval
 from textenvs.adapters.inspect import scenario_task
 from textenvs.agents.llm.observation_view import VIEW_NOTE
 
@@ -79,7 +80,7 @@ SETTINGS = {
 
 @pytest.mark.parametrize("case", list(SETTINGS))
 def test_every_harness_sends_the_same_requests(case: str, tmp_path: Path) -> None:
-    from tests.adapters.replies import reply_for
+    from benchmarks.support.scripted_replies import reply_for
 
     envs, seeds, count, settings, flags = SETTINGS[case]
     seen: dict[str, list[list[Request]]] = {}

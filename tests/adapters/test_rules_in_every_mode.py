@@ -38,9 +38,9 @@ pytest.importorskip("inspect_ai")
 pytest.importorskip("verifiers", minversion="0.3.1")
 
 import textenvs
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from tests.adapters.conftest import textenvs_eval
 from tests.adapters.test_one_conversation import via_inspect, via_verifiers
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from textenvs.agents.llm.conversation import Conversation, conversation_settings
 from textenvs.episodes.loop import context_for
 from textenvs.prompts import Mode, prompt_name, resolve, rules_text, system_prompt

@@ -22,8 +22,9 @@ pytest.importorskip("verifiers", minversion="0.3.1")
 import verifiers.v1 as vf
 
 import textenvs
-from tests.adapters.conftest import textenvs_eval, vf_eval
-from tests.support.openai_server import OpenAIServer
+from benchmarks.support.openai_server import OpenAIServer
+from benchmarks.support.verifiers_eval import vf_eval
+from tests.adapters.conftest import textenvs_eval
 from textenvs.adapters.verifiers import TextenvsHarness, TextenvsHarnessConfig
 from textenvs.agents.llm.conversation import CONVERSATION_SETTINGS
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.openai_server import OpenAIServer
+from benchmarks.support.openai_server import OpenAIServer
 
 # A recognisable fake key: tests assert it never shows up in output or records.
 KEY = "sk-test-SECRET-9f8e7d6c5b4a"

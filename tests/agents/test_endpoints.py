@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.openai_server import OpenAIServer, server_error, text
+from benchmarks.support.openai_server import OpenAIServer, server_error, text
 from textenvs.agents import make_agent
 from textenvs.agents.llm.config import NODE_IP_ENV, LLMConfig
 from textenvs.agents.llm.endpoints import EndpointPool

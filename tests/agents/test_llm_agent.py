@@ -1,6 +1,6 @@
 """The `llm` agent's conversation: prompts, reasoning, re-asks, tools, bounded history.
 
-Every test talks to a real HTTP server on loopback (tests/support/openai_server.py).
+Every test talks to a real HTTP server on loopback (benchmarks/support/openai_server.py).
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 import textenvs
-from tests.agents.conftest import KEY
-from tests.support.openai_server import (
+from benchmarks.support.openai_server import (
     OpenAIServer,
     empty,
     text,
     think,
     tool_call,
 )
+from tests.agents.conftest import KEY
 from textenvs.agents import make_agent
 from textenvs.agents.llm import LLMAgent
 from textenvs.episodes.loop import run_episode

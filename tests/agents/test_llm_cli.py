@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import textenvs
+from benchmarks.support.openai_server import OpenAIServer, text
 from tests.agents.conftest import KEY
-from tests.support.openai_server import OpenAIServer, text
 from textenvs.agents.llm import LLMAgent, LLMConfig, local
 from textenvs.cli import main
 from textenvs.episodes.loop import run_episode

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 import textenvs
-from tests.agents.conftest import KEY
-from tests.support.openai_server import (
+from benchmarks.support.openai_server import (
     HTTPError,
     OpenAIServer,
     RecordedRequest,
@@ -27,6 +26,7 @@ from tests.support.openai_server import (
     stall,
     text,
 )
+from tests.agents.conftest import KEY
 from textenvs.agents.llm import LLMAgent
 from textenvs.agents.llm import faults as f
 from textenvs.episodes.loop import run_episode

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import textenvs
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from tests.agents.test_llm_agent import FAST, LongHunt, agent_for, play
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from textenvs.agents.llm import LLMAgent, LLMConfig, local
 from textenvs.agents.llm.agent import LOCAL_MAX_TOKENS
 from textenvs.agents.llm.history import History, PastTurn, TokenGauge

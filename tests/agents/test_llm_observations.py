@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import textenvs
+from benchmarks.support.openai_server import OpenAIServer, text
 from tests.agents.test_llm_agent import agent_for, play
 from tests.agents.test_observation_view import rebuild
-from tests.support.openai_server import OpenAIServer, text
 from textenvs.agents.llm import LLMConfig
 from textenvs.agents.llm.observation_view import VIEW_NOTE
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.support.openai_server import OpenAIServer, http_error, server_error, text
 from tests.agents.conftest import KEY
-from tests.support.openai_server import OpenAIServer, http_error, server_error, text
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.preflight import PreflightError, check
 from textenvs.cli import main

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import textenvs
-from textenvs.evals import store
+from textenvs.evals import run_folder, store
 from textenvs.evals.metrics import key_of
 from textenvs.evals.transcript import TRANSCRIPTS
 
@@ -43,14 +43,14 @@ def test_full_scripted_eval_on_all_scenarios(tmp_path: Path) -> None:
     names = textenvs.names()
     records = store.read_episodes(out)
     assert sorted(key_of(r) for r in records) == sorted((n, s, 0) for n in names for s in (0, 1))
-    assert len(list((out / store.TRAJECTORIES).glob("*.json"))) == len(records)
-    summary = json.loads((out / store.SUMMARY).read_text())
+    assert len(list((out / run_folder.TRAJECTORIES).glob("*.json"))) == len(records)
+    summary = json.loads((out / run_folder.SUMMARY).read_text())
     assert summary["complete"] and set(summary["by_env"]) == {*names, "all"}
     for s in summary["by_env"].values():
         for field in ("episodes", "successes", "success_rate", "success_ci95", "mean_return",
                       "return_stderr", "mean_steps", "invalid_action_rate", "tokens"):  # fmt: skip
             assert field in s
-    config = json.loads((out / store.CONFIG).read_text())
+    config = json.loads((out / run_folder.CONFIG).read_text())
     assert list(config["envs"]) == names and config["seed_list"] == [0, 1]
     table = done.stdout
     assert "…" not in table and str(out) in table  # stdout is a pipe: nothing cut
@@ -82,7 +82,7 @@ def kill_when(proc: subprocess.Popen, path: Path, at_least: int) -> int:
 
 def test_sigkill_at_several_points_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    episodes = out / store.EPISODES
+    episodes = out / run_folder.EPISODES
     seeds = "0-599"  # random agent: long enough to be killed mid-run
     args = ("--env", "treasure-hunt", "--agent", "random", "--seeds", seeds, "--concurrency", "4")
     env = {**os.environ, "PYTHONHASHSEED": "0"}
@@ -127,7 +127,7 @@ def test_sigkill_at_several_points_loses_and_duplicates_nothing(tmp_path: Path) 
     assert episodes.read_bytes().endswith(b"\n")
     for r in records:
         assert (out / r["trajectory"]).is_file()
-    assert json.loads((out / store.SUMMARY).read_text())["by_env"]["all"]["episodes"] == 600
+    assert json.loads((out / run_folder.SUMMARY).read_text())["by_env"]["all"]["episodes"] == 600
 
 
 def test_eval_env_options_are_recorded_and_checked(tmp_path: Path) -> None:

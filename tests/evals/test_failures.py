@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from textenvs.agents import make_agent
 from textenvs.cli import main
 from textenvs.episodes.protocol import Agent, Decision
-from textenvs.evals import runner, store
+from textenvs.evals import run_folder, runner, store
 from textenvs.evals.failures import FailFast, error_class, top_error_classes
 from textenvs.evals.metrics import key_of
 from textenvs.service import create_app, remote_env_factory
@@ -92,7 +92,7 @@ def test_fail_fast_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None
         in (summary["stopped"])
     )
     assert 5 <= len(records) < 40 and not summary["complete"]
-    assert json.loads((tmp_path / store.SUMMARY).read_text())["stopped"] == summary["stopped"]
+    assert json.loads((tmp_path / run_folder.SUMMARY).read_text())["stopped"] == summary["stopped"]
 
 
 def test_retry_errors_replays_only_the_errors_and_keeps_one_line_per_key(tmp_path: Path) -> None:
@@ -128,13 +128,13 @@ def test_retry_errors_replays_only_the_errors_and_keeps_one_line_per_key(tmp_pat
     for record in records:  # scored episodes were kept as they were, not replayed
         if key_of(record) in scored:
             assert record == scored[key_of(record)]
-    dropped = (tmp_path / store.DROPPED).read_text().splitlines()
+    dropped = (tmp_path / run_folder.DROPPED).read_text().splitlines()
     assert len(dropped) == 3 and all('"agent_error"' in line for line in dropped)
 
 
 def test_resume_removes_duplicate_lines(tmp_path: Path) -> None:
     _run(tmp_path, lambda: make_agent("random"), 3)
-    path = tmp_path / store.EPISODES
+    path = tmp_path / run_folder.EPISODES
     path.write_bytes(path.read_bytes() * 2)  # what two writers at once used to leave
     summary = _run(tmp_path, lambda: make_agent("random"), 3, resume=True)
     assert summary["recorded_episodes"] == 3 and summary["by_env"]["all"]["episodes"] == 3
@@ -205,7 +205,7 @@ def test_one_writer_per_run_folder_with_real_processes(tmp_path: Path) -> None:
     )
     records = store.read_episodes(out)
     assert Counter(key_of(r) for r in records) == Counter({(ENV, s, 0): 1 for s in range(4)})
-    assert (out / store.LOCK).read_text() == ""  # released cleanly
+    assert (out / run_folder.LOCK).read_text() == ""  # released cleanly
 
 
 def test_cli_reports_errors_and_stops_early(

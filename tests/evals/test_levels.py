@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+import textenvs
 from textenvs.agents import make_agent
 from textenvs.core.registry import episode_level
-from textenvs.evals import runner, store
+from textenvs.evals import run_folder, runner, store
 from textenvs.evals.bands import band_for, load_bands, scenario_label
 from textenvs.evals.export import ExportFilter, export
 from textenvs.evals.metrics import summarize_by_env
@@ -66,27 +67,29 @@ def test_runs_record_label_and_score_their_level(tmp_path: Path) -> None:
     easy = run(tmp_path / "easy", "megacity", "random", [0, 1], {"level": 0})
     plain = run(tmp_path / "plain", "megacity", "random", [0, 1], {})
     hard_mf = run(tmp_path / "mf", "magnetic-field", "scripted", [0, 1], {"level": 3})
-    config = json.loads((easy / store.CONFIG).read_text())
+    config = json.loads((easy / run_folder.CONFIG).read_text())
     assert config["levels"] == {"megacity": 0} and config["env_options"] == {"level": 0}
-    assert json.loads((plain / store.CONFIG).read_text())["levels"] == {"megacity": 2}
+    assert json.loads((plain / run_folder.CONFIG).read_text())["levels"] == {"megacity": 2}
     assert all(r["level"] == 0 for r in store.read_episodes(easy))
-    summary = json.loads((easy / store.SUMMARY).read_text())["by_env"]["megacity"]
+    summary = json.loads((easy / run_folder.SUMMARY).read_text())["by_env"]["megacity"]
     assert summary["level"] == 0
-    mf = json.loads((hard_mf / store.SUMMARY).read_text())["by_env"]["magnetic-field"]
+    mf = json.loads((hard_mf / run_folder.SUMMARY).read_text())["by_env"]["magnetic-field"]
     assert mf["level"] == 3 and mf["normalised"] == 1.0  # against level 3's band
 
     out = tmp_path / "report"
     write_report([easy, plain], out)
     md = (out / "report.md").read_text()
     bands = load_bands()
-    assert "megacity v5 level 0" in md and "megacity v5 level 2" in md
+    version = textenvs.make("megacity").version
+    assert f"megacity v{version} level 0" in md and f"megacity v{version} level 2" in md
     for level, label in ((0, "easy"), (2, "plain")):
         band = band_for(bands, "megacity", level)
         assert band is not None
         row = f"| megacity (level {level}) | {label} | success rate |"
         line = next(line for line in md.splitlines() if line.startswith(row))
         assert f"| {band['random']:.3f} | {band['scripted']:.3f} |" in line
-    assert "plain and easy played megacity differently (v5 level 0 vs v5 level 2)" in md
+    levels = f"v{version} level 0 vs v{version} level 2"
+    assert f"plain and easy played megacity differently ({levels})" in md
     # the differences table and the paired headline table both name the two levels
     assert md.count("| megacity (level 0 vs 2) | plain vs easy |") == 2
     rows = list(csv.DictReader((out / "results.csv").open()))

@@ -179,7 +179,10 @@ def test_normalised_is_clipped() -> None:
 
 
 def test_treasure_curve_by_hand() -> None:
-    from textenvs.evals.skills import expected_treasure_success, treasure_curve
+    from textenvs.scenarios.treasure_hunt.scoring import (
+        expected_treasure_success,
+        treasure_curve,
+    )
 
     curve = treasure_curve()
     assert curve[0] == 0.0
@@ -207,7 +210,7 @@ def test_skill_measures_from_events_and_the_last_observation() -> None:
     assert th["new_tiles"] == 3 and th["exploration"] == pytest.approx(0.75)
     # Ended on a Flower after 2 new tiles in 2 steps, 28 left: extended to 30 tiles.
     flower = episode([new, new], {"steps_left": 28}, outcome="failure")
-    from textenvs.evals.skills import TREASURE_OPTIMUM
+    from textenvs.scenarios.treasure_hunt.scoring import TREASURE_OPTIMUM
 
     assert measure("treasure-hunt", 0, flower)["expected_success"] == pytest.approx(
         TREASURE_OPTIMUM
@@ -229,7 +232,7 @@ def test_skill_measures_from_events_and_the_last_observation() -> None:
 
 def test_squad_recon_winnable_matches_the_seed_strengths() -> None:
     import textenvs
-    from textenvs.evals.skills import squad_recon_ceiling
+    from textenvs.scenarios.squad_recon.scoring import squad_recon_ceiling
 
     env = textenvs.make("squad-recon")
     for seed in range(20):
@@ -247,7 +250,7 @@ def test_bands_command_measures_and_records_provenance(
 
     import textenvs
     from textenvs.evals.bands import main
-    from textenvs.evals.skills import TREASURE_OPTIMUM
+    from textenvs.scenarios.treasure_hunt.scoring import TREASURE_OPTIMUM
 
     out = tmp_path / "bands.json"
     out.write_text(json.dumps({"scenarios": {"em-anomaly": {"kept": True}}}))

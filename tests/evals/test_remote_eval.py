@@ -20,7 +20,7 @@ import pytest
 from tests.support.other_version import OTHER_VERSION, other_version_service
 from textenvs.agents import make_agent
 from textenvs.cli import main
-from textenvs.evals import runner, store
+from textenvs.evals import run_folder, runner, store
 from textenvs.service import create_app, remote_env_factory
 from textenvs.service.background import serve_in_thread
 from textenvs.service.client import VersionMismatch
@@ -102,7 +102,7 @@ def test_eval_cli_with_env_url(url: str, tmp_path: Path) -> None:
     cmd += ["--seeds", "0-3", "--concurrency", "2", "--out", str(out), "--env-url", url]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    config = json.loads((out / store.CONFIG).read_text())
+    config = json.loads((out / run_folder.CONFIG).read_text())
     assert config["env_url"] == url
     assert set(config["envs"]) == {ENV}
     records = store.read_episodes(out)
@@ -120,7 +120,7 @@ def test_eval_cli_with_unreachable_env_url(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert f"cannot reach a textenvs service at {dead}" in done.stderr
-    assert not (tmp_path / "run" / store.EPISODES).exists()
+    assert not (tmp_path / "run" / run_folder.EPISODES).exists()
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from textenvs.agents import make_agent
-from textenvs.evals import runner, store
+from textenvs.evals import run_folder, runner, store
 from textenvs.evals.metrics import compare
 from textenvs.evals.report import default_out, load_run, write_report
 from textenvs.evals.transcript import TRANSCRIPTS
@@ -263,7 +263,7 @@ def test_no_token_or_cost_columns_for_agents_without_tokens(
     from textenvs.cli.eval_output import results_table
 
     console = Console(record=True, width=200)
-    summary = json.loads((report[0] / store.SUMMARY).read_text())
+    summary = json.loads((report[0] / run_folder.SUMMARY).read_text())
     console.print(results_table(summary, "scripted"))
     text = console.export_text()
     assert "score" in text and "$/ep" not in text and "tokens/ep" not in text
@@ -343,3 +343,35 @@ def test_histogram_bins_are_labelled_by_their_ranges() -> None:
     assert all("–" in label for label in returns)  # ranges, not left edges
     low, high = returns[-1].split("–")
     assert float(low) < 0.98 <= float(high)
+    # negative bins read as ranges, not as one more minus sign
+    negative = labels([-950.0, -850.5, -120.25, 10.5])
+    assert "-1000 to -900" in negative and "–-" not in "".join(negative)
+    assert labels([-3.0, -2.0, -1.0]) == ["-3", "-2", "-1"]
+
+
+def test_a_damaged_run_is_reported_with_warnings(
+    report: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from textenvs.cli import main
+
+    run = tmp_path / "damaged"
+    shutil.copytree(report[1], run)
+    (run / "trajectories" / "treasure-hunt-3-0.json").unlink()
+    with open(run / "episodes.jsonl", "ab") as log:
+        log.write(b'{"env": "treasure-hunt", "se')  # a write cut short
+    assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"textenvs report: warning: {run}/episodes.jsonl ends in a torn line (a write cut "
+        "short): that episode is left out; rerun the run's eval command with --resume to "
+        "repair it and play that episode",
+        f"textenvs report: warning: {run}: 1 episode(s) have no trajectory file (the first "
+        "trajectories/treasure-hunt-3-0.json): they are counted, but have no transcript page",
+    ]
+
+
+def test_a_report_never_writes_into_any_run(report: tuple[Path, Path, Path]) -> None:
+    scripted, random, _ = report
+    for out in (random, random / "trajectories", random / "new" / "deeper"):
+        with pytest.raises(store.RunDirError, match="eval run folder; give the report"):
+            write_report([scripted], out)
+    assert not (random / "new").exists()

@@ -12,7 +12,7 @@ import pytest
 
 from textenvs.agents import make_agent
 from textenvs.episodes.protocol import Agent, Decision
-from textenvs.evals import runner, store
+from textenvs.evals import run_folder, runner, store
 from textenvs.evals.metrics import key_of
 
 ENV = "treasure-hunt"  # the reference scenario; other scenarios are covered by the CLI test
@@ -32,8 +32,8 @@ def run(tmp: Path, factory: Any, resume: bool = False, **plan: Any) -> dict[str,
 def test_parse_seeds() -> None:
     assert runner.parse_seeds("0-3") == [0, 1, 2, 3]
     assert runner.parse_seeds("5") == [5]
-    assert runner.parse_seeds("0-2, 10,1") == [0, 1, 2, 10]
-    for bad in ("3-1", "a", "1-", ""):
+    assert runner.parse_seeds("10, 0-2") == [0, 1, 2, 10]
+    for bad in ("3-1", "a", "1-", "", "0-2,1"):
         with pytest.raises(ValueError):
             runner.parse_seeds(bad)
 
@@ -62,18 +62,18 @@ def test_files_and_summary(tmp_path: Path) -> None:
         for turn in data["turns"]:  # what was sent, and what it was read as (or why not)
             assert turn["raw"] == turn["command"]
             assert (turn["read_as"] is None) == turn["invalid_action"] == bool(turn["error"])
-    on_disk = json.loads((tmp_path / store.SUMMARY).read_text())
+    on_disk = json.loads((tmp_path / run_folder.SUMMARY).read_text())
     assert on_disk == summary and summary["complete"]
     s = summary["by_env"][ENV]
     assert s["episodes"] == 6 and s["successes"] == sum(r["success"] for r in records)
-    config = json.loads((tmp_path / store.CONFIG).read_text())
+    config = json.loads((tmp_path / run_folder.CONFIG).read_text())
     assert list(config["envs"]) == [ENV]
     assert config["seed_list"] == [0, 1, 2] and config["agent"]["name"] == "random"
 
 
 def test_resume_repairs_torn_line_and_reruns_only_missing(tmp_path: Path) -> None:
     run(tmp_path, lambda: make_agent("random"), seeds=list(range(6)))
-    path = tmp_path / store.EPISODES
+    path = tmp_path / run_folder.EPISODES
     lines = path.read_bytes().splitlines(keepends=True)
     # Simulate a kill: two episodes lost, the next one half-written.
     path.write_bytes(b"".join(lines[:3]) + lines[3][:25])
@@ -85,7 +85,7 @@ def test_resume_repairs_torn_line_and_reruns_only_missing(tmp_path: Path) -> Non
 
 
 def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
-    (tmp_path / store.EPISODES).write_text('{"env": 1}\nnot json\n{"env": 2}\n')
+    (tmp_path / run_folder.EPISODES).write_text('{"env": 1}\nnot json\n{"env": 2}\n')
     with pytest.raises(store.RunDirError, match="line 2"):
         store.read_episodes(tmp_path)
 

@@ -10,7 +10,7 @@ from urllib.parse import quote, quote_plus, urlsplit
 
 import pytest
 
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, http_error, text
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, http_error, text
 from textenvs.cli import main
 from textenvs.core.redact import (
     Scrubber,
@@ -21,7 +21,7 @@ from textenvs.core.redact import (
     secrets_in_data,
     secrets_in_url,
 )
-from textenvs.evals import store
+from textenvs.evals import run_folder
 from textenvs.service import create_app
 from textenvs.service.background import serve_in_thread
 
@@ -76,7 +76,7 @@ def _echo(request: RecordedRequest) -> Reply:
 
 def _assert_nothing_leaked(out: Path, *consoles: str) -> None:
     files = [p for p in out.rglob("*") if p.is_file()]
-    assert any(p.name == store.CONFIG for p in files)
+    assert any(p.name == run_folder.CONFIG for p in files)
     for path in files:
         content = path.read_text(encoding="utf-8", errors="replace")
         for secret in SECRETS:

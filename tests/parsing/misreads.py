@@ -18,7 +18,7 @@ import sys
 def count(name: str, folder: str = "") -> tuple[int, int, int]:
     """(replies, misread, rejected wrongly) for one scenario's corpus in `folder`."""
     import textenvs
-    from tests.parsing.test_corpora import load_corpus, reading_of
+    from tests.parsing.corpora import load_corpus, reading_of
 
     env = textenvs.make(name)
     entries = load_corpus(name, folder)
@@ -39,7 +39,7 @@ def main() -> None:
     if args.parser:
         sys.path.insert(0, args.parser)  # before textenvs is first imported
     import textenvs
-    from tests.parsing.test_corpora import ENVS
+    from tests.parsing.corpora import ENVS
 
     print(f"parser: {textenvs.__file__}")
     for folder, title in (("", "expected readings"), ("honest", "honest replies")):

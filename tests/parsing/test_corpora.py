@@ -14,8 +14,6 @@ reading, and that reading is everything it orders (`docs/architecture.md`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,49 +22,11 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import textenvs
+from tests.parsing.corpora import ENVS, canonical, load_corpus, reading_of
 from textenvs.core.parsing import ParseError
 from textenvs.scenarios.megacity.state import MATERIALS
 
-CORPUS_DIR = Path(__file__).parent / "corpus"
-ENVS = ["treasure-hunt", "em-anomaly", "magnetic-field", "squad-recon", "megacity"]
 MIN_CORPUS = 80
-
-
-def _canonical(env_name: str) -> Callable[[Any], str]:
-    """The canonical command text of a parsed action."""
-    if env_name in ("treasure-hunt", "em-anomaly"):
-        return lambda action: action.value
-    if env_name == "magnetic-field":
-        return lambda action: action.command
-    if env_name == "megacity":
-        return lambda action: action.command()
-    return lambda orders: orders.to_command()
-
-
-def _materials(text: str) -> str:
-    """Megacity's corpus names materials by index ({m0}, {m1}) so it follows state.py."""
-    for index, name in enumerate(MATERIALS):
-        text = text.replace(f"{{m{index}}}", name)
-    return text
-
-
-def load_corpus(env_name: str, folder: str = "") -> list[dict[str, Any]]:
-    """A corpus: `corpus/<env>.json`, or `corpus/<folder>/<env>.json`."""
-    path = CORPUS_DIR / folder / f"{env_name}.json"
-    entries = json.loads(path.read_text(encoding="utf-8"))
-    for entry in entries:
-        entry["reply"] = _materials(entry["reply"])
-        if entry["expect"] is not None:
-            entry["expect"] = _materials(entry["expect"])
-    return entries
-
-
-def reading_of(env: Any, env_name: str, reply: str) -> str | None:
-    """The canonical command a reply is executed as, or None if it is rejected."""
-    try:
-        return _canonical(env_name)(env.parse(reply))
-    except ParseError:
-        return None
 
 
 CASES = [
@@ -172,7 +132,7 @@ def _commands(env_name: str) -> st.SearchStrategy[str]:
         return _squad_commands()
     env = textenvs.make(env_name)
     actions = list(type(env.parse("north" if env_name != "magnetic-field" else "submit")))
-    return st.sampled_from([_canonical(env_name)(a) for a in actions])
+    return st.sampled_from([canonical(env_name)(a) for a in actions])
 
 
 @pytest.mark.parametrize("env_name", ENVS)
@@ -261,3 +221,53 @@ def test_schemas_reject_arguments_they_cannot_represent(
 def test_megacity_structured_actions_read_whole(arguments: dict[str, Any], command: str) -> None:
     env = textenvs.make("megacity")
     assert env.parse(env.command_for(arguments)).command() == command
+
+
+@pytest.mark.parametrize(
+    ("env_name", "arguments", "command"),
+    [
+        # Megacity names its arguments: their values follow the action's word
+        ("megacity", {"action": "support", "material": MATERIALS[1], "cells": ["C2"]},
+         f"support C2 {MATERIALS[1]}"),
+        ("megacity", {"action": "vent", "direction": "east", "cell": "A1"}, "vent A1 east"),
+        # Squad Recon's units: a one-letter key is a squad with its order
+        ("squad-recon", {"b": "east", "a": "north"}, "A north; B east"),
+    ],
+)  # fmt: skip
+def test_json_replies_read_the_keys_their_scenario_names(
+    env_name: str, arguments: dict[str, Any], command: str
+) -> None:
+    env = textenvs.make(env_name)
+    assert env.parse(json.dumps(arguments)) == env.parse(command)
+
+
+@pytest.mark.parametrize(
+    ("env_name", "arguments"),
+    [
+        # another scenario's keys are no arguments here: the reply is rejected
+        ("treasure-hunt", {"action": "north", "cells": ["B3"]}),
+        ("em-anomaly", {"action": "mark", "material": "basalt"}),
+        ("magnetic-field", {"a": "right"}),
+        ("megacity", {"a": "scan"}),
+    ],
+)
+def test_json_replies_with_keys_their_scenario_does_not_name_are_rejected(
+    env_name: str, arguments: dict[str, Any]
+) -> None:
+    with pytest.raises(ParseError):
+        textenvs.make(env_name).parse(json.dumps(arguments))
+
+
+def test_the_misreads_count_runs_without_pytest() -> None:
+    """docs/architecture.md gives `python -m tests.parsing.misreads` to anyone: it needs
+    no test tools (the base install has neither pytest nor hypothesis)."""
+    import subprocess
+    import sys
+
+    blocked = "import sys; sys.modules['pytest'] = sys.modules['hypothesis'] = None; "
+    run = "import runpy; runpy.run_module('tests.parsing.misreads', run_name='__main__')"
+    done = subprocess.run(
+        [sys.executable, "-c", blocked + run], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\nall ") == 2  # both corpora counted

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import textenvs
 from benchmarks.adversarial_replies import FAMILIES, adversarial, folded_length
-from tests.parsing.test_corpora import ENVS
+from tests.parsing.corpora import ENVS
 from textenvs.core.parsing import MAX_COMMAND_CHARS, ParseError
 
 

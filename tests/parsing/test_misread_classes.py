@@ -23,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import textenvs
-from tests.parsing.test_corpora import ENVS, _canonical, _commands
+from tests.parsing.corpora import ENVS, canonical
+from tests.parsing.test_corpora import _commands
 from textenvs.core.parsing import ParseError
 from textenvs.scenarios.megacity.state import MATERIALS
 
@@ -58,7 +59,7 @@ SCHEDULED = [
 
 def _parse(env: Any, env_name: str, reply: str) -> str | None:
     try:
-        return _canonical(env_name)(env.parse(reply))
+        return canonical(env_name)(env.parse(reply))
     except ParseError:
         return None
 
@@ -115,7 +116,7 @@ def test_a_description_in_a_reason_stays_a_reason(env_name: str, data: st.DataOb
     word = data.draw(st.sampled_from(["because", "since", ", because", ", since"]))
     prefix = data.draw(st.sampled_from(["Action: ", "**Action:** ", "Final answer: "]))
     reply = f"{prefix}{c} {word} {reason}".replace(" ,", ",")
-    assert _parse(env, env_name, reply) == _canonical(env_name)(env.parse(c)), reply
+    assert _parse(env, env_name, reply) == canonical(env_name)(env.parse(c)), reply
 
 
 @pytest.mark.parametrize("env_name", ENVS)
@@ -182,7 +183,7 @@ def test_honest_wrappers_read_as_the_command(env_name: str, data: st.DataObject)
     env = textenvs.make(env_name)
     c = data.draw(_commands(env_name))
     reply = data.draw(st.sampled_from(WRAPPED)).format(c=c)
-    assert _parse(env, env_name, reply) == _canonical(env_name)(env.parse(c)), reply
+    assert _parse(env, env_name, reply) == canonical(env_name)(env.parse(c)), reply
 
 
 _CELLS = [f"{col}{row}" for col in "ABCDE" for row in range(1, 6)]

@@ -17,7 +17,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import textenvs
-from tests.parsing.test_corpora import ENVS, _commands
+from tests.parsing.corpora import ENVS
+from tests.parsing.test_corpora import _commands
 from textenvs.core.parsing import ParseError
 
 CORE = Path(textenvs.__file__).parent / "core"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.ray.cluster import LocalCluster
+from benchmarks.support.ray_cluster import LocalCluster
 
 
 @pytest.fixture(scope="session")

@@ -21,11 +21,11 @@ pytest.importorskip("ray")
 
 import ray
 
-from tests.ray.cluster import LocalCluster
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
+from benchmarks.support.ray_cluster import LocalCluster
 from textenvs.agents import make_agent
 from textenvs.agents.llm.config import NODE_IP_ENV, LLMConfig
-from textenvs.evals import runner, store
+from textenvs.evals import run_folder, runner, store
 from textenvs.evals.metrics import key_of
 from textenvs.evals.ray_backend import RayBackend
 
@@ -62,14 +62,14 @@ def test_scripted_eval_and_resume_through_the_cli(cluster: LocalCluster, tmp_pat
     assert "treasure-hunt" in first.stdout  # the results table, printed by the driver
 
     # A killed driver: four episodes kept, the fifth torn. --resume plays the rest on Ray.
-    path = on_ray / store.EPISODES
+    path = on_ray / run_folder.EPISODES
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:4]) + lines[4][:30])
     resumed = cli_eval(on_ray, *common, *ray_args, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming: 4 of 10 episodes already recorded" in resumed.stderr
     assert comparable(on_ray) == comparable(tmp_path / "local")
-    assert len(list((on_ray / store.TRAJECTORIES).glob("*.json"))) == 10
+    assert len(list((on_ray / run_folder.TRAJECTORIES).glob("*.json"))) == 10
 
 
 def reply(request: RecordedRequest) -> Reply:
@@ -111,7 +111,7 @@ def test_llm_eval_survives_a_killed_actor(cluster: LocalCluster, tmp_path: Path)
         places = backend.places()
         assert {node for node, _ in places} <= {n["NodeManagerAddress"] for n in ray.nodes()}
         victim = places[0][1]
-        episodes = tmp_path / "ray" / store.EPISODES
+        episodes = tmp_path / "ray" / run_folder.EPISODES
         killed = threading.Event()
 
         def kill_when_started() -> None:
@@ -141,7 +141,7 @@ def test_llm_eval_survives_a_killed_actor(cluster: LocalCluster, tmp_path: Path)
 
 
 def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
-    from tests.ray.cluster import free_port
+    from benchmarks.support.ray_cluster import free_port
 
     done = cli_eval(tmp_path / "run", "--agent", "random", "--seeds", "0", "--backend", "ray",
                     "--ray-address", f"127.0.0.1:{free_port()}")  # fmt: skip

@@ -15,6 +15,7 @@ from textenvs.core.parsing import ParseError
 from textenvs.episodes.loop import context_for
 from textenvs.scenarios.megacity import maps, research, rules
 from textenvs.scenarios.megacity import physics as p
+from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 from textenvs.scenarios.megacity.parse import parse
 from textenvs.scenarios.megacity.state import Action, MegacityState, Seam
 
@@ -75,7 +76,9 @@ def test_initial_maps_follow_the_generator(seed: int) -> None:
     assert len(state.seams) == 2 and len(state.faults) == 3
     assert not set(state.faults) & p.seam_cells(state)
     # Seams lie on inner lines: only four cells are clear of sideways pull.
-    clear = [(c, r) for r in range(5) for c in range(5) if p.pull_of(state.seams, (c, r)) == 0]
+    clear = [
+        (c, r) for r in range(5) for c in range(5) if p.pull_of(PHYSICS, state.seams, (c, r)) == 0
+    ]
     assert len(clear) == 4
     # The base field is a prevailing current: every cell has strength 1-4.
     assert all(1 <= p.strength(v) <= 4 for row in state.base_flow for v in row)
@@ -97,8 +100,8 @@ def test_airflow_reverses_every_eight_steps_and_shafts_do_not() -> None:
     assert all(seen[i] == flipped for i in range(8, 16))
     assert seen[16] == seen[17] == first
     state = base_state(vents=(((1, 1), "east"),))
-    normal = p.flow_field(state.base_flow, state.vents, 0)
-    reversed_ = p.flow_field(state.base_flow, state.vents, 8)
+    normal = p.flow_field(PHYSICS, state.base_flow, state.vents, 0)
+    reversed_ = p.flow_field(PHYSICS, state.base_flow, state.vents, 8)
     assert normal[1][1] == (2, 3) and reversed_[1][1] == (2, -3)
     assert normal[1][0] == (0, 3)  # the shaft starts at B2 and runs east only
 
@@ -121,18 +124,22 @@ def test_sideways_gravity_moves_stress_downstream_along_seams() -> None:
 def test_excavation_loads_neighbours_and_relieves_distant_seam_cells() -> None:
     state = base_state()
     after = p.excavation_transfer(state, (1, 0))  # B1 on the row-1 seam
-    assert after[0][3] == after[0][4] == 40 - p.SEAM_RELIEF  # D1, E1 two or more away
-    assert after[1][3] == after[1][4] == 40 - p.FLANK_RELIEF  # D2, E2 beside them
-    assert after[0][2] == 40 + p.EXCAVATE_NEIGHBOUR_LOAD  # C1 adjacent: loaded
-    assert after[1][1] == 40 + p.EXCAVATE_NEIGHBOUR_LOAD  # B2 above it: loaded
+    assert after[0][3] == after[0][4] == 40 - PHYSICS.seam_relief  # D1, E1 two or more away
+    assert after[1][3] == after[1][4] == 40 - PHYSICS.flank_relief  # D2, E2 beside them
+    assert after[0][2] == 40 + PHYSICS.excavate_neighbour_load  # C1 adjacent: loaded
+    assert after[1][1] == 40 + PHYSICS.excavate_neighbour_load  # B2 above it: loaded
     assert after[2][3] == 40  # D3 is not beside the seam
     fault = p.excavation_transfer(state, (4, 4))
-    assert fault[3][4] == 40 + p.FAULT_NEIGHBOUR_LOAD
+    assert fault[3][4] == 40 + PHYSICS.fault_neighbour_load
 
 
 def test_sideways_pull_acts_on_and_beside_seams_and_materials_answer_differently() -> None:
     on_seam, beside, clear = (2, 0), (2, 1), (2, 2)  # C1 on row 1, C2 beside it, C3 clear
-    assert [p.pull_of(base_state().seams, c) for c in (on_seam, beside, clear)] == [20, 10, 0]
+    assert [p.pull_of(PHYSICS, base_state().seams, c) for c in (on_seam, beside, clear)] == [
+        20,
+        10,
+        0,
+    ]
     expected = {
         on_seam: {"basalt": 40, "timber": 20, "mycelium": 0, "lodestone": 15},
         beside: {"basalt": 20, "timber": 10, "mycelium": 0, "lodestone": 5},
@@ -181,10 +188,10 @@ def test_self_inflicted_dips_cannot_be_farmed() -> None:
 
 def test_air_changes_pay_one_per_point_both_ways() -> None:
     out = rules.step(base_state(air=70), WAIT)
-    assert out.state.air == 70 + p.AIR_RATE and terms(out)["air_gain"] == p.AIR_RATE
+    assert out.state.air == 70 + PHYSICS.air_rate and terms(out)["air_gain"] == PHYSICS.air_rate
     assert "air_gain" not in terms(rules.step(base_state(), WAIT))
     falling = rules.step(base_state(air=95), WAIT)  # heads back to 85
-    assert terms(falling)["air_loss"] == -p.AIR_RATE
+    assert terms(falling)["air_loss"] == -PHYSICS.air_rate
 
 
 def test_district_activation_pays_five_and_checks_support_and_air() -> None:
@@ -206,7 +213,9 @@ def test_district_activation_pays_five_and_checks_support_and_air() -> None:
 
 def test_power_above_80_pays_three_only_the_first_time() -> None:
     out = rules.step(base_state(power=80), WAIT)
-    assert out.state.power == 80 + p.POWER_BASE_GEN and terms(out)["power_first_above_80"] == 3.0
+    assert (
+        out.state.power == 80 + PHYSICS.power_base_gen and terms(out)["power_first_above_80"] == 3.0
+    )
     again = rules.step(replace(out.state, power=80), WAIT)
     assert "power_first_above_80" not in terms(again)
     assert "power_first_above_80" not in terms(rules.step(base_state(power=70), WAIT))
@@ -219,13 +228,13 @@ def test_each_fully_decoded_rule_pays_four() -> None:
     assert terms(decoded)["rule_decoded"] == 4.0
     done = base_state(research=research.TOTAL_POINTS)
     refused = rules.step(done, Action("research"))
-    assert refused.state.power == done.power + p.POWER_BASE_GEN  # nothing spent
+    assert refused.state.power == done.power + PHYSICS.power_base_gen  # nothing spent
 
 
 def test_steady_half_point_needs_both_thresholds() -> None:
     assert terms(rules.step(base_state(), WAIT))["steady"] == 0.5
     low_air = rules.step(base_state(air=58), WAIT)  # air 66 > 60 after the step
-    assert low_air.state.air == 58 + p.AIR_RATE and terms(low_air)["steady"] == 0.5
+    assert low_air.state.air == 58 + PHYSICS.air_rate and terms(low_air)["steady"] == 0.5
     assert "steady" not in terms(rules.step(base_state(air=50), WAIT))
 
 
@@ -305,14 +314,14 @@ def test_late_openings_cannot_outrun_the_air_rule() -> None:
     for cell in CLEAR_SIX:
         state = rules.step(state, Action("district", (cell,))).state
     assert state.steps == 40 and state.breach.startswith("air fell to")
-    assert p.air_target(state, p.flow_field(weak, (), 40)) < 60 and state.air < 60
+    assert p.air_target(state, p.flow_field(PHYSICS, weak, (), 40)) < 60 and state.air < 60
 
 
 def test_conduit_damping_is_a_one_off_and_only_off_the_seams() -> None:
     state = base_state()
     laid = rules.step(state, Action("conduit", ((2, 2), (2, 1), (2, 0)))).state
-    assert laid.stress_at((2, 2)) == 40 - p.CONDUIT_DAMP  # off the seams: relieved once
-    assert laid.stress_at((2, 0)) != 40 - p.CONDUIT_DAMP  # on the row-1 seam: no damping
+    assert laid.stress_at((2, 2)) == 40 - PHYSICS.conduit_damp  # off the seams: relieved once
+    assert laid.stress_at((2, 0)) != 40 - PHYSICS.conduit_damp  # on the row-1 seam: no damping
     later = rules.step(laid, WAIT).state
     assert later.stress_at((2, 2)) == laid.stress_at((2, 2))  # not again next step
     again = rules.step(later, Action("conduit", ((2, 2),))).state
@@ -344,9 +353,9 @@ def test_a_district_must_still_run_after_the_final_reversal() -> None:
     east = tuple(tuple((3, 0) for _ in range(5)) for _ in range(5))
     shafts = tuple(((2, r), "east") for r in (2, 3))  # along the current: +2 east
     state = city(CLEAR_SIX, steps=39, power=60, base_flow=east, vents=shafts, air=85)
-    assert p.flow_field(east, shafts, 39)[2][2] == (5, 0)
+    assert p.flow_field(PHYSICS, east, shafts, 39)[2][2] == (5, 0)
     end = rules.step(state, WAIT)
-    assert p.flow_field(east, shafts, 40)[2][2] == (-1, 0)
+    assert p.flow_field(PHYSICS, east, shafts, 40)[2][2] == (-1, 0)
     assert not end.success and {why for _c, why in end.state.offline} == {
         "the air circulation is too weak"
     }
@@ -537,10 +546,12 @@ def test_the_v1_recipe_no_longer_wins_most_seeds(name: str) -> None:
     assert sum(play_policy(name, seed)[0] for seed in range(20)) <= 3
 
 
-def planner_wins(seed: int, without: frozenset[str] = frozenset()) -> bool:
-    env = textenvs.make("megacity")
+def planner_wins(
+    seed: int, without: frozenset[str] = frozenset(), physics: Physics = PHYSICS
+) -> bool:
+    env = textenvs.make("megacity", physics=physics)
     _text, info = env.reset(seed=seed)
-    policy = MegacityPolicy(context_for(env, seed), without)
+    policy = MegacityPolicy(context_for(env, seed), without, physics)
     while not env.done:
         *_rest, info = env.step(policy.choose(info["observation"]))
     if "vent" in without:
@@ -548,16 +559,29 @@ def planner_wins(seed: int, without: frozenset[str] = frozenset()) -> bool:
     return bool(info["success"])
 
 
-def test_victories_need_relief_digs_seam_flow_and_shafts(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_victories_need_relief_digs_seam_flow_and_shafts() -> None:
     """The mechanisms decide seeds: seed 1 is won only with a relief dig, seed 0 only
     with seam flow, and neither without shafts (benchmarks/megacity_needs measures the
     shares over 500 seeds)."""
     assert planner_wins(1) and not planner_wins(1, frozenset({"relief"}))
     assert planner_wins(0) and not planner_wins(0, frozenset({"vent"}))
-    monkeypatch.setattr(p, "SEAM_FLOW_PCT", 0)
-    assert not planner_wins(0)
+    assert not planner_wins(0, physics=replace(PHYSICS, seam_flow_pct=0))
+
+
+def test_a_physics_variant_changes_only_its_own_world() -> None:
+    """A variant is a value its world carries: with seam flow switched off a seam's
+    stress stays where it was after a `wait`; a default world made after it moves it."""
+    still = textenvs.make("megacity", physics=replace(PHYSICS, seam_flow_pct=0))
+    moving = textenvs.make("megacity")
+    start = moving.world_for(0)
+    seam = start.seams[0].cells
+    ends = []
+    for env in (still, moving):
+        env.reset(seed=0)
+        env.step("wait")
+        ends.append([env._state.stress_at(c) for c in (seam[0], seam[-1])])
+    assert ends[0] == [start.stress_at(seam[0]), start.stress_at(seam[-1])]
+    assert ends[1] != ends[0] and moving._state.physics == PHYSICS
 
 
 def test_the_planner_rebuilds_the_world_from_the_observation_alone() -> None:

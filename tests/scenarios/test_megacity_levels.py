@@ -19,11 +19,12 @@ from tests.conftest import assert_golden, render_transcript
 from tests.conftest import play as play_episode
 from textenvs.agents.scripted.megacity import MegacityPolicy
 from textenvs.agents.scripted.megacity_baselines import BASELINES
+from textenvs.agents.scripted.megacity_reference import NEEDS, play
 from textenvs.episodes.loop import context_for
-from textenvs.evals.bands import load_bands
-from textenvs.evals.megacity_reference import NEEDS, play
+from textenvs.evals.bands import load_bands, play_agent
 from textenvs.scenarios.megacity import maps
 from textenvs.scenarios.megacity import physics as p
+from textenvs.scenarios.megacity.parameters import PHYSICS
 from textenvs.scenarios.megacity.state import SIZE, MegacityState, all_cells, cell_name
 
 LEVELS = maps.LEVELS
@@ -95,7 +96,7 @@ def test_each_level_draws_its_maps(level: int) -> None:
         state = state_at(seed, level)
         on_seam = p.seam_cells(state)
         assert len(state.faults) == spec.faults and not set(state.faults) & on_seam
-        clear = [c for c in all_cells() if p.pull_of(state.seams, c) == 0]
+        clear = [c for c in all_cells() if p.pull_of(PHYSICS, state.seams, c) == 0]
         assert len(clear) == 4  # two inner seams at every level: research always matters
         for c, r in all_cells():
             base = state.stress[r][c] - maps.SEAM_STRESS * ((c, r) in on_seam)
@@ -243,8 +244,8 @@ def test_simple_and_baseline_policies_lose_at_every_level(level: int) -> None:
 
 
 def planner_wins(seed: int, level: int, mechanism: str | None = None) -> bool:
-    without, constants = NEEDS[mechanism] if mechanism else (frozenset(), {})
-    return play(("planner", without, constants, seed, level))[0]
+    without, physics = NEEDS[mechanism] if mechanism else (frozenset(), PHYSICS)
+    return play(("planner", without, physics, seed, level), play_agent)[0]
 
 
 @pytest.mark.slow

@@ -23,6 +23,6 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny(tiny_dir: Path):
-    from textenvs.training import models
+    from textenvs.inference import models
 
     return models.load(str(tiny_dir))

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from tests.support import tiny_model
-from textenvs.training.chat import ChatTokens
-from textenvs.training.generation import Reply, Sampling, Sequences
+from textenvs.inference.chat import ChatTokens
+from textenvs.inference.generation import Reply, Sampling, Sequences
 
 GREEDY = Sampling(max_new_tokens=6, temperature=0)
 

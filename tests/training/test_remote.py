@@ -12,12 +12,12 @@ from tests.support.other_version import OTHER_VERSION, other_version_service
 from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.cli import main
 from textenvs.episodes.specs import EpisodeSpec
+from textenvs.inference.chat import ChatTokens
+from textenvs.inference.generation import Sampling
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.service.client import remote_env_factory
 from textenvs.training import curve
-from textenvs.training.chat import ChatTokens
-from textenvs.training.generation import Sampling
 from textenvs.training.rollouts import play
 
 

@@ -11,8 +11,8 @@ from textenvs.agents.llm.conversation import Conversation, conversation_settings
 from textenvs.episodes.loop import context_for
 from textenvs.episodes.record import TURN_LIMIT
 from textenvs.episodes.specs import EpisodeSpec
-from textenvs.training.chat import ChatTokens, GrowingChat, TemplateError
-from textenvs.training.generation import Sampling
+from textenvs.inference.chat import ChatTokens, GrowingChat, TemplateError
+from textenvs.inference.generation import Sampling
 from textenvs.training.rollouts import play
 
 SAMPLING = Sampling(max_new_tokens=10, temperature=1.0)

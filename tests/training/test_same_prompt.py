@@ -15,8 +15,8 @@ from textenvs.agents.llm.context import budget_under
 from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.cli import main
 from textenvs.episodes.specs import EpisodeSpec
-from textenvs.training.chat import ChatTokens
-from textenvs.training.generation import Sampling
+from textenvs.inference.chat import ChatTokens
+from textenvs.inference.generation import Sampling
 from textenvs.training.rollouts import play
 
 REPLY_TOKENS = 10

@@ -8,7 +8,7 @@ import concurrent.futures
 import openai
 import pytest
 
-from textenvs.training import serving
+from textenvs.inference import serving
 
 SYSTEM = {"role": "system", "content": "You play Treasure Hunt."}
 

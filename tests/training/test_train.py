@@ -10,7 +10,8 @@ from safetensors.torch import load_file
 
 from textenvs.cli import main
 from textenvs.episodes.specs import parse_seeds
-from textenvs.training import curve, models
+from textenvs.inference import models
+from textenvs.training import curve
 
 STEPS = ["--steps", "2", "--max-turns", "3", "--group-size", "4", "--seeds-per-step", "1"]
 SMALL = ["--micro-batch", "2", "--max-tokens", "10", "--learning-rate", "1e-2"]
@@ -31,7 +32,11 @@ def trained(tiny_dir, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_two_grpo_steps_change_the_weights_and_write_the_curve(trained):
+def test_two_grpo_steps_change_the_weights_and_write_the_curve(trained, tiny_dir):
+    # kept small: base/ links the model trained (no copy), one checkpoint of two is kept
+    assert (trained / "base").is_symlink() and (trained / "base").resolve() == tiny_dir.resolve()
+    checkpoints = [p.name for p in (trained / "checkpoints").iterdir() if p.is_dir()]
+    assert checkpoints == ["checkpoint-2"]
     base = load_file(trained / "base" / "model.safetensors")
     final = load_file(trained / "final" / "model.safetensors")
     assert base.keys() == final.keys()
@@ -146,3 +151,33 @@ def test_local_without_the_gguf_reader_is_a_one_line_error(tmp_path, capsys, mon
     assert failed.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "needs the gguf package" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_a_checkpoint_plays_is_one_line(tiny_dir, tmp_path):
+    """Ctrl-C with replies in flight: the interruption line, no server traceback of the
+    cancelled requests, and an exit that waits for none of them."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.support.interrupt import interruptible
+
+    argv = ["eval", "--env", "treasure-hunt", "--agent", "llm", "--model", str(tiny_dir),
+            "--seeds", "0-99", "--out", str(tmp_path / "run")]  # fmt: skip
+    proc = interruptible(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("note: serving")
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "run" / "trajectories").glob("*.json")):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "CancelledError" not in err, err
+    assert err.splitlines()[-1].startswith("textenvs eval: interrupted; finished episodes")

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 import textenvs
-from tests.support.openai_server import OpenAIServer, RecordedRequest, text, tool_call
+from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, text, tool_call
 from textenvs.agents.llm import LLMAgent
 from textenvs.episodes.record import EpisodeResult
-from textenvs.evals import runner, store
+from textenvs.evals import run_folder, runner, store
 from textenvs.evals.trials import play_group
 from textenvs.prompts import Mode, prompt_name, system_prompt
 
@@ -159,7 +159,7 @@ def test_resume_replays_an_unfinished_group_exactly_once(
     ]
     # a kill after the second trial of group 3 was recorded, with a torn third line
     kept = [r for r in records if not (r["group"] == 3 and r["trial"] == 3)]
-    (out / store.EPISODES).write_text(
+    (out / run_folder.EPISODES).write_text(
         "".join(store.record_line(r).decode() for r in kept) + '{"env":"magnetic-field","se'
     )
     server.clear()
@@ -171,5 +171,5 @@ def test_resume_replays_an_unfinished_group_exactly_once(
     final = store.read_episodes(out)
     keys = [(r["seed"], r["episode"]) for r in final]
     assert len(keys) == len(set(keys)) == 12
-    moved = [line for line in (out / store.DROPPED).read_text().splitlines() if line]
+    moved = [line for line in (out / run_folder.DROPPED).read_text().splitlines() if line]
     assert len(moved) == 2  # the group's two recorded trials, replaced by the replay

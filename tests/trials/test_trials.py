@@ -18,7 +18,7 @@ import pytest
 
 import textenvs
 from textenvs.agents import make_agent
-from textenvs.evals import runner, store
+from textenvs.evals import run_folder, runner, store
 from textenvs.evals.learning import learning_curves, slope
 from textenvs.evals.trials import check_trials, group_keys
 from textenvs.scenarios.magnetic_field import rules as mf_rules
@@ -81,7 +81,7 @@ def test_the_learner_learns_magnetic_fields_rule_and_the_memoryless_does_not(
     curve = learning_curves(learner)["magnetic-field"]
     assert curve["groups"] == 20 and curve["trials"] == 3
     assert curve["gain"]["success"]["ci95"][0] > 0.5
-    summary = json.loads((tmp_path / "learner" / store.SUMMARY).read_text())
+    summary = json.loads((tmp_path / "learner" / run_folder.SUMMARY).read_text())
     assert summary["learning"]["magnetic-field"]["by_trial"][2]["success_rate"] == 1.0
 
 
@@ -159,7 +159,7 @@ def test_cli_errors_and_run_with_trials(tmp_path: Path) -> None:
 
 def test_sigkill_mid_run_then_resume_counts_every_group_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    episodes = out / store.EPISODES
+    episodes = out / run_folder.EPISODES
     args = cli("eval", "--env", "em-anomaly", "--env-option", "withheld=true", "--agent",
                "scripted", "--seeds", "0-59", "--trials", "4", "--concurrency", "3",
                "--out", str(out))  # fmt: skip

@@ -2,7 +2,7 @@
 checkpoint among them) through the same agent, runner and parser as any model.
 
 With no `--base-url`, the directory is served on loopback for the command
-(`training.serving`, an OpenAI-compatible endpoint) and the agent talks to it. A
+(`inference.serving`, an OpenAI-compatible endpoint) and the agent talks to it. A
 checkpoint of `textenvs train` carries how it was trained: its conversation settings and
 reply limit become the defaults (a model is evaluated under the prompt it trained on),
 and playing it on its own training seeds is refused.
@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
+import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from textenvs.cli.common import fail
@@ -23,16 +26,46 @@ LOOPBACK_TIMEOUT_S = 3600.0
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether the command plays a model directory with no endpoint given."""
-    from pathlib import Path
+    return _no_endpoint(args) and (Path(args.model) / "config.json").is_file()
 
-    model = getattr(args, "model", None)
+
+def _no_endpoint(args: argparse.Namespace) -> bool:
+    """An LLM agent with a --model and no --base-url(s)."""
     return (
         getattr(args, "agent", None) == "llm"
-        and bool(model)
+        and bool(getattr(args, "model", None))
         and not getattr(args, "base_url", None)
         and not getattr(args, "base_urls", None)
-        and (Path(model) / "config.json").is_file()
     )
+
+
+def model_path_mistake(model: str) -> str | None:
+    """Why `--model` names a path that is no model directory (a typo, a training run's
+    folder instead of its final/), else None: such a name is no API model's, and sent to
+    an API it would fail as a missing key or an unknown model. Names with a slash count as
+    paths only where no base URL is set (`org/model` is a name on other servers)."""
+    path = Path(model)
+    if (path / "config.json").is_file():
+        return None
+    if (path / "final" / "config.json").is_file():
+        return (
+            f"--model {model} is a training run's folder, not a model directory; "
+            f"give its final/: --model {path / 'final'}"
+        )
+    if path.is_dir():
+        return (
+            f"--model {model} is a folder without config.json, not a transformers model "
+            "directory; give a model directory (a training run's OUT/final)"
+        )
+    written_as_path = model.startswith(("/", "./", "../", "~")) or (
+        "/" in model and not os.environ.get("OPENAI_BASE_URL")
+    )
+    if written_as_path:
+        return (
+            f"--model {model}: no such model directory; give a transformers model "
+            "directory (a training run's OUT/final), 'local', or a model name"
+        )
+    return None
 
 
 def trained_seeds(record: dict[str, Any]) -> list[int]:
@@ -48,11 +81,14 @@ def trained_seeds(record: dict[str, Any]) -> list[int]:
 def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[None]:
     """Serve `--model DIR` while the block runs (when `wanted`), with the checkpoint's
     training settings as defaults; otherwise do nothing."""
+    mistake = model_path_mistake(args.model) if _no_endpoint(args) else None
+    if mistake:
+        raise fail(args, mistake)
     if not wanted(args):
         yield
         return
     try:
-        from textenvs.training import models, serving
+        from textenvs.inference import models, serving
     except ImportError as exc:
         raise fail(
             args, f"--model {args.model} (a model directory) needs the [train] extra "
@@ -81,7 +117,13 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
         with serving.serve(args.model, slots=slots) as url:
             args.base_url = [url]
             args.served_on_loopback = url
-            yield
+            try:
+                yield
+            except BaseException:
+                # Ctrl-C or an error: the requests in flight are cancelled, and the
+                # server's log of each cancelled request (a long traceback) says nothing
+                logging.getLogger("uvicorn.error").disabled = True
+                raise
     except models.ModelError as exc:
         raise fail(args, str(exc)) from None
 

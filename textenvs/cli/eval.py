@@ -33,7 +33,7 @@ from textenvs.cli.common import (
     scrubber_for,
 )
 from textenvs.cli.eval_backends import plan_local_servers, session_label, start_ray_backend
-from textenvs.cli.eval_output import closing_verdict, results_table, say
+from textenvs.cli.eval_output import closing_verdict, continue_command, results_table, say
 from textenvs.cli.tables import stdout_console
 from textenvs.core.redact import redact_argv, redact_url, scrub_logs
 from textenvs.episodes.protocol import AGENT_ERROR
@@ -228,7 +228,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
         check_trials(len(plan.seeds), plan.trials)
         check_reset_options(plan.envs, plan.env_options)
         if args.retry_errors and not args.resume:
-            raise ValueError("--retry-errors continues a run: add --resume")
+            raise ValueError("--retry-errors continues a run; add --resume")
         if args.backend != "ray" and (args.ray_address or args.ray_actors):
             raise ValueError("--ray-address and --ray-actors go with --backend ray")
         if args.backend == "ray" and args.env_url:
@@ -307,6 +307,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
     state = {"task": None, "ok": 0, "n": 0, "errors": 0}
 
     def on_start(total: int, done: int) -> None:
+        progress.start()  # once the run folder is ready: an error before it is one line
         state["task"] = progress.add_task(
             f"{probe.name} on {len(plan.envs)} env(s)", total=total, completed=done, ok=0, n=0,
             errors="",
@@ -325,7 +326,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
 
     fail_fast = FailFast(args.fail_fast, args.max_error_rate)
     try:
-        with progress:
+        try:
             summary = asyncio.run(
                 runner.run_eval(
                     plan,
@@ -343,18 +344,22 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
                     backend=backend,
                 )
             )
+        finally:
+            if state["task"] is not None:  # started (stopping prints a line break)
+                progress.stop()  # before any closing line
     except RunDirError as exc:
         say(console, f"textenvs eval: error: {exc}")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        console.print(
-            f"interrupted; finished episodes are saved. Resume with --resume --out {args.out}"
-        )
-        return 130
+        say(console, "textenvs eval: interrupted; finished episodes are saved; resume with: "
+            f"{continue_command(config['command'], '--resume')}")  # fmt: skip
+        # an exit, not a return: a served --model DIR then stops without waiting for the
+        # replies in flight (checkpoint.served)
+        raise SystemExit(130) from None
     finally:
         if make_env is not None:
             make_env.client.close()
         if backend is not None:
             backend.stop()
     stdout_console().print(results_table(summary, str(args.out)))
-    return closing_verdict(args, summary, console)
+    return closing_verdict(args, summary, console, config["command"])

@@ -4,6 +4,7 @@ happened most, and the exit status that goes with them."""
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 from rich.console import Console
@@ -20,15 +21,24 @@ def say(console: Console, text: str) -> None:
     console.print(text, markup=False, soft_wrap=True)
 
 
-def closing_verdict(args: argparse.Namespace, summary: dict[str, Any], console: Console) -> int:
-    """The closing lines (why it stopped, the top agent-error classes) and the exit code."""
+def continue_command(command: list[str], *flags: str) -> str:
+    """The run's own command line with `flags` added (those it lacks): a hint that can be
+    typed as shown (`--resume` alone misses the required --env and --agent)."""
+    return shlex.join([*command, *(flag for flag in flags if flag not in command)])
+
+
+def closing_verdict(
+    args: argparse.Namespace, summary: dict[str, Any], console: Console, command: list[str]
+) -> int:
+    """The closing lines (why it stopped, the top agent-error classes) and the exit code;
+    `command` is the run's command line, for the hints that continue it."""
     errors = top_error_classes(store.read_episodes(args.out))
     if errors:
         total = summary["by_env"]["all"]["agent_errors"]
         say(console, f"{total} episode(s) ended in agent errors; most frequent:")
         for name, count in errors:
             say(console, f"  {count:5d}  {name}")
-    retry = f"textenvs eval ... --out {args.out} --resume --retry-errors"
+    retry = continue_command(command, "--resume", "--retry-errors")
     if summary["stopped"]:
         say(console, f"stopped early: {summary['stopped']}")
         say(console, f"fix the cause, then finish the run with: {retry}")
@@ -39,8 +49,9 @@ def closing_verdict(args: argparse.Namespace, summary: dict[str, Any], console: 
     print(f"results in {args.out}/ (summary.json, episodes.jsonl, trajectories/); {report}")
     if not summary["complete"]:
         if args.trials > 1:
-            say(console, f"some trial groups did not finish: textenvs eval ... --out {args.out} "
-                "--resume plays each of them again from its first trial")  # fmt: skip
+            say(console, "some trial groups did not finish: "
+                f"{continue_command(command, '--resume')} plays each of them again from its "
+                "first trial")  # fmt: skip
         return 1
     return EXIT_AGENT_ERRORS if errors else 0
 

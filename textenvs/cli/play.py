@@ -58,8 +58,8 @@ def _play(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         # The thread reading the next command is still blocked in input(): a normal exit
         # would wait for Enter (or abort while it holds stdin), so leave at once.
-        print("\ninterrupted", file=sys.stderr, flush=True)
-        sys.stdout.flush()
+        print(flush=True)  # ends the prompt line the terminal's ^C was echoed on
+        print("textenvs play: interrupted", file=sys.stderr, flush=True)
         os._exit(130)
     if result.outcome == "quit":
         print(f"Stopped after {result.steps} steps (return {result.total_reward:g}).")

@@ -40,7 +40,7 @@ def _report(args: argparse.Namespace) -> int:
 
     out = args.out or default_out(args.dirs)
     try:
-        paths = write_report(args.dirs, out)
+        paths = write_report(args.dirs, out, warn=_warn)
     except RunDirError as exc:
         print(f"textenvs report: error: {exc}", file=sys.stderr)
         return 2
@@ -48,3 +48,7 @@ def _report(args: argparse.Namespace) -> int:
     print(f"report in {out}/: report.html (open it in a browser), report.md, results.csv, "
           f"results.tex, {FIGURES}/ ({figures} charts as SVG and PDF), {TRANSCRIPTS}/")  # fmt: skip
     return 0
+
+
+def _warn(note: str) -> None:
+    print(f"textenvs report: warning: {note}", file=sys.stderr)

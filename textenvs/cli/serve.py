@@ -8,14 +8,14 @@ import os
 import resource
 import sys
 
-from textenvs.cli.numbers import (
+from textenvs.cli.web import add_record_arguments, recorder_from_args
+from textenvs.core.numbers import (
     bounded,
     non_negative_float,
     port,
     positive_float,
     positive_int,
 )
-from textenvs.cli.web import add_record_arguments, recorder_from_args
 from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
 from textenvs.service.reading import DEFAULT_TIMEOUT_S
 from textenvs.service.sockets import DEFAULT_SOCKET_IDLE_S
@@ -211,9 +211,11 @@ def _serve(args: argparse.Namespace) -> int:
     if args.token_env:
         token = os.environ.get(args.token_env, "")
         if not token:
-            return _fail(f"${args.token_env} is unset or empty")
+            return _fail(f"${args.token_env} is unset or empty; export the token in it first")
         if "default" in tokens or token in tokens.values():
-            return _fail("--token-env repeats a client name or token of --token-file")
+            return _fail(
+                "--token-env repeats a client name or token of --token-file; give the token once"
+            )
         tokens["default"] = token
     try:
         recorder = recorder_from_args(args)

@@ -12,9 +12,12 @@ from textenvs.cli.common import (
     env_options_from_args,
     env_url_argument,
     fail,
+    non_negative,
     positive,
 )
+from textenvs.core.numbers import positive_float
 from textenvs.episodes.specs import seed_ranges
+from textenvs.evals import run_folder
 
 DEFAULT_SEEDS = "1000-9999"
 DEFAULT_EVAL_SEEDS = "0-99"
@@ -27,12 +30,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Train a model on one scenario with TRL's GRPOTrainer, multi-turn: one "
         "rollout is one whole episode, each turn's prompt the conversation 'textenvs eval "
         "--agent llm' sends, the reward the scenario's own return. Only the model's own "
-        "tokens are trained on. Writes OUT/base (the starting weights), OUT/checkpoints/ "
-        "(resumable), OUT/final (a transformers directory 'textenvs eval --model' plays), "
-        "OUT/curve.csv and OUT/figures/ (the training curve). Needs pip install "
-        "'textenvs[train]'; runs on a CPU (the model samples with transformers) or a GPU.",
+        "tokens are trained on. Writes OUT/checkpoints/ (the last one kept, resumable), "
+        "OUT/final (a transformers directory 'textenvs eval --model' plays), OUT/curve.csv, "
+        "OUT/figures/ (the training curve) and OUT/base (the starting weights: a link to "
+        "--model DIR, a copy with --save-base). Needs pip install 'textenvs[train]'; runs "
+        "on a CPU (the model samples with transformers) or a GPU.",
         epilog="Evaluate before and after on held-out seeds with the same harness: "
-        "textenvs eval --env ENV --agent llm --model OUT/base --seeds 0-99 --out runs/before; "
+        "textenvs eval --env ENV --agent llm --model OUT/base --seeds 0-99 --out runs/before "
+        "(with --model local, train with --save-base to have OUT/base); "
         "the same with --model OUT/final; then textenvs report runs/before runs/after.",
     )
     p.add_argument("--env", required=True, metavar="ENV", help="the scenario to train on")
@@ -44,6 +49,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         "transformers model directory (e.g. an earlier run's OUT/final)",
     )
     p.add_argument("--steps", required=True, type=positive, help="optimizer steps")
+    p.add_argument(
+        "--method",
+        choices=["grpo", "sft"],
+        default="grpo",
+        help="'grpo' (reinforcement from the scenario's reward, the default) or 'sft' (a "
+        "supervised warm start: imitate --demonstrations' episodes of the training seeds, "
+        "each written as the conversation 'textenvs eval' holds, text mode, only the replies "
+        "trained on; a step is --seeds-per-step episodes); GRPO can go on from its OUT/final",
+    )
+    p.add_argument(
+        "--demonstrations",
+        default="scripted",
+        metavar="AGENT",
+        help="--method sft: the agent whose episodes are imitated (default scripted: it "
+        "reads only what the observation shows)",
+    )
+    p.add_argument(
+        "--only-success",
+        action="store_true",
+        help="--method sft: imitate only the episodes the agent won",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
@@ -56,26 +82,45 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=DEFAULT_EVAL_SEEDS,
         metavar="SEEDS",
         help="held-out seeds the model is evaluated on: must not overlap --seeds; "
-        f"'textenvs eval' warns when a checkpoint is played on its training seeds "
+        "'textenvs eval' refuses to play a checkpoint on its training seeds "
         f"(default {DEFAULT_EVAL_SEEDS})",
     )
     env_option_argument(p)
     env_url_argument(p)
     p.add_argument(
-        "--group-size", type=positive, default=4, help="episodes per seed per step (GRPO's group)"
+        "--group-size",
+        type=positive,
+        default=4,
+        help="episodes per seed per step (GRPO's group; default %(default)s)",
     )
-    p.add_argument("--seeds-per-step", type=positive, default=2, help="seeds per step")
+    p.add_argument(
+        "--seeds-per-step", type=positive, default=2, help="seeds per step (default %(default)s)"
+    )
     p.add_argument(
         "--micro-batch",
         type=positive,
         default=2,
-        help="episodes per forward/backward pass (a step accumulates the rest)",
+        help="episodes per forward/backward pass (a step accumulates the rest; default "
+        "%(default)s)",
     )
-    p.add_argument("--learning-rate", type=float, default=1e-5, help="AdamW learning rate")
     p.add_argument(
-        "--temperature", type=float, default=1.0, help="sampling temperature of the rollouts"
+        "--learning-rate",
+        type=positive_float,
+        default=1e-5,
+        help="AdamW learning rate (default %(default)g)",
     )
-    p.add_argument("--max-tokens", type=positive, default=32, help="most tokens in one reply")
+    p.add_argument(
+        "--temperature",
+        type=positive_float,
+        default=1.0,
+        help="sampling temperature of the rollouts (default %(default)g)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=positive,
+        default=32,
+        help="most tokens in one reply (default %(default)s)",
+    )
     p.add_argument(
         "--max-turns",
         type=positive,
@@ -129,8 +174,47 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="train only the top N decoder layers (faster on a CPU; default: all)",
     )
-    p.add_argument("--save-every", type=positive, default=10, help="steps between checkpoints")
-    p.add_argument("--seed", type=int, default=0, help="seed of the run (sampling, data order)")
+    p.add_argument(
+        "--generation",
+        choices=["transformers", "vllm"],
+        default="transformers",
+        help="how rollouts sample replies: 'transformers' (any device, a CPU included; the "
+        "default) or 'vllm' (TRL's vLLM generation on a CUDA GPU, text mode; needs the vllm "
+        "package): colocated with the trainer, or the server given by --vllm-server",
+    )
+    p.add_argument(
+        "--vllm-server",
+        default=None,
+        metavar="URL",
+        help="with --generation vllm: a 'trl vllm-serve' server's base URL (default: vLLM "
+        "colocated in this process)",
+    )
+    p.add_argument(
+        "--save-every",
+        type=positive,
+        default=10,
+        help="steps between checkpoints (default %(default)s)",
+    )
+    p.add_argument(
+        "--save-total-limit",
+        type=positive,
+        default=1,
+        metavar="N",
+        help="checkpoints kept, the oldest deleted (default %(default)s: the last, all "
+        "--resume needs; each holds the weights and the optimizer's state)",
+    )
+    p.add_argument(
+        "--save-base",
+        action="store_true",
+        help="write the starting weights to OUT/base (with --model local, to evaluate them "
+        "as 'before'; a --model DIR is linked there instead, at no cost)",
+    )
+    p.add_argument(
+        "--seed",
+        type=non_negative,
+        default=0,
+        help="seed of the run (sampling, data order; default %(default)s)",
+    )
     p.add_argument(
         "--resume",
         action="store_true",
@@ -141,6 +225,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        from textenvs.inference import models
         from textenvs.training import run as training
     except ImportError as exc:
         missing = getattr(exc, "name", None) or str(exc)
@@ -149,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
             f"training needs the [train] extra ({missing} is missing): "
             "pip install 'textenvs[train]'",
         ) from None
-    training.quiet_libraries()
+    models.quiet_libraries()
     try:
         settings = training.settings_from(
             env=args.env,
@@ -157,6 +242,9 @@ def run(args: argparse.Namespace) -> int:
             steps=args.steps,
             seeds=args.seeds,
             eval_seeds=args.eval_seeds,
+            method=args.method,
+            demonstrations=args.demonstrations,
+            only_success=args.only_success,
             options=env_options_from_args(args),
             group_size=args.group_size,
             seeds_per_step=args.seeds_per_step,
@@ -171,19 +259,34 @@ def run(args: argparse.Namespace) -> int:
             action_mode=args.action_mode,
             json_reasoning=args.json_reasoning,
             env_url=args.env_url,
+            generation=args.generation,
+            vllm_server=args.vllm_server,
             save_every=args.save_every,
             seed=args.seed,
         )
-        final = training.train(settings, args.out, resume=args.resume)
+        final = training.train(
+            settings,
+            args.out,
+            resume=args.resume,
+            keep_checkpoints=args.save_total_limit,
+            save_base=args.save_base,
+        )
     except training.TrainingError as exc:
         raise fail(args, str(exc)) from None
-    print(f"trained model in {final}/ (a transformers directory); curve in {args.out}/curve.csv")
+    curve, base = args.out / run_folder.CURVE, args.out / run_folder.BASE
+    print(f"trained model in {final}/ (a transformers directory); curve in {curve}")
     seeds = seed_ranges(settings.eval_seeds)
+    before = (
+        f"  textenvs eval --env {settings.env} --agent llm --model {base} "
+        f"--seeds {seeds} --out runs/{args.out.name}-before\n"
+        if base.exists()
+        else "  (the starting weights were not saved: train with --save-base to evaluate "
+        "them as 'before')\n"
+    )
     print(
         "evaluate it on held-out seeds with:\n"
-        f"  textenvs eval --env {settings.env} --agent llm --model {args.out}/base "
-        f"--seeds {seeds} --out runs/{args.out.name}-before\n"
-        f"  textenvs eval --env {settings.env} --agent llm --model {final} "
+        + before
+        + f"  textenvs eval --env {settings.env} --agent llm --model {final} "
         f"--seeds {seeds} --out runs/{args.out.name}-after\n"
         f"  textenvs report runs/{args.out.name}-before runs/{args.out.name}-after",
         file=sys.stderr,

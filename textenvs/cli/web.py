@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-from textenvs.cli.numbers import bounded, positive_int
 from textenvs.core import registry
+from textenvs.core.numbers import bounded, positive_int
 from textenvs.service.web.runs import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:  # the service is imported only when it is used

@@ -11,7 +11,8 @@
   `Move`), at the start of a line, after the end of a sentence ("Last turn I moved east.
   Now: north") or after an interjection ("Wait, Action: north"); or a JSON object with an
   action (`{"reasoning": "...", "action": "north"}`), also inside a `<tool_call>` wrapper
-  or as the tool's own schema (`{"action": "support", "cells": ["C2"], "material": ...}`).
+  or as the tool's own schema (`{"action": "support", "cells": ["C2"], "material": ...}`,
+  whose keys beyond the action each scenario names: `JsonFields`).
   When a reply has one, nothing else in it is read (`marked_commands` also gives the
   parser the lines right below each marked line, so an order there rejects the reply
   rather than being dropped).
@@ -24,6 +25,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from textenvs.core.parse_error import ParseError
@@ -51,9 +53,8 @@ _ACTION_LINE = re.compile(
 # The opening line of a code fence names its language ("```text"): not part of the reply.
 _FENCE = re.compile(r"^([ \t]*```)[\w+-]*[ \t]*$", re.MULTILINE)
 _TOOL_TAGS = re.compile(r"</?(?:tool_call|function_call|tool_use)>", re.IGNORECASE)
-# JSON keys: the command, what it takes, and reasoning that is never read.
+# JSON keys: the command, and reasoning that is never read.
 ACTION_KEYS = ("action", "command", "move", "orders", "answer")
-ARGUMENT_KEYS = ("cells", "cell", "material", "direction")
 REASONING_KEYS = frozenset({
     "reasoning", "reason", "thought", "thoughts", "thinking", "analysis", "explanation",
     "rationale", "observation", "plan", "notes_to_self",
@@ -177,14 +178,28 @@ def _words(value: Any) -> str | None:
     return None
 
 
-def command_of_json(data: Any) -> str | None:
+@dataclass(frozen=True)
+class JsonFields:
+    """How a scenario's JSON action names its parts beyond the action key: `arguments`,
+    keys whose values follow the action's word (`{"action": "support", "cells": ["C2"]}`
+    is `support C2`), and `units`, whether a one-letter key is a unit given its own order
+    (`{"a": "north"}` is `a north`)."""
+
+    arguments: tuple[str, ...] = ()
+    units: bool = False
+
+
+PLAIN_JSON = JsonFields()
+
+
+def command_of_json(data: Any, fields: JsonFields) -> str | None:
     """The command a JSON object gives, as command text; None if it names no action.
 
-    Reasoning keys are not read; argument keys (`cells`, `material`, ...) follow the
-    action; a one-letter key is a squad (`{"a": "north"}` is `a north`); any other key is
-    kept with its value, so the command is rejected rather than read without it. An
-    `arguments` (or `parameters`) object is read as the command only where the object
-    names no action or squad itself (a tool call's shape); beside one it is such a key."""
+    Reasoning keys are not read; the scenario's argument keys follow the action; where a
+    scenario has units, a one-letter key is one; any other key is kept with its value, so
+    the command is rejected rather than read without it. An `arguments` (or `parameters`)
+    object is read as the command only where the object names no action or unit itself
+    (a tool call's shape); beside one it is such a key."""
     if not isinstance(data, dict):
         return None
     arguments = data.get("arguments", data.get("parameters"))
@@ -194,27 +209,27 @@ def command_of_json(data: Any) -> str | None:
         except (ValueError, RecursionError):
             return None
     action = next((key for key in ACTION_KEYS if key in data), None)
-    squads = [key for key in data if isinstance(key, str) and len(key) == 1]
-    if isinstance(arguments, dict) and action is None and not squads:  # a tool call's shape
-        return command_of_json(arguments)
-    if action is None and not squads:
+    units = [key for key in data if fields.units and isinstance(key, str) and len(key) == 1]
+    if isinstance(arguments, dict) and action is None and not units:  # a tool call's shape
+        return command_of_json(arguments, fields)
+    if action is None and not units:
         return None
     parts: list[str] = []
-    for key in sorted(data, key=lambda k: (k != action, k not in ARGUMENT_KEYS)):
+    for key in sorted(data, key=lambda k: (k != action, k not in fields.arguments)):
         if key in REASONING_KEYS:
             continue
         words = _words(data[key])
         if words is None:
             words = f"{key} unreadable"  # never a word of any grammar: the reply is rejected
-        elif key in squads:
+        elif key in units:
             words = f"; {key} {words}"
-        elif key != action and key not in ARGUMENT_KEYS:
+        elif key != action and key not in fields.arguments:
             words = f"{key} {words}"
         parts.append(words)
     return " ".join(parts).lstrip("; ")
 
 
-def json_command(text: str) -> tuple[str, int, int] | None:
+def json_command(text: str, fields: JsonFields) -> tuple[str, int, int] | None:
     """The command of the one JSON object in `text` (outside tool-call tags), with the
     object's span; None if there is none or it names no action."""
     start, end = text.find("{"), text.rfind("}")
@@ -227,15 +242,15 @@ def json_command(text: str) -> tuple[str, int, int] | None:
         data = json.loads(body, strict=False)
     except (ValueError, RecursionError):
         return None
-    command = command_of_json(data)
+    command = command_of_json(data, fields)
     return None if command is None else (command, start, end + 1)
 
 
-def marked_commands(cleaned: str) -> tuple[list[str], list[str], list[bool]]:
+def marked_commands(cleaned: str, fields: JsonFields) -> tuple[list[str], list[str], list[bool]]:
     """The command parts a reply marks (module docstring; empty if it marks none), the
     lines right below its `Action:` lines, and which parts are labelled as reasoning may
     be (`action_lines`)."""
-    found = json_command(cleaned)
+    found = json_command(cleaned, fields)
     if found is None:
         return action_lines(cleaned)
     command, start, end = found

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.utils import seeding
 from pydantic import BaseModel, ConfigDict
 
 from textenvs.core.parsing import MAX_COMMAND_CHARS, ParseError
@@ -173,22 +174,28 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
         return self._emit((), error=None, success=False)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        try:
+            parsed: A | ParseError = self.parse(action)
+        except ParseError as exc:
+            parsed = exc
+        return self.step_read(parsed)
+
+    def step_read(self, parsed: A | ParseError) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """`step` with the reply already read: the action `parse` returned, or the
+        `ParseError` it raised (a wasted turn). For callers that read a reply elsewhere
+        (the service reads off its event loop)."""
         if self._state is None or self._done:
             raise RuntimeError("the episode is over (or never started): call reset() first")
         step_index = self._steps_used
-        error: ParseError | None = None
-        self._read_as = None
-        try:
-            parsed = self.parse(action)
-        except ParseError as exc:
-            error = exc
-        if error is None:
-            self._read_as = canonical_command(parsed)
-            result = self.transition(self._state, parsed, step_index)
-        else:
+        error = parsed if isinstance(parsed, ParseError) else None
+        if isinstance(parsed, ParseError):
+            self._read_as = None
             # A wasted turn: the budget goes down; the scenario says what time does.
             wasted = self.on_wasted_turn(self._state, step_index)
             result = replace(wasted, events=({"type": "invalid_command"}, *wasted.events))
+        else:
+            self._read_as = canonical_command(parsed)
+            result = self.transition(self._state, parsed, step_index)
         self._steps_used += 1
         reward, terminated, success = result.reward, result.terminated, result.success
         events = result.events
@@ -213,6 +220,13 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
         return None
 
     # ----- helpers --------------------------------------------------------------------
+
+    def world_for(self, seed: int, options: dict[str, Any] | None = None) -> S:
+        """The world `reset(seed=seed, options=options)` starts in, drawn afresh: this
+        env's episode is untouched. For facts about a seed (ceilings, skill metrics),
+        never an agent's input."""
+        rng, _ = seeding.np_random(seed)
+        return self.initial_state(rng, dict(options or {}))
 
     @property
     def steps_used(self) -> int:

@@ -47,6 +47,8 @@ from typing import Generic, TypeVar
 
 from textenvs.core.answer_format import (
     MAX_COMMAND_CHARS,
+    PLAIN_JSON,
+    JsonFields,
     clean,
     fold,
     marked_commands,
@@ -74,8 +76,10 @@ __all__ = [
     "FILLERS",
     "MASK",
     "MAX_COMMAND_CHARS",
+    "PLAIN_JSON",
     "WORD",
     "Found",
+    "JsonFields",
     "ParseError",
     "Reading",
     "clean",
@@ -155,6 +159,7 @@ def read(
     valid: Sequence[str],
     listed: bool = False,
     fillers: frozenset[str] = FILLERS,
+    json_fields: JsonFields = PLAIN_JSON,
 ) -> Reading[A]:
     """Find every order in a reply by the shared policy (module docstring).
 
@@ -162,12 +167,13 @@ def read(
     `ParseError` for a precise complaint); `scan(s)` finds command phrases in a cleaned text
     whose unread parts are masked (case kept; `fold` it to match case-blind). With
     `listed`, orders side by side ("A north, B east") are one command, not a sequence.
-    `fillers` are the words a command part may carry besides its phrases.
+    `fillers` are the words a command part may carry besides its phrases; `json_fields`
+    the keys of the scenario's JSON action beyond the action (`answer_format.JsonFields`).
     Raises the reason of the first order that cannot be executed as written, or of the
     first word nothing accounts for.
     """
     cleaned, whole = prepare(text, valid)
-    marked, below_marked = _command_parts(cleaned, exact, scan)
+    marked, below_marked = _command_parts(cleaned, exact, scan, json_fields)
     # "north?" is the command, edge punctuation aside; "Should A go north?" is a question.
     asks = cleaned.rstrip(_EDGE_NOISE.replace("?", "")).endswith("?") and " " in whole
     if not marked and not asks:
@@ -250,13 +256,16 @@ def read(
 
 
 def _command_parts(
-    cleaned: str, exact: Callable[[str], A | None], scan: Callable[[str], list[Found[A]]]
+    cleaned: str,
+    exact: Callable[[str], A | None],
+    scan: Callable[[str], list[Found[A]]],
+    json_fields: JsonFields,
 ) -> tuple[list[str], list[str]]:
     """The marked command parts of a reply and the lines right below them. Beside an
     `Action:` line, a `Now:` or `Answer:` line before it is reasoning (`_is_reasoning`:
     "Now: I am at (2,2)" is not read; "Now: east" must agree with the Action: line); one
     after the Action: line is read like any marked part."""
-    marked, below, reasoning = marked_commands(cleaned)
+    marked, below, reasoning = marked_commands(cleaned, json_fields)
     if all(reasoning):
         return marked, below
     first = reasoning.index(False)
@@ -350,10 +359,14 @@ def resolve(
     vocabulary: Sequence[str] = (),
     describe: Callable[[A], str] = str,
     fillers: frozenset[str] = FILLERS,
+    json_fields: JsonFields = PLAIN_JSON,
 ) -> A:
     """The one command a reply gives, by the shared policy (module docstring); see `read`
-    for `exact` and `scan`. `vocabulary` feeds suggestions."""
-    reading = read(text, exact=exact, scan=scan, valid=valid, fillers=fillers)
+    for `exact` and `scan`, and `core.answer_format.JsonFields` for `json_fields`.
+    `vocabulary` feeds suggestions."""
+    reading = read(
+        text, exact=exact, scan=scan, valid=valid, fillers=fillers, json_fields=json_fields
+    )
     distinct = list(dict.fromkeys(reading.orders))
     if len(distinct) > 1:
         names = ", ".join(f"'{describe(a)}'" for a in distinct[:4])

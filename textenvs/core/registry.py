@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 
 from textenvs.core.env import TextEnv
+from textenvs.core.scoring import Scoring
 
 
 @dataclass(frozen=True)
@@ -18,10 +20,20 @@ class Scenario:
     env_id: str  # gymnasium id
     entry_point: str  # "module:Class"
     title: str
+    scoring_entry_point: str  # "module:Class" of its `core.scoring.Scoring`
 
     def load(self) -> type[TextEnv[Any, Any]]:
-        module, _, attr = self.entry_point.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return load_entry_point(self.entry_point)
+
+    def scoring(self) -> Scoring:
+        """What the scenario scores: its headline, skill metrics and ceiling."""
+        return load_entry_point(self.scoring_entry_point)()
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """What a "module:attribute" entry point names (the module imported on demand)."""
+    module, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -30,30 +42,35 @@ SCENARIOS: tuple[Scenario, ...] = (
         "textenvs/TreasureHunt-v4",
         "textenvs.scenarios.treasure_hunt.env:TreasureHuntEnv",
         "Inverted-Symbol Treasure Hunt Grid",
+        "textenvs.scenarios.treasure_hunt.scoring:TreasureHuntScoring",
     ),
     Scenario(
         "magnetic-field",
         "textenvs/MagneticField-v4",
         "textenvs.scenarios.magnetic_field.env:MagneticFieldEnv",
         "Magnetic Field Pattern Recognition",
+        "textenvs.scenarios.magnetic_field.scoring:MagneticFieldScoring",
     ),
     Scenario(
         "em-anomaly",
         "textenvs/EMAnomaly-v4",
         "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
         "Electromagnetic Field Anomaly Mapping",
+        "textenvs.scenarios.em_anomaly.scoring:EMAnomalyScoring",
     ),
     Scenario(
         "squad-recon",
         "textenvs/SquadRecon-v4",
         "textenvs.scenarios.squad_recon.env:SquadReconEnv",
         "Squad Reconnaissance and Elimination",
+        "textenvs.scenarios.squad_recon.scoring:SquadReconScoring",
     ),
     Scenario(
         "megacity",
-        "textenvs/Megacity-v5",
+        "textenvs/Megacity-v6",
         "textenvs.scenarios.megacity.env:MegacityEnv",
         "Subterranean Megacity",
+        "textenvs.scenarios.megacity.scoring:MegacityScoring",
     ),
 )
 
@@ -62,8 +79,8 @@ class UnknownEnvError(KeyError):
     def __init__(self, name: str) -> None:
         known = [s.name for s in SCENARIOS]
         close = difflib.get_close_matches(name.lower(), known, n=1)
-        hint = f" Did you mean '{close[0]}'?" if close else ""
-        self.message = f"unknown environment '{name}'. Known: {', '.join(known)}.{hint}"
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        self.message = f"unknown environment '{name}'; {hint}known: {', '.join(known)}"
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -74,12 +91,24 @@ def names() -> list[str]:
     return [s.name for s in SCENARIOS]
 
 
+def _spelling(name: str) -> str:
+    """A name without case or separators: 'Treasure_Hunt', 'treasurehunt' and
+    'treasure-hunt' are one spelling, as the class-style names need."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
 def get(name: str) -> Scenario:
-    """Look a scenario up by CLI name, gymnasium id, or class-style name (any case)."""
-    key = name.strip().lower()
+    """Look a scenario up by CLI name, gymnasium id, or class-style name (any case, any
+    separators: `_spelling`)."""
+    key = _spelling(name)
     for scenario in SCENARIOS:
-        short_id = scenario.env_id.split("/")[1].lower()
-        if key in (scenario.name, scenario.env_id.lower(), short_id, short_id[:-3]):
+        short_id = scenario.env_id.split("/")[1]
+        unversioned = re.sub(r"-v\d+$", "", short_id)
+        if name.strip().lower() == scenario.env_id.lower() or key in {
+            _spelling(scenario.name),
+            _spelling(short_id),
+            _spelling(unversioned),
+        }:
             return scenario
     raise UnknownEnvError(name)
 

@@ -7,6 +7,7 @@ registry (`"all"` means every scenario), so the callers follow its ids and versi
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ MAX_SEED = 2**63 - 1
 
 
 def parse_seeds(spec: str) -> list[int]:
-    """`"0-99"`, `"3"`, `"0-4,10,20-22"` -> sorted unique seeds (at most `MAX_SEEDS`, each
+    """`"0-99"`, `"3"`, `"0-4,10,20-22"` -> sorted seeds, each named once (at most `MAX_SEEDS`, each
     below 2**63: checked before any range is expanded)."""
     ranges: list[tuple[int, int]] = []
     for part in spec.replace(" ", "").split(","):
@@ -31,13 +32,17 @@ def parse_seeds(spec: str) -> list[int]:
             raise ValueError(f"bad seed range '{part}': use N, N-M or a comma list of those")
         lo, hi = int(match[1]), int(match[2] or match[1])
         if hi < lo:
-            raise ValueError(f"bad seed range '{part}': {hi} < {lo}")
+            raise ValueError(f"bad seed range '{part}': it ends before it starts; write {hi}-{lo}")
         if hi > MAX_SEED:
             raise ValueError(f"bad seed range '{part}': seeds go up to {MAX_SEED}")
         ranges.append((lo, hi))
     if sum(hi - lo + 1 for lo, hi in ranges) > MAX_SEEDS:
         raise ValueError(f"'{excerpt(spec, 40)}' names over {MAX_SEEDS:,} seeds: give fewer")
-    return sorted({seed for lo, hi in ranges for seed in range(lo, hi + 1)})
+    seeds = sorted(seed for lo, hi in ranges for seed in range(lo, hi + 1))
+    twice = next((a for a, b in itertools.pairwise(seeds) if a == b), None)
+    if twice is not None:
+        raise ValueError(f"seed {twice} is named twice in '{excerpt(spec, 40)}'; name each once")
+    return seeds
 
 
 def seed_ranges(seeds: list[int]) -> str:
@@ -62,7 +67,7 @@ def resolve_envs(spec: str) -> list[str]:
         raise ValueError("--env needs a scenario name, a comma list, or 'all'")
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
-        raise ValueError(f"--env names {', '.join(twice)} more than once")
+        raise ValueError(f"--env names {', '.join(twice)} more than once; name each once")
     return names
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -42,6 +43,8 @@ def serve_in_thread(
         yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
+        # leaving on Ctrl-C or an error: no grace for the requests in flight
+        server.force_exit = sys.exc_info()[0] is not None
         thread.join(timeout)
         if thread.is_alive():  # still waiting for connections or tasks: stop anyway
             server.force_exit = True

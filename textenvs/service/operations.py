@@ -135,7 +135,7 @@ class Operations:
             text = command if action is None else command_for(env, action)
             outcome = await self.reader.read(client, env, text)
             self.store.get(session_id, client)
-            observation, reward, terminated, truncated, info = step_parsed(env, text, outcome)
+            observation, reward, terminated, truncated, info = step_parsed(env, outcome)
             session.observation, session.info = observation, info
             session.touch()
             if session.before_answer is not None:

@@ -56,20 +56,11 @@ def read(parse: Callable[[str], Any], text: str) -> Outcome:
         return False, (exc.reason, exc.valid, exc.suggestions)
 
 
-def step_parsed(env: Any, text: str, outcome: Outcome) -> tuple[str, float, bool, bool, dict]:
-    """`env.step(text)` with `outcome` as what its parser read (no parsing here)."""
-    target = env.unwrapped  # the scenario env under any wrapper
-
-    def parsed(_: str) -> Any:
-        if outcome[0]:
-            return outcome[1]
-        raise ParseError(*outcome[1])
-
-    target.parse = parsed  # an instance attribute shadows the method for this one step
-    try:
-        return env.step(text)
-    finally:
-        del target.parse
+def step_parsed(env: Any, outcome: Outcome) -> tuple[str, float, bool, bool, dict]:
+    """`env.step(text)` with `outcome` as what its parser read from `text` (no parsing
+    here)."""
+    parsed = outcome[1] if outcome[0] else ParseError(*outcome[1])
+    return env.unwrapped.step_read(parsed)
 
 
 def serve_pipes() -> None:

@@ -15,12 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from textenvs.evals import bands, plots, skills
+from textenvs.evals import bands, plots, run_folder, skills
+from textenvs.evals.line_chart import line_chart
 from textenvs.evals.pdf import svg_to_pdf
 from textenvs.training.rollouts import Rollout, Timing
-
-CURVE_FILE = "curve.csv"
-FIGURES = "figures"
 
 COLUMNS = [
     "step",
@@ -46,11 +44,11 @@ COLUMNS = [
     "update_s",
 ]
 
-#: (column, chart title) of the charts drawn
+#: (column, chart title) of the charts drawn; the headline's is the scenario's metric
 CHARTS = [
     ("reward", "reward trained on"),
     ("return", "return"),
-    ("headline", "headline metric"),
+    ("headline", ""),
     ("invalid_rate", "invalid-action rate"),
     ("success_rate", "success rate"),
 ]
@@ -120,7 +118,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def append(out: Path, values: dict[str, Any]) -> None:
     """Add a row to `out/curve.csv` (a header first in a new file)."""
-    path = out / CURVE_FILE
+    path = out / run_folder.CURVE
     fields = COLUMNS + sorted(k for k in values if k not in COLUMNS)
     new = not path.exists()
     if not new:
@@ -142,7 +140,7 @@ def _cell(value: Any) -> str:
 
 
 def read(out: Path) -> list[dict[str, float | None]]:
-    path = out / CURVE_FILE
+    path = out / run_folder.CURVE
     if not path.exists():
         return []
     with path.open(newline="") as handle:
@@ -154,7 +152,7 @@ def read(out: Path) -> list[dict[str, float | None]]:
 
 def keep_until(out: Path, step: int) -> None:
     """Drop the rows after `step` (a run resumed from that checkpoint writes them again)."""
-    path = out / CURVE_FILE
+    path = out / run_folder.CURVE
     if not path.exists():
         return
     with path.open(newline="") as handle:
@@ -164,17 +162,22 @@ def keep_until(out: Path, step: int) -> None:
         csv.writer(handle).writerows(kept)
 
 
-def write_charts(out: Path, title: str) -> list[Path]:
-    """The curve's charts as `out/figures/curve-<column>.svg` and `.pdf`."""
+def write_charts(out: Path, env: str, level: int | None = None) -> list[Path]:
+    """The curve's charts as `out/figures/curve-<column>.svg` and `.pdf`: each step's
+    figure and their running mean; the headline metric's under its name, with the band
+    of `env` at `level` (the one the run trained on)."""
     rows = read(out)
-    folder = out / FIGURES
+    folder = out / run_folder.FIGURES
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for column, label in CHARTS:
         points = [(r["step"], r[column]) for r in rows if r.get(column) is not None]
         if not points:
             continue
-        svg = plots.standalone(plots.line_chart(f"{title}: {label}", "step", points))
+        band = bands.band_for(bands.load_bands(), env, level) if column == "headline" else None
+        label = label or bands.headline(env).label
+        chart = line_chart(f"{env}: {label} by step", "step", points, y_label=label, band=band)
+        svg = plots.standalone(chart)
         name = f"curve-{column.replace('_', '-')}"
         (folder / f"{name}.svg").write_text(svg)
         (folder / f"{name}.pdf").write_bytes(svg_to_pdf(svg))

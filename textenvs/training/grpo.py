@@ -8,9 +8,11 @@ prompt ids, the completion ids (every later token), the mask of the model's own 
 log-probabilities. The reward is the episode's return, the scenario's own reward. GRPO
 compares the episodes of one seed with each other (group-relative advantages).
 
-With no GPU the model samples through transformers on the CPU; on a GPU the same rollout
-function runs with the model on that device (TRL's vLLM generation serves single-turn
-prompts; its `rollout_func` path is where multi-turn episodes go).
+Replies are sampled behind one interface (`samplers.py`): through transformers, one
+key/value cache kept across turns (any device; the default, and the only one here on a
+CPU), or on a GPU through the trainer's own vLLM generation (`GRPOConfig(use_vllm=True)`,
+colocated or a `trl vllm-serve` server), each turn's prompts sent as token ids and the
+sampled tokens' log-probabilities returned as TRL expects them.
 """
 
 from __future__ import annotations
@@ -32,15 +34,13 @@ from textenvs.agents.llm import context
 from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.core import registry
 from textenvs.episodes.specs import EpisodeSpec, seed_ranges
-from textenvs.evals import bands
-from textenvs.training import curve, models
-from textenvs.training.chat import ChatTokens
-from textenvs.training.generation import Sampling
+from textenvs.evals import bands, run_folder
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens
+from textenvs.inference.generation import Sampling
+from textenvs.training import curve
 from textenvs.training.rollouts import EnvFactory, Rollout, Timing, play
-
-CHECKPOINTS = "checkpoints"
-BASE = "base"
-FINAL = "final"
+from textenvs.training.samplers import PromptSampler, trl_vllm_generator
 
 
 @dataclass
@@ -52,6 +52,12 @@ class TrainSettings:
     steps: int
     seeds: list[int]
     eval_seeds: list[int]
+    #: "grpo" (reinforcement from the scenario's reward) or "sft" (imitate the episodes
+    #: of the agent `demonstrations` on the training seeds: `sft.py`)
+    method: str = "grpo"
+    demonstrations: str = "scripted"
+    #: sft: imitate won episodes only
+    only_success: bool = False
     options: dict[str, Any] = field(default_factory=dict)
     #: episodes per seed in a step (GRPO's group), and seeds per step
     group_size: int = 4
@@ -74,6 +80,10 @@ class TrainSettings:
     #: "return" (the scenario's reward) or "headline" (the per-episode headline metric)
     reward: str = "return"
     env_url: str | None = None
+    #: where rollout replies are sampled: "transformers" (any device, json mode too) or
+    #: "vllm" (TRL's vLLM generation on a GPU: colocated, or the server at `vllm_server`)
+    generation: str = "transformers"
+    vllm_server: str | None = None
     save_every: int = 10
     seed: int = 0
 
@@ -134,6 +144,10 @@ class RolloutSource:
         model.eval()
         seed = self.settings.seed * 1_000_003 + trainer.state.global_step
         self.timing = Timing()
+        sampler = None
+        if trainer.args.use_vllm:
+            generate = trl_vllm_generator(trainer, self.chat.stop_ids)
+            sampler = PromptSampler(generate, len(specs), stop_ids=self.chat.stop_ids)
         try:
             rollouts = play(
                 model,
@@ -145,6 +159,7 @@ class RolloutSource:
                 max_turns=self.settings.max_turns,
                 generator=torch.Generator().manual_seed(seed),
                 timing=self.timing,
+                sampler=sampler,
             )
         finally:
             model.train(was_training)
@@ -217,17 +232,27 @@ class CurveWriter(TrainerCallback):
             models.write_record(folder, self.settings.record())
 
 
-def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
+def grpo_config(
+    settings: TrainSettings, out: Path, keep_checkpoints: int | None = None
+) -> GRPOConfig:
+    """TRL's settings for `settings`; the newest `keep_checkpoints` checkpoints are kept
+    (None: all)."""
     per_step = settings.episodes_per_step
     if per_step % settings.micro_batch:
         raise ValueError(
             f"episodes per step ({per_step}) must be a multiple of the micro batch "
             f"({settings.micro_batch})"
         )
+    vllm = settings.generation == "vllm"
+    if vllm and settings.action_mode == "json":
+        raise ValueError(
+            "--generation vllm samples text only (json mode holds each token to the action "
+            "schema): use --action-mode text, or the default transformers generation"
+        )
     return GRPOConfig(
-        output_dir=str(out / CHECKPOINTS),
-        max_steps=settings.steps,
-        learning_rate=settings.learning_rate,
+        use_vllm=vllm,
+        vllm_mode="server" if settings.vllm_server else "colocate",
+        vllm_server_base_url=settings.vllm_server,
         num_generations=settings.group_size,
         per_device_train_batch_size=settings.micro_batch,
         gradient_accumulation_steps=per_step // settings.micro_batch,
@@ -235,19 +260,32 @@ def grpo_config(settings: TrainSettings, out: Path) -> GRPOConfig:
         temperature=settings.temperature,
         max_completion_length=None,
         beta=0.0,  # no reference model: a second copy costs a CPU more than it helps here
-        use_cpu=not torch.cuda.is_available(),
-        bf16=False,
         gradient_checkpointing=False,
-        logging_steps=1,
-        save_steps=settings.save_every,
-        save_total_limit=2,
-        report_to=[],
-        disable_tqdm=True,
-        seed=settings.seed,
-        data_seed=settings.seed,
-        lr_scheduler_type="constant",
-        dataloader_num_workers=0,
+        **trainer_arguments(settings, out, keep_checkpoints),
     )
+
+
+def trainer_arguments(
+    settings: TrainSettings, out: Path, keep_checkpoints: int | None
+) -> dict[str, Any]:
+    """The arguments every trainer of a run takes alike (GRPO's and SFT's); the newest
+    `keep_checkpoints` checkpoints are kept (None: all)."""
+    return {
+        "output_dir": str(out / run_folder.CHECKPOINTS),
+        "max_steps": settings.steps,
+        "learning_rate": settings.learning_rate,
+        "use_cpu": not torch.cuda.is_available(),
+        "bf16": False,
+        "logging_steps": 1,
+        "save_steps": settings.save_every,
+        "save_total_limit": keep_checkpoints,
+        "report_to": [],
+        "disable_tqdm": True,
+        "seed": settings.seed,
+        "data_seed": settings.seed,
+        "lr_scheduler_type": "constant",
+        "dataloader_num_workers": 0,
+    }
 
 
 def build_trainer(
@@ -257,6 +295,7 @@ def build_trainer(
     make_env: EnvFactory,
     out: Path,
     on_step: Callable[[dict[str, Any]], None] | None = None,
+    keep_checkpoints: int | None = None,
 ) -> GRPOTrainer:
     """The GRPO trainer of `settings`, its rollouts played with `model` itself."""
     chat = ChatTokens(tokenizer)
@@ -271,7 +310,7 @@ def build_trainer(
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=episode_reward,
-        args=grpo_config(settings, out),
+        args=grpo_config(settings, out, keep_checkpoints),
         train_dataset=dataset,
         processing_class=tokenizer,
         rollout_func=source,

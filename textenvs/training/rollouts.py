@@ -35,8 +35,9 @@ from textenvs.episodes.protocol import Decision
 from textenvs.episodes.record import TURN_LIMIT, EpisodeResult
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.evals import skills
-from textenvs.training.chat import ChatTokens, GrowingChat
-from textenvs.training.generation import Grammar, Reply, Sampling, Sequences
+from textenvs.inference.chat import ChatTokens, GrowingChat
+from textenvs.inference.generation import Grammar, Reply, Sampling, Sequences
+from textenvs.training.samplers import Sampler
 
 
 class EpisodeEnv(Protocol):
@@ -227,8 +228,11 @@ def play(
     max_turns: int | None = None,
     generator: torch.Generator | None = None,
     timing: Timing | None = None,
+    sampler: Sampler | None = None,
 ) -> list[Rollout]:
-    """Play one episode per spec, all in lockstep; their rollouts in the same order."""
+    """Play one episode per spec, all in lockstep; their rollouts in the same order.
+    Replies come from `sampler` (`samplers.py`: e.g. TRL's vLLM generation), by default
+    from `model` through transformers, one cache kept across turns."""
     timing = timing if timing is not None else Timing()
     episodes: list[_Episode] = []
     try:
@@ -238,7 +242,7 @@ def play(
             episodes.append(episode)
             episode.start()
         timing.environment += time.perf_counter() - started
-        sequences = Sequences(
+        sequences = sampler or Sequences(
             model,
             len(episodes),
             stop_ids=chat.stop_ids,

@@ -3,13 +3,13 @@ written (what `textenvs train` does)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
+import torch
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -19,18 +19,21 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from transformers.utils import logging as transformers_logging
 
 import textenvs
 from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.core.redact import redact_url
+from textenvs.core.registry import episode_level
 from textenvs.episodes.specs import check_reset_options, parse_seeds, resolve_envs
-from textenvs.training import curve, grpo, models
-from textenvs.training.chat import ChatTokens, TemplateError
-from textenvs.training.grpo import BASE, CHECKPOINTS, FINAL, TrainSettings
+from textenvs.evals import run_folder
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens, TemplateError
+from textenvs.training import curve, grpo
+from textenvs.training.grpo import TrainSettings
 from textenvs.training.rollouts import EnvFactory
 
-SETTINGS_FILE = "settings.json"
+#: agents whose episodes `--method sft` can imitate
+DEMONSTRATORS = ("scripted", "learner", "random")
 
 
 class TrainingError(ValueError):
@@ -45,7 +48,7 @@ def settings_from(
     if model != models.LOCAL and not models.is_model_dir(model):
         raise TrainingError(
             f"--model {model}: not 'local' nor a transformers model directory (a folder "
-            "with config.json)"
+            "with config.json); give 'local' or a model directory (an earlier run's OUT/final)"
         )
     names = resolve_envs(env)
     if len(names) != 1:
@@ -61,6 +64,19 @@ def settings_from(
     settings = TrainSettings(
         env=names[0], model=model, seeds=train_seeds, eval_seeds=held_out, **given
     )
+    if settings.demonstrations not in DEMONSTRATORS:
+        raise TrainingError(
+            f"--demonstrations {settings.demonstrations}: one of {', '.join(DEMONSTRATORS)} "
+            "(an agent that plays in-process)"
+        )
+    if settings.method == "sft" and settings.action_mode != "text":
+        raise TrainingError(
+            "--method sft writes demonstrations as text replies: leave --action-mode out"
+        )
+    if settings.generation == "vllm":
+        problem = vllm_missing()
+        if problem:
+            raise TrainingError(f"--generation vllm: {problem}")
     if len(train_seeds) < settings.seeds_per_step:
         raise TrainingError(f"--seeds: a step needs {settings.seeds_per_step} training seeds")
     try:
@@ -72,6 +88,15 @@ def settings_from(
     except ValueError as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None
     return settings
+
+
+def vllm_missing() -> str | None:
+    """Why TRL's vLLM generation cannot run here (None: it can)."""
+    if not torch.cuda.is_available():
+        return "vLLM needs a CUDA GPU and none is visible; on a CPU leave --generation out"
+    if importlib.util.find_spec("vllm") is None:
+        return "the vllm package is not installed: pip install vllm (the version TRL supports)"
+    return None
 
 
 def env_factory(settings: TrainSettings) -> EnvFactory:
@@ -93,62 +118,104 @@ def env_factory(settings: TrainSettings) -> EnvFactory:
     return make
 
 
-def quiet_libraries() -> None:
-    """Keep the libraries' own chatter off the terminal: their progress bars, TRL's
-    notice that `rollout_func` is experimental (this package uses it on purpose), and
-    deprecation notices between TRL and transformers that no option here can change."""
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    transformers_logging.disable_progress_bar()
-    transformers_logging.set_verbosity_error()
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|trl)\b")
-
-
-def train(settings: TrainSettings, out: Path, *, resume: bool = False) -> Path:
-    """Run GRPO as `settings` say into `out`; the final checkpoint's folder."""
-    quiet_libraries()
+def train(
+    settings: TrainSettings,
+    out: Path,
+    *,
+    resume: bool = False,
+    keep_checkpoints: int | None = None,
+    save_base: bool = False,
+) -> Path:
+    """Run GRPO as `settings` say into `out`; the final checkpoint's folder. The newest
+    `keep_checkpoints` checkpoints are kept (None: all). The starting
+    weights go to `out/base` with `save_base`; otherwise a model directory is linked
+    there (no copy) and `local`, read from its GGUF, leaves none."""
+    models.quiet_libraries()
     console = Console(stderr=True)
-    make_env = env_factory(settings)  # a service is checked before anything is written
+    # a service is checked before anything is written
+    make_env = env_factory(settings) if settings.method != "sft" else None
     checkpoint = _prepare(settings, out, resume)
     try:
         model, tokenizer = models.load(checkpoint_model(checkpoint, settings))
         ChatTokens(tokenizer)
     except (models.ModelError, TemplateError) as exc:
         raise TrainingError(str(exc)) from None
-    if checkpoint is None:
-        console.print(f"saving the starting weights to {out / BASE}/ (evaluate them as 'before')")
-        models.save(model, tokenizer, out / BASE, settings.record() | {"step": 0})
+    base = out / run_folder.BASE
+    if checkpoint is None and save_base:
+        console.print(f"saving the starting weights to {base}/ (evaluate them as 'before')")
+        models.save(model, tokenizer, base, settings.record() | {"step": 0})
+    elif checkpoint is None and settings.model != models.LOCAL and not base.exists():
+        base.symlink_to(Path(settings.model).resolve(), target_is_directory=True)
     progress = Progress(
-        TextColumn("[bold]GRPO {task.description}"),
+        TextColumn(f"[bold]{settings.method.upper()} {{task.description}}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("return {task.fields[ret]}  invalid {task.fields[invalid]}"),
+        TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
     )
-    task = progress.add_task(settings.env, total=settings.steps, ret="-", invalid="-")
+    task = progress.add_task(settings.env, total=settings.steps, status="")
     if checkpoint is not None:
         progress.update(task, completed=_step_of(checkpoint))
 
     def on_step(row: dict[str, Any]) -> None:
+        if settings.method == "sft":
+            progress.update(task, completed=row["step"], status=f"loss {row['loss']:.3g}")
+            return
         invalid = row.get("invalid_rate")
-        progress.update(
-            task,
-            completed=row["step"],
-            ret=f"{row['return']:.3g}",
-            invalid="-" if invalid is None else f"{invalid:.0%}",
-        )
-        curve.write_charts(out, settings.env)  # a run stopped early keeps its curve
+        invalid_text = "-" if invalid is None else f"{invalid:.0%}"
+        status = f"return {row['return']:.3g}  invalid {invalid_text}"
+        progress.update(task, completed=row["step"], status=status)
+        level = episode_level(settings.env, settings.options)
+        curve.write_charts(out, settings.env, level)  # a run stopped early keeps its curve
 
-    trainer = grpo.build_trainer(settings, model, tokenizer, make_env, out, on_step)
+    if settings.method == "sft":
+        trainer = _sft_trainer(settings, model, tokenizer, out, on_step, console, keep_checkpoints)
+    else:
+        assert make_env is not None
+        trainer = grpo.build_trainer(
+            settings, model, tokenizer, make_env, out, on_step, keep_checkpoints
+        )
     try:
         with progress:
             trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     except TemplateError as exc:
         raise TrainingError(str(exc)) from None
     trained = trainer.accelerator.unwrap_model(trainer.model)
-    models.save(trained, tokenizer, out / FINAL, settings.record() | {"step": settings.steps})
-    return out / FINAL
+    final = out / run_folder.FINAL
+    models.save(trained, tokenizer, final, settings.record() | {"step": settings.steps})
+    return final
+
+
+def _sft_trainer(
+    settings: TrainSettings,
+    model: Any,
+    tokenizer: Any,
+    out: Path,
+    on_step: Any,
+    console: Console,
+    keep_checkpoints: int | None,
+) -> Any:
+    """The SFT trainer on `settings.demonstrations`' episodes of the training seeds."""
+    from textenvs.training import sft
+
+    console.print(
+        f"playing {len(settings.seeds)} demonstration episodes ({settings.demonstrations})"
+    )
+    try:
+        # demonstrations play in-process: the agent reads its own env's observation
+        dataset, kept = sft.demonstration_dataset(settings, tokenizer, model, textenvs.make)
+    except (ValueError, TemplateError) as exc:
+        raise TrainingError(str(exc).splitlines()[0]) from None
+    won = sum(d.result.success for d in kept)
+    tokens = sum(len(d.ids) for d in kept)
+    trained = sum(label != sft.IGNORED for d in kept for label in d.labels)
+    console.print(
+        f"{len(kept)} demonstrations ({won} won), {tokens:,} tokens, {trained:,} of them "
+        "replies (trained on)"
+    )
+    return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
 
 
 def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:
@@ -158,13 +225,18 @@ def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:
 
 def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
     """Check the run folder; the checkpoint to resume from (None: a new run)."""
-    saved = out / SETTINGS_FILE
+    saved = out / run_folder.SETTINGS
     record = settings.record()
     if resume:
         if not saved.is_file():
             raise TrainingError(f"--resume: {out} holds no training run")
         before = json.loads(saved.read_text())
-        changed = sorted(k for k in record if k != "steps" and before.get(k) != record[k])
+        # a setting the run's version did not have yet counts as its default
+        changed = sorted(
+            k
+            for k in record
+            if k != "steps" and before.get(k, getattr(TrainSettings, k, None)) != record[k]
+        )
         if changed:
             raise TrainingError(
                 f"--resume with other settings than the run's: {', '.join(changed)}"
@@ -177,13 +249,13 @@ def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
     elif out.exists() and any(out.iterdir()):
         raise TrainingError(f"--out {out} is not empty (use --resume to go on with its run)")
     out.mkdir(parents=True, exist_ok=True)
-    (out / curve.CURVE_FILE).unlink(missing_ok=True)
+    (out / run_folder.CURVE).unlink(missing_ok=True)
     saved.write_text(json.dumps(record, indent=2) + "\n")
     return None
 
 
 def latest_checkpoint(out: Path) -> Path | None:
-    found = [p for p in (out / CHECKPOINTS).glob("checkpoint-*") if p.is_dir()]
+    found = [p for p in (out / run_folder.CHECKPOINTS).glob("checkpoint-*") if p.is_dir()]
     return max(found, key=_step_of, default=None)
 
 

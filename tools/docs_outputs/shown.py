@@ -21,8 +21,8 @@ from typing import Any
 import textenvs
 from textenvs.agents.llm.observation_view import changes_view
 from textenvs.core import registry
-from textenvs.evals import megacity_reference
 from textenvs.evals.bands import BANDS_FILE, band_for, scenario_label
+from tools.docs_outputs.megacity_tables import tables as megacity_tables
 
 SETUP_HEADING = "## Set-up"
 
@@ -258,7 +258,7 @@ def band_magnetic_field(sources: Sources) -> str:
 
 
 def megacity_reference_runs(sources: Sources) -> str:
-    return megacity_reference.tables({"scenarios": sources.bands})
+    return megacity_tables({"scenarios": sources.bands})
 
 
 # ----- docs/llm-agent.md ----------------------------------------------------------------

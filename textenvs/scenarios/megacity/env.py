@@ -12,6 +12,7 @@ from textenvs.core.env import TextEnv, Transition
 from textenvs.core.variants import withheld_option
 from textenvs.scenarios.megacity import maps, render, rules
 from textenvs.scenarios.megacity import parse as parsing
+from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 from textenvs.scenarios.megacity.state import (
     DIRECTIONS,
     KINDS,
@@ -50,7 +51,7 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v5`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v6`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,
@@ -89,13 +90,15 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     `{"action": "support", "cells": ["C2"], "material": "basalt"}`.
 
     ## Observation
-    Step, districts (offline ones with the reason), integrity, air, power (and its last
-    change, brownout flag), whether the thresholds still hold (or why victory is
-    forfeited), the last step's report, the 5x5 stress map, the sites map
-    (rock/chamber/supported/running or offline district, conduits), supports, conduits and
-    shafts, the airflow field per cell (`E2N1` = 2 east and 1 north, strength 3), the
-    geology once scanned, the components with power costs and qualitative descriptors
-    (locked ones marked), research progress with each rule's status and revealed text.
+    Step, districts (each with its airflow strength; offline ones with the reason),
+    integrity, air and its target, power (its last change with the action's cost, the
+    generation and the districts' draw per step, brownout flag), whether the thresholds
+    still hold (or why victory is forfeited), the last step's report, the 5x5 stress map,
+    the sites map (rock/column in undug rock/chamber/supported/running or offline
+    district, conduits), supports, conduits and shafts, the airflow field per cell
+    (`E2N1` = 2 east and 1 north, strength 3), the geology once scanned, the components
+    with power costs and qualitative descriptors (locked ones marked), research progress
+    with each rule's status and revealed text.
     Never the equations before research decodes them. `info["observation"]` holds the
     same as a `MegacityObservation`.
 
@@ -176,6 +179,8 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       equations from step 0. `info["observation"]` carries `withheld: true`.
 
     ## Version history
+    Reading versions, shared by every scenario, are told once in `docs/changelog.md`; each
+    entry names the one it brought and says what changed of this scenario's own.
     - v0: first release.
     - v1: every reply advances the clock; thresholds must hold at every step after the
       first district; districts must still run at step 40 (after the final reversal);
@@ -187,48 +192,33 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       openings face the air rule; rock stress 54-91 (was 40-85) and stronger excavation
       relief (18 along the seam and beside it, was 12 / 10), so relief digs and seam-flow
       timing decide seeds; district pay stops at six; `plan_quality` at victory.
-      Reading is strict: every word of the command part must belong to the command, a
-      filler word or a clause that is not read; an unknown or scheduling word rejects
-      the reply (`excavate B3..B5` was read as `excavate B3`); the action schema written
-      as JSON text is read; each step's info records the command executed (`read_as`).
-    - v3: a reason clause no longer hides what follows it (`Action: north, because it is
-      safe, then east` was read as `north`; now its second command rejects it); a negation
-      that cancels or postpones the order is read and rejects the reply (`north, not yet`,
-      `north (not now)`, `north, but I can't` ran the order); a line right below an
-      `Action:` line that is by itself a command rejects the reply (`Action: north` then
-      `east` ran north); a JSON action whose reasoning has a raw line break is read as JSON
-      (an `Action:` line quoted in the reasoning was run instead), and an `arguments` object
-      beside an action rejects the reply. Found by an adversarial review. Rules, rendering
-      and baselines unchanged (re-measured under v3 over seeds 0-999).
-    - v4: reading (issue 36). A reason never hides an order: it ends at any joint (a comma,
-      a colon, `and`, `but`, `so`, `plus`, `also`, `as well as`, `then`, ...) before a
-      command used as an order (`Action: north, because it is safe, and east` ran north; now
-      its second command rejects it), while a description stays a reason (`because the east
-      and west are walls`); a reason that schedules an order rejects the reply (`north
-      because it is safe: then east`). A condition anywhere after an order rejects the reply
-      (`north - if possible`, `north. If possible.`, `(if possible)` on the line below ran
-      north), and so do a question about another command after it (`Action: north. Or
-      east?`) and a line right below the `Action:` line that is not a descriptive remark
-      (`Actually, east.`). Read as written now: `place a basalt support column at C2`, `open
-      a district at B3`, `excavate a chamber at B3`, `support C2 (basalt)`, `vent A1
-      eastward`, `lay a conduit on B3 and C3`, `scan the seams`, `Now:`/`Answer:` lines of
-      reasoning before the `Action:` line, a `### Action` heading, `\\boxed{...}`, a leaked
-      chat token (`<|im_end|>`), and descriptive remarks beside the command (`(field 2)`, `-
-      the west is fully explored`, `. East is a flower.`). Of 759 honest replies in the
-      taught format, written independently of the parser, v3 rejected 13.6% and v4 1.2%, and
-      neither misread one (the last 155, written after v4's changes and not tuned on: 5.2%
-      and 1.3%). Rules and rendering unchanged; goldens regenerated (unchanged). Baselines
-      re-measured under v4 over seeds 0-999: every figure as v3.
+      Reading 2 (`excavate B3..B5` was read as `excavate B3`); the action schema written
+      as JSON text is read.
+    - v3: reading 3. Rules, rendering and baselines unchanged (re-measured under v3 over
+      seeds 0-999).
+    - v4: reading 4. Read as written now: `place a basalt support column at C2`, `open a
+      district at B3`, `excavate a chamber at B3`, `support C2 (basalt)`, `vent A1
+      eastward`, `lay a conduit on B3 and C3`, `scan the seams`. Rules and rendering
+      unchanged; goldens regenerated (unchanged). Baselines re-measured under v4 over seeds
+      0-999: every figure as v3.
     - v5: levels 0-3 (reset option `level`, make argument, gymnasium kwarg; default 2):
       softer rock and fewer faults at 0 and 1, harder rock and five faults at 3, a calm
       current with crosswinds at 0, 1 and 3; level 2 draws v3's and v4's maps for every
       seed. Physics, costs, rewards, rendering and reading unchanged (v4's reading). Bands,
       baselines and what the planner's victories need published per level (seeds 0-499).
+    - v6 (issue 43): the research and rules texts say exactly what the physics does (each
+      seam's sideways load once: 20 through the cell, else 10 beside it; the fault load
+      is the dug cell's; seam flow rounded down, row seam first; the field reversed at
+      the steps shown 8-15, 24-31 and 40, not "after"; generation from the step a conduit
+      is laid, the shown power change includes the action's cost; six districts must run,
+      not every one). The observation adds the air target, each district's airflow
+      strength, power generated and drawn per step, and shows a column in undug rock as
+      `|` (v5: `.`). Physics, costs, rewards, maps and reading unchanged.
     """
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "5"
+    version = "6"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation
@@ -236,9 +226,16 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     levels = maps.LEVELS
     default_level = maps.DEFAULT_LEVEL
 
-    def __init__(self, render_mode: str | None = None, level: int = maps.DEFAULT_LEVEL) -> None:
+    def __init__(
+        self,
+        render_mode: str | None = None,
+        level: int = maps.DEFAULT_LEVEL,
+        physics: Physics = PHYSICS,
+    ) -> None:
         super().__init__(render_mode=render_mode)
         self.level = maps.checked_level(level)
+        #: the physics its worlds run on: the published one, or a variant (reference runs)
+        self.physics = physics
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> MegacityState:
         unknown = sorted(set(options) - {"level", "withheld"})
@@ -247,7 +244,8 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
                 f"megacity takes only the options 'level' and 'withheld', got {unknown}"
             )
         level = maps.checked_level(options.get("level", self.level))
-        return replace(maps.initial_state(rng, level), withheld=withheld_option(options))
+        state = maps.initial_state(rng, level)
+        return replace(state, withheld=withheld_option(options), physics=self.physics)
 
     def transition(
         self, state: MegacityState, action: Action, step_index: int

@@ -19,7 +19,15 @@ from __future__ import annotations
 import itertools
 import re
 
-from textenvs.core.parsing import Found, ParseError, excerpt, fold, memoise_parse, resolve
+from textenvs.core.parsing import (
+    Found,
+    JsonFields,
+    ParseError,
+    excerpt,
+    fold,
+    memoise_parse,
+    resolve,
+)
 from textenvs.scenarios.megacity.state import (
     COLS,
     DIRECTIONS,
@@ -272,6 +280,11 @@ class _Reader:
         return found
 
 
+# The action schema's arguments (and `cell` for one cell) follow the action's word:
+# `{"action": "support", "cells": ["C2"], "material": "basalt"}` is `support C2 basalt`.
+JSON_FIELDS = JsonFields(arguments=("cells", "cell", "material", "direction"))
+
+
 # Pure in the text: memoised for the few short replies agents keep sending.
 @memoise_parse
 def parse(text: str) -> Action:
@@ -284,6 +297,7 @@ def parse(text: str) -> Action:
             valid=VALID,
             vocabulary=VOCABULARY,
             describe=Action.command,
+            json_fields=JSON_FIELDS,
         )
     except ParseError as exc:
         if reader.complaint and exc.reason.startswith("no command found"):

@@ -1,4 +1,5 @@
-"""The hidden physics of the Megacity: named constants and small pure functions.
+"""The hidden physics of the Megacity: small pure functions of the state and the
+numbers it carries (`parameters.Physics`), and the material, cost and research tables.
 
 Identical in every episode; only the initial maps (seams, faults, stress, base airflow)
 vary by seed. docs/scenarios/megacity.md explains each equation. The agent never sees
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from textenvs.scenarios.megacity.parameters import Physics
 from textenvs.scenarios.megacity.state import (
     DIRECTIONS,
     SIZE,
@@ -21,18 +23,6 @@ from textenvs.scenarios.megacity.state import (
     neighbours,
 )
 
-# --- stress and sideways gravity -------------------------------------------------------
-STRESS_MAX = 100
-SEAM_FLOW_PCT = 12  # % of a seam cell's stress pulled one cell downstream per step
-CONDUIT_SEAM_GAIN = 2  # a conduit on a cell doubles its seam flow and its sideways load
-CONDUIT_DAMP = 6  # stress a conduit removes once from an off-seam cell, when installed
-PULL_ON_SEAM = 20  # sideways load on a chamber per seam running through its cell
-PULL_BESIDE_SEAM = 10  # ... per seam running alongside it (an orthogonal neighbour)
-# --- excavation load transfer ----------------------------------------------------------
-EXCAVATE_NEIGHBOUR_LOAD = 6  # stress added to each orthogonal neighbour
-FAULT_NEIGHBOUR_LOAD = 14  # ... when the excavated cell is a fault
-SEAM_RELIEF = 18  # stress removed from seam cells 2+ cells away on the same seam...
-FLANK_RELIEF = 18  # ... and from the off-seam cells beside those
 # --- supports: (still-load capacity, sideways capacity, sideways brittleness) ----------
 MATERIAL_SPECS: dict[str, tuple[int, int, int]] = {
     "bare": (30, 0, 1),
@@ -42,21 +32,7 @@ MATERIAL_SPECS: dict[str, tuple[int, int, int]] = {
     "lodestone": (85, 5, 1),
 }
 UNLOCK_AT = {"mycelium": 2, "lodestone": 4}  # research points needed
-# --- air ------------------------------------------------------------------------------
-REVERSAL_PERIOD = 8  # the base airflow flips sign every 8 completed steps
-VENT_MAG = 2  # a shaft adds this much flow along its direction to every cell it crosses
-AIR_BASE_TARGET = 85
-FLOW_CAP = 6  # flow above this does not help a district
-O2_DEMAND = 5  # flow a district needs to breathe without drawing the air index down
-AIR_PER_FLOW = 3  # air-target points per unit of flow surplus/deficit at a district
-AIR_RATE = 8  # the air index moves toward its target by at most this per step
-DISTRICT_MIN_FLOW = 3  # a district core needs at least this flow to run
-# --- power ----------------------------------------------------------------------------
-POWER_CAP = 100
-POWER_BASE_GEN = 1
-SEAM_TAP = 2  # generation per conduit cell lying on a seam
-DISTRICT_DRAW = 3  # power a district draws per step...
-DISTRICT_DRAW_CONNECTED = 2  # ... on or next to a conduit cell
+# --- costs ----------------------------------------------------------------------------
 COSTS = {
     "excavate": 4,
     "support": 3,
@@ -82,23 +58,25 @@ def _seam_set(seams: tuple[Seam, ...]) -> frozenset[Cell]:
     return frozenset(c for seam in seams for c in seam.cells)
 
 
-def phase_sign(steps: int) -> int:
+def phase_sign(physics: Physics, steps: int) -> int:
     """+1 while the base airflow blows as at the start, -1 in the reversed periods."""
-    return -1 if (steps // REVERSAL_PERIOD) % 2 else 1
+    return -1 if (steps // physics.reversal_period) % 2 else 1
 
 
-def flow_field(base: VecGrid, vents: tuple[tuple[Cell, str], ...], steps: int) -> VecGrid:
+def flow_field(
+    physics: Physics, base: VecGrid, vents: tuple[tuple[Cell, str], ...], steps: int
+) -> VecGrid:
     """Airflow after `steps` completed steps: the base field, sign-flipped in odd periods
-    of REVERSAL_PERIOD, plus VENT_MAG along each shaft (shafts never reverse)."""
-    return _field(base, vents, phase_sign(steps))
+    of `reversal_period`, plus `vent_mag` along each shaft (shafts never reverse)."""
+    return _field(physics.vent_mag, base, vents, phase_sign(physics, steps))
 
 
 @lru_cache(maxsize=512)
-def _field(base: VecGrid, vents: tuple[tuple[Cell, str], ...], sign: int) -> VecGrid:
+def _field(vent_mag: int, base: VecGrid, vents: tuple[tuple[Cell, str], ...], sign: int) -> VecGrid:
     field = [[(sign * dx, sign * dy) for dx, dy in row] for row in base]
     for (c, r), (vx, vy) in vent_cells(vents):
         dx, dy = field[r][c]
-        field[r][c] = (dx + vx * VENT_MAG, dy + vy * VENT_MAG)
+        field[r][c] = (dx + vx * vent_mag, dy + vy * vent_mag)
     return tuple(tuple(row) for row in field)
 
 
@@ -118,32 +96,33 @@ def strength(vec: Vec) -> int:
 
 
 def seam_flow(stress: Grid, state: MegacityState) -> Grid:
-    """Sideways gravity: each seam cell passes SEAM_FLOW_PCT% of its stress to the next
-    cell downstream (x CONDUIT_SEAM_GAIN with a conduit on it); the last cell keeps what
-    it receives up to STRESS_MAX. Seams are applied in order (row seam, then column)."""
+    """Sideways gravity: each seam cell passes `seam_flow_pct`% of its stress to the next
+    cell downstream (x `conduit_seam_gain` with a conduit on it); the last cell keeps what
+    it receives up to `stress_max`. Seams are applied in order (row seam, then column)."""
+    physics = state.physics
+    pct, gain, cap = physics.seam_flow_pct, physics.conduit_seam_gain, physics.stress_max
     grid = [list(row) for row in stress]
     conduits = state.conduits
     for seam in state.seams:
         cells = seam.cells
         # Every amount is taken from the stress before this seam moves anything.
         moved = [
-            grid[r][c] * SEAM_FLOW_PCT * (CONDUIT_SEAM_GAIN if (c, r) in conduits else 1) // 100
-            for c, r in cells[:-1]
+            grid[r][c] * pct * (gain if (c, r) in conduits else 1) // 100 for c, r in cells[:-1]
         ]
         for (c, r), (c2, r2), amount in zip(cells[:-1], cells[1:], moved, strict=True):
             grid[r][c] -= amount
-            grid[r2][c2] = min(STRESS_MAX, grid[r2][c2] + amount)
+            grid[r2][c2] = min(cap, grid[r2][c2] + amount)
     return tuple(map(tuple, grid))
 
 
 def conduit_damping(state: MegacityState, fresh: list[Cell]) -> Grid:
     """Newly laid conduit cells off every seam dampen their cell's gravity once: each
-    loses CONDUIT_DAMP stress (a one-off, so a conduit cannot make any cell buildable)."""
+    loses `conduit_damp` stress (a one-off, so a conduit cannot make any cell buildable)."""
     on_seam = _seam_set(state.seams)
     grid = [list(row) for row in state.stress]
     for c, r in fresh:
         if (c, r) not in on_seam:
-            grid[r][c] = max(0, grid[r][c] - CONDUIT_DAMP)
+            grid[r][c] = max(0, grid[r][c] - state.physics.conduit_damp)
     return tuple(map(tuple, grid))
 
 
@@ -151,47 +130,62 @@ def excavation_transfer(state: MegacityState, cell: Cell) -> Grid:
     """Load transfer when `cell` is hollowed out: its neighbours take extra load, but
     along each seam through it the cells two or more steps away, and the cells beside
     those, are relieved."""
+    physics = state.physics
     grid = [list(row) for row in state.stress]
-    load = FAULT_NEIGHBOUR_LOAD if cell in state.faults else EXCAVATE_NEIGHBOUR_LOAD
+    faulted = cell in state.faults
+    load = physics.fault_neighbour_load if faulted else physics.excavate_neighbour_load
     for c, r in neighbours(cell):
-        grid[r][c] = min(STRESS_MAX, grid[r][c] + load)
-    for (c, r), amount in relief_from(state.seams, cell):
+        grid[r][c] = min(physics.stress_max, grid[r][c] + load)
+    for (c, r), amount in relief_from(physics, state.seams, cell):
         grid[r][c] = max(0, grid[r][c] - amount)
     return tuple(tuple(row) for row in grid)
 
 
-@lru_cache(maxsize=1024)
-def relief_from(seams: tuple[Seam, ...], cell: Cell) -> tuple[tuple[Cell, int], ...]:
+def relief_from(
+    physics: Physics, seams: tuple[Seam, ...], cell: Cell
+) -> tuple[tuple[Cell, int], ...]:
     """(cell, stress removed) for every cell that excavating `cell` relieves."""
+    return _relief(physics.seam_relief, physics.flank_relief, seams, cell)
+
+
+# Memoised helpers take the numbers they use, not the whole `Physics`: ints hash at once.
+@lru_cache(maxsize=1024)
+def _relief(
+    seam_relief: int, flank_relief: int, seams: tuple[Seam, ...], cell: Cell
+) -> tuple[tuple[Cell, int], ...]:
     out: list[tuple[Cell, int]] = []
     for seam in seams:
         if cell not in seam.cells:
             continue
         at = seam.cells.index(cell)
         for far in seam.cells[at + 2 :] + seam.cells[: max(0, at - 1)]:
-            out.append((far, SEAM_RELIEF))
-            out += [(n, FLANK_RELIEF) for n in neighbours(far) if n not in seam.cells]
+            out.append((far, seam_relief))
+            out += [(n, flank_relief) for n in neighbours(far) if n not in seam.cells]
     return tuple(out)
 
 
+def pull_of(physics: Physics, seams: tuple[Seam, ...], cell: Cell) -> int:
+    """The sideways pull at a cell before conduits: `pull_on_seam` per seam through it,
+    `pull_beside_seam` per seam that runs alongside it (through an orthogonal neighbour)."""
+    return _pull(physics.pull_on_seam, physics.pull_beside_seam, seams, cell)
+
+
 @lru_cache(maxsize=4096)
-def pull_of(seams: tuple[Seam, ...], cell: Cell) -> int:
-    """The sideways pull at a cell before conduits: PULL_ON_SEAM per seam through it,
-    PULL_BESIDE_SEAM per seam that runs alongside it (through an orthogonal neighbour)."""
+def _pull(on_seam: int, beside_seam: int, seams: tuple[Seam, ...], cell: Cell) -> int:
     near = set(neighbours(cell))
     total = 0
     for seam in seams:
         if cell in seam.cells:
-            total += PULL_ON_SEAM
+            total += on_seam
         elif near.intersection(seam.cells):
-            total += PULL_BESIDE_SEAM
+            total += beside_seam
     return total
 
 
 def lateral_load(state: MegacityState, cell: Cell) -> int:
-    """The sideways load on a chamber, x CONDUIT_SEAM_GAIN with a conduit on its cell."""
-    gain = CONDUIT_SEAM_GAIN if cell in state.conduits else 1
-    return pull_of(state.seams, cell) * gain
+    """The sideways load on a chamber, x `conduit_seam_gain` with a conduit on its cell."""
+    gain = state.physics.conduit_seam_gain if cell in state.conduits else 1
+    return pull_of(state.physics, state.seams, cell) * gain
 
 
 def chamber_excess(state: MegacityState, cell: Cell, stress: Grid | None = None) -> int:
@@ -209,34 +203,48 @@ def integrity_of(state: MegacityState, stress: Grid | None = None) -> int:
 
 
 def air_target(state: MegacityState, field: VecGrid) -> int:
-    """Where the air index is heading: each district adds AIR_PER_FLOW per unit of its
-    (capped) local flow above O2_DEMAND, or removes it per unit below."""
-    total = AIR_BASE_TARGET
+    """Where the air index is heading: each district adds `air_per_flow` per unit of its
+    (capped) local flow above `o2_demand`, or removes it per unit below."""
+    physics = state.physics
+    total = physics.air_base_target
     for c, r in state.districts:
-        total += (min(strength(field[r][c]), FLOW_CAP) - O2_DEMAND) * AIR_PER_FLOW
+        flow = min(strength(field[r][c]), physics.flow_cap)
+        total += (flow - physics.o2_demand) * physics.air_per_flow
     return max(0, min(100, total))
 
 
-def next_air(air: int, target: int) -> int:
-    return air + max(-AIR_RATE, min(AIR_RATE, target - air))
+def next_air(physics: Physics, air: int, target: int) -> int:
+    rate = physics.air_rate
+    return air + max(-rate, min(rate, target - air))
 
 
 def power_flows(state: MegacityState) -> tuple[int, int]:
     """(generation, demand) per step."""
-    return _power_flows(state.seams, state.conduits, state.districts)
+    physics = state.physics
+    numbers = (
+        physics.power_base_gen,
+        physics.seam_tap,
+        physics.district_draw,
+        physics.district_draw_connected,
+    )
+    return _power_flows(numbers, state.seams, state.conduits, state.districts)
 
 
 @lru_cache(maxsize=1024)
 def _power_flows(
-    seams: tuple[Seam, ...], conduits: tuple[Cell, ...], districts: tuple[Cell, ...]
+    numbers: tuple[int, int, int, int],
+    seams: tuple[Seam, ...],
+    conduits: tuple[Cell, ...],
+    districts: tuple[Cell, ...],
 ) -> tuple[int, int]:
-    # Memoised: these three change only when something is built, not every step.
+    # Memoised: the map's parts change only when something is built, not every step.
+    base_gen, seam_tap, draw, draw_connected = numbers
     on_seam = _seam_set(seams)
-    generation = POWER_BASE_GEN + SEAM_TAP * sum(1 for c in conduits if c in on_seam)
+    generation = base_gen + seam_tap * sum(1 for c in conduits if c in on_seam)
     near = set(conduits)
     for cell in conduits:
         near.update(neighbours(cell))
-    demand = sum(DISTRICT_DRAW_CONNECTED if cell in near else DISTRICT_DRAW for cell in districts)
+    demand = sum(draw_connected if cell in near else draw for cell in districts)
     return generation, demand
 
 
@@ -249,7 +257,7 @@ def district_fault(
         return "no support column"
     if chamber_excess(state, cell, stress) > 0:
         return "the column cannot carry the load"
-    if strength(field[cell[1]][cell[0]]) < DISTRICT_MIN_FLOW:
+    if strength(field[cell[1]][cell[0]]) < state.physics.district_min_flow:
         return "the air circulation is too weak"
     return None
 

@@ -36,10 +36,10 @@ DESCRIPTORS = {
     "lodestone": "magnetised ore: strongest under still load, little sideways hold",
     "vent": "a shaft from a cell to the grid edge: a permanent current along it",
     "conduit": "1-3 adjacent cells: feeds districts beside it, taps seams, tugs on gravity",
-    "district": "a core in a supported, ventilated chamber; draws air and power each step",
+    "district": "a core in a supported, ventilated chamber; draws power each step",
 }
 SITE_LEGEND = (
-    ". rock, o chamber, S supported chamber, D district running, X district offline; + conduit"
+    ". rock, | column in rock, o chamber, S supported, D district running, X offline; + conduit"
 )
 STATUS_LINES = {
     "victory": "EPISODE OVER: victory - six districts and every threshold held.",
@@ -70,8 +70,8 @@ def _sites(
     supports: tuple[tuple[Cell, str], ...],
     conduits: tuple[Cell, ...],
 ) -> tuple[tuple[str, ...], ...]:
-    """The sites map, north row first: "." rock, "o" chamber, "S" supported chamber, "D"
-    district, with a "+" suffix for a conduit."""
+    """The sites map, north row first: "." rock, "|" a column in undug rock, "o" chamber,
+    "S" supported chamber, "D" district, with a "+" suffix for a conduit."""
     supported = {cell for cell, _material in supports}
     rows = []
     for r in _NORTH_FIRST:
@@ -83,7 +83,7 @@ def _sites(
             elif cell in chambers:
                 mark = "S" if cell in supported else "o"
             else:
-                mark = "."
+                mark = "|" if cell in supported else "."
             row.append(mark + ("+" if cell in conduits else ""))
         rows.append(tuple(row))
     return tuple(rows)
@@ -153,8 +153,9 @@ def _components(points: int) -> tuple[dict[str, Any], ...]:
 def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
     """The observation as the plain dict `MegacityObservation` describes (the env's
     `observation_model`): no model validation or dump on the hot path."""
-    field = p.flow_field(state.base_flow, state.vents, state.steps)
+    field = p.flow_field(state.physics, state.base_flow, state.vents, state.steps)
     airflow, airflow_strength = _airflow(field)
+    generation, draw = p.power_flows(state)
     sites = _sites(
         state.districts,
         frozenset(cell for cell, _why in state.offline),
@@ -193,12 +194,19 @@ def observe(state: MegacityState, steps_used: int) -> dict[str, Any]:
         "steps_left": STEP_BUDGET - steps_used,
         "districts": len(state.districts),
         "district_cells": list(districts),
+        "district_airflow": {
+            name: p.strength(field[r][c])
+            for name, (c, r) in zip(districts, state.districts, strict=True)
+        },
         "offline": [f"{cell_name(cell)} ({why})" for cell, why in state.offline],
         "breach": state.breach or None,
         "integrity": state.integrity,
         "air": state.air,
+        "air_target": p.air_target(state, field),
         "power": state.power,
         "power_net": state.power_net,
+        "power_generation": generation,
+        "power_draw": draw,
         "brownout": state.brownout,
         "stress": [list(state.stress[r]) for r in _NORTH_FIRST],
         "sites": [list(row) for row in sites],
@@ -272,9 +280,7 @@ def _sites_block(
 
 @lru_cache(maxsize=256)
 def _airflow_block(airflow: tuple[tuple[str, ...], ...]) -> str:
-    return "Airflow (E2N1 = 2 east and 1 north; strength = sum of the parts; . calm):\n" + _table(
-        airflow
-    )
+    return "Airflow (E2N1 = 2 east and 1 north, strength 3; . calm):\n" + _table(airflow)
 
 
 @lru_cache(maxsize=64)
@@ -312,16 +318,24 @@ WITHHELD_NOTE = (
 )
 
 
+def _district_airflow(obs: dict[str, Any]) -> str:
+    """Each district's airflow strength, which its running and the air target depend on."""
+    shown = ", ".join(f"{cell} {value}" for cell, value in obs["district_airflow"].items())
+    return f" (airflow: {shown})" if shown else ""
+
+
 def render(obs: dict[str, Any]) -> str:
-    power = f"{obs['power']} units (last step {obs['power_net']:+d})"
+    power = (
+        f"{obs['power']} units (last step {obs['power_net']:+d} with costs; "
+        f"generation {obs['power_generation']}, draw {obs['power_draw']} a step)"
+    )
     if obs["brownout"]:
         power += " BROWNOUT: demand exceeded storage"
-    district_list = f" ({', '.join(obs['district_cells'])})" if obs["district_cells"] else ""
     head = _HEAD.format(
         f"{obs['step']} of {STEP_BUDGET} ({obs['steps_left']} left)",
-        f"{obs['districts']} of {TARGET_DISTRICTS}{district_list}",
+        f"{obs['districts']} of {TARGET_DISTRICTS}{_district_airflow(obs)}",
         f"{obs['integrity']}% (keep above {INTEGRITY_THRESHOLD})",
-        f"{obs['air']}% (keep above {AIR_THRESHOLD})",
+        f"{obs['air']}% (keep above {AIR_THRESHOLD}; target {obs['air_target']})",
         power,
     )
     parts = [head]
@@ -330,8 +344,8 @@ def render(obs: dict[str, Any]) -> str:
     parts.append(
         f"Victory forfeited: {obs['breach']}."
         if obs["breach"]
-        else "Thresholds: held (from the first district on, a step with integrity <= 80, "
-        "air <= 60 or a brownout forfeits victory)."
+        else f"Thresholds: held (from the first district on, every step needs integrity > "
+        f"{INTEGRITY_THRESHOLD}, air > {AIR_THRESHOLD} and no brownout)."
     )
     if obs["status"] != "playing":
         parts.append(STATUS_LINES[obs["status"]])

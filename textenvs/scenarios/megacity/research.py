@@ -1,9 +1,12 @@
 """What research reveals, rule by rule: a clue at the first point, the equation at the
-second. Built from the constants in `physics.py`, so the texts cannot drift from them."""
+second. Built from the published numbers (`parameters.PHYSICS`) and the tables in
+`physics.py`, so the texts cannot drift from them."""
 
 from __future__ import annotations
 
 from textenvs.scenarios.megacity import physics as p
+from textenvs.scenarios.megacity.parameters import PHYSICS
+from textenvs.scenarios.megacity.state import STEP_BUDGET
 
 M = p.MATERIAL_SPECS
 
@@ -13,17 +16,26 @@ def _materials() -> str:
         f"{name} {still}/{side}/x{brittle}" for name, (still, side, brittle) in M.items()
     )
     return (
-        "Excess = max(0, stress - still cap) + max(0, sideways load - sideways cap) x "
-        f"brittleness; integrity = 100 - total excess. Still/sideways/brittleness: {caps}. "
+        "A chamber's excess = max(0, stress - still cap) + max(0, sideways load - sideways "
+        f"cap) x brittleness; integrity = 100 - the chambers' total excess (min 0). "
+        f"Still/sideways/brittleness: {caps}. "
         f"Lodestone unlocks at {p.UNLOCK_AT['lodestone']} points. A district runs only "
         "with a column and zero excess."
     )
 
 
 def _reversed_steps() -> str:
-    period = p.REVERSAL_PERIOD
-    spans = [f"{s}-{s + period - 1}" for s in range(period, 40, 2 * period)]
-    return ", ".join(spans) + f" and from step {5 * period} (the final check)"
+    """The steps (as the observation counts them) at which the base field is reversed,
+    read off `phase_sign`: "8-15, 24-31 and 40"."""
+    reversed_ = [t for t in range(STEP_BUDGET + 1) if p.phase_sign(PHYSICS, t) < 0]
+    spans: list[list[int]] = []
+    for t in reversed_:
+        if spans and spans[-1][-1] == t - 1:
+            spans[-1].append(t)
+        else:
+            spans.append([t])
+    texts = [f"{s[0]}-{s[-1]}" if len(s) > 1 else f"{s[0]}" for s in spans]
+    return ", ".join(texts[:-1]) + " and " + texts[-1]
 
 
 # (name, clue, decoded equation), in the order research decodes them.
@@ -40,42 +52,47 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "Seams carry stress downstream: upstream seam cells drain over time while the "
         "last cell fills up. A conduit on a cell speeds that and doubles the pull on a "
         "chamber there.",
-        f"Each step every seam cell but the last passes {p.SEAM_FLOW_PCT}% of its stress "
-        f"(x{p.CONDUIT_SEAM_GAIN} with a conduit) to the next one downstream; the last "
-        f"keeps it (max {p.STRESS_MAX}). Sideways load on a chamber = {p.PULL_ON_SEAM} per "
-        f"seam through its cell + {p.PULL_BESIDE_SEAM} per seam through a neighbour, "
-        f"x{p.CONDUIT_SEAM_GAIN} with a conduit on the cell.",
+        "Each step, row seam first, every seam cell but the last passes "
+        f"{PHYSICS.seam_flow_pct}% of its stress (rounded down; "
+        f"x{PHYSICS.conduit_seam_gain} with a conduit on it) to the next one downstream, all "
+        f"at once; the last keeps it (max {PHYSICS.stress_max}). Sideways load on a chamber: "
+        f"per seam, {PHYSICS.pull_on_seam} if it runs through the cell, else "
+        f"{PHYSICS.pull_beside_seam} if through a neighbour; "
+        f"x{PHYSICS.conduit_seam_gain} with a conduit on the cell.",
     ),
     (
         "Load transfer",
-        "Hollowing out a cell loads its four neighbours, but excavating a seam cell "
+        "Hollowing out a cell loads its neighbours, but excavating a seam cell "
         "unloads the cells two or more steps away along that seam and the cells beside them.",
-        f"Excavating a cell adds {p.EXCAVATE_NEIGHBOUR_LOAD} stress to each orthogonal "
-        f"neighbour ({p.FAULT_NEIGHBOUR_LOAD} if it is a fault). Along each seam through "
-        f"it, cells 2+ steps away lose {p.SEAM_RELIEF} and the cells beside those lose "
-        f"{p.FLANK_RELIEF}.",
+        f"Excavating a cell adds {PHYSICS.excavate_neighbour_load} stress to each orthogonal "
+        f"neighbour ({PHYSICS.fault_neighbour_load} if the dug cell is a fault; max "
+        f"{PHYSICS.stress_max}). Along each seam through it, cells 2+ steps away lose "
+        f"{PHYSICS.seam_relief} and the cells beside those, off that seam, lose "
+        f"{PHYSICS.flank_relief} (min 0).",
     ),
     (
         "Airflow",
         "The prevailing current reverses periodically, and the city is judged just after "
         "a reversal. Shafts never reverse: one across the current keeps a district's "
-        "strength; one along it cancels in half the periods.",
-        f"The base field is reversed after steps {_reversed_steps()}. A shaft adds "
-        f"{p.VENT_MAG} along its direction to each cell from its start to the edge. "
+        "strength; one along it adds in one phase and subtracts in the other.",
+        f"The base field is reversed at steps {_reversed_steps()} (the step shown). A shaft adds "
+        f"{PHYSICS.vent_mag} along its direction to each cell from its start to the edge. "
         f"Strength = |east-west| + |north-south|; a district runs at >= "
-        f"{p.DISTRICT_MIN_FLOW}. Air target = {p.AIR_BASE_TARGET} + sum over districts of "
-        f"{p.AIR_PER_FLOW} x (min(strength, {p.FLOW_CAP}) - {p.O2_DEMAND}); air moves "
-        f"toward it by at most {p.AIR_RATE} per step.",
+        f"{PHYSICS.district_min_flow}. Air target = {PHYSICS.air_base_target} + sum over all "
+        f"districts of {PHYSICS.air_per_flow} x (min(strength, {PHYSICS.flow_cap}) - "
+        f"{PHYSICS.o2_demand}), within 0-100; "
+        f"air moves toward it by at most {PHYSICS.air_rate} per step.",
     ),
     (
         "Power and conduits",
         "Districts draw power every step, less with a conduit on or beside them. "
         "Conduit cells on a seam generate power; one short tap cannot feed six districts.",
-        f"Generation = {p.POWER_BASE_GEN} + {p.SEAM_TAP} per conduit cell on a seam. A "
-        f"district draws {p.DISTRICT_DRAW} per step ({p.DISTRICT_DRAW_CONNECTED} on or next "
-        f"to a conduit). Laying a conduit on a cell off the seams removes {p.CONDUIT_DAMP} "
-        f"stress from it once. Storage holds {p.POWER_CAP}; demand it cannot cover is a "
-        "brownout and every district goes offline.",
+        f"Generation = {PHYSICS.power_base_gen} + {PHYSICS.seam_tap} per conduit cell on a "
+        f"seam, from the step it is laid. A district draws {PHYSICS.district_draw} per step "
+        f"({PHYSICS.district_draw_connected} on or next to a conduit). Each step storage += "
+        f"generation - draw - action cost, max {PHYSICS.power_cap}; below 0 is a brownout "
+        "(storage 0, every district offline). Laying a conduit on a cell off the seams "
+        f"removes {PHYSICS.conduit_damp} stress from it once (min 0).",
     ),
 )
 TOTAL_POINTS = len(RULES) * p.POINTS_PER_RULE

@@ -121,7 +121,7 @@ def _district(state: MegacityState, cell: Cell) -> tuple[MegacityState, str, int
     elif cell not in state.chambers:
         why = "it is solid rock (excavate it first)"
     else:
-        field = p.flow_field(state.base_flow, state.vents, state.steps)
+        field = p.flow_field(state.physics, state.base_flow, state.vents, state.steps)
         why = p.district_fault(state, cell, field)
     if why:
         return state, f"District refused at {name}: {why}.", 0
@@ -145,8 +145,8 @@ def tick(state: MegacityState) -> dict[str, Any]:
     generation, demand = p.power_flows(state)
     storage = state.power + generation - demand
     brownout = storage < 0
-    field = p.flow_field(state.base_flow, state.vents, steps)
-    air = p.next_air(state.air, p.air_target(state, field))
+    field = p.flow_field(state.physics, state.base_flow, state.vents, steps)
+    air = p.next_air(state.physics, state.air, p.air_target(state, field))
     integrity = p.integrity_of(state, stress)
     offline = tuple(
         (cell, "brownout" if brownout else why)
@@ -165,7 +165,7 @@ def tick(state: MegacityState) -> dict[str, Any]:
     return {
         "stress": stress,
         "steps": steps,
-        "power": max(0, min(p.POWER_CAP, storage)),
+        "power": max(0, min(state.physics.power_cap, storage)),
         "brownout": brownout,
         "air": air,
         "integrity": integrity,

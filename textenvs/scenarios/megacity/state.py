@@ -6,13 +6,14 @@ north); `cell_name((1, 2)) == "B3"`. Grids are stored row-major, `grid[row][col]
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from textenvs.core.env import ActionSchema
 from textenvs.core.variants import VariantObservation
+from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 
 SIZE = 5
 COLS = "ABCDE"
@@ -114,6 +115,9 @@ class MegacityState:
     #: the withheld-knowledge variant (reset option `withheld`): research texts are
     #: shown only once the episode has ended, every rule's then
     withheld: bool = False
+    #: the numbers of the physics this world runs on (a variant switches a mechanism off);
+    #: not in the repr, which pins the published maps (tests/scenarios/test_megacity_levels)
+    physics: Physics = field(default=PHYSICS, repr=False)
 
     def stress_at(self, cell: Cell) -> int:
         return self.stress[cell[1]][cell[0]]
@@ -161,19 +165,27 @@ class MegacityObservation(VariantObservation):
     steps_left: int
     districts: int
     district_cells: list[str]
+    #: each district's airflow strength, e.g. {"B3": 4}
+    district_airflow: dict[str, int]
     #: districts that could not run after the last step, e.g. "B3 (air circulation too weak)"
     offline: list[str]
     #: why victory is forfeited, or None while every threshold has held
     breach: str | None
     integrity: int
     air: int
+    #: where the air index is heading at the airflow shown
+    air_target: int
     power: int
+    #: change of storage over the last step, the action's cost included
     power_net: int
+    #: power generated and drawn by the districts per step, as built now
+    power_generation: int
+    power_draw: int
     brownout: bool
     #: SIZE rows, row 5 (north) first; each row runs A to E
     stress: list[list[int]]
-    #: per cell: "." solid rock, "o" chamber, "S" supported chamber, "D" running district,
-    #: "X" offline district; a "+" suffix marks a conduit; supports listed separately
+    #: per cell: "." solid rock, "|" a column in undug rock, "o" chamber, "S" supported
+    #: chamber, "D" running district, "X" offline district; a "+" suffix marks a conduit
     sites: list[list[str]]
     supports: dict[str, str]
     conduits: list[str]

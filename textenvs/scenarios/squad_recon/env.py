@@ -104,52 +104,24 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
       wasted turn).
 
     ## Version history
+    Reading versions, shared by every scenario, are told once in `docs/changelog.md`; each
+    entry names the one it brought and says what changed of this scenario's own.
     - v0: first release.
     - v1: grouped orders (`A+B north`, `A and B north`) give every squad of the group the
-      order (v0 ordered only the last); parsing keeps the reading invariant (an `Action:`
-      line is authoritative; quoted and negated text is not read; choices, exceptions and
-      orders for later turns are rejected). Rules and rendering unchanged.
-    - v2: reading is strict: every word of the command part (its `Action:` line, or the whole
-      reply) must belong to the command, a filler word, or a clause that is not read (quotes,
-      negations, questions, conditions, reasons); an unknown word, a typo or a scheduling word
-      (`then`, `next turn`, `later`, ...) rejects the reply, naming the word (`A regroup; B
-      east` was read as `B east`, `C attack later` as `C attack`). Prose without an `Action:`
-      line is read only as a short order: a sentence that describes (`north at the top`) is
-      not one. `Now:` and `Final answer:` mark the command too; `Wait,` before `Action:`, a
-      negation across a dash (`Not X — Y`), a one-line JSON action with reasoning keys and
-      `<tool_call>` wrappers are read. Each step's info records the command executed
-      (`read_as`). Rules and rendering unchanged.
-    - v3: a reason clause no longer hides what follows it (`Action: north, because it is
-      safe, then east` was read as `north`; now its second command rejects it); a negation
-      that cancels or postpones the order is read and rejects the reply (`north, not yet`,
-      `north (not now)`, `north, but I can't` ran the order); a line right below an
-      `Action:` line that is by itself a command rejects the reply (`Action: north` then
-      `east` ran north); a JSON action whose reasoning has a raw line break is read as JSON
-      (an `Action:` line quoted in the reasoning was run instead), and an `arguments` object
-      beside an action rejects the reply. Found by an adversarial review. An order on a
-      condition beside others (`A north; B east; C attack if possible`) rejects the reply
-      (the squad was left to hold); one asked as a question is still no order. Rules,
-      rendering and baselines unchanged (re-measured under v3 over seeds 0-999).
-    - v4: reading (issue 36). A reason never hides an order: it ends at any joint (a comma,
-      a colon, `and`, `but`, `so`, `plus`, `also`, `as well as`, `then`, ...) before a
-      command used as an order (`Action: north, because it is safe, and east` ran north; now
-      its second command rejects it), while a description stays a reason (`because the east
-      and west are walls`); a reason that schedules an order rejects the reply (`north
-      because it is safe: then east`). A condition anywhere after an order rejects the reply
-      (`north - if possible`, `north. If possible.`, `(if possible)` on the line below ran
-      north), and so do a question about another command after it (`Action: north. Or
-      east?`) and a line right below the `Action:` line that is not a descriptive remark
-      (`Actually, east.`). An order under a condition beside others rejects the reply
-      wherever the condition stands (`A north; if possible B east` ran A north alone); `C is
-      east` says where a squad is and rejects the reply (it ran C east). Read as written
-      now: `C holds position`, `C is weak` (a description), `Now:`/`Answer:` lines of
-      reasoning before the `Action:` line, a `### Action` heading, `\\boxed{...}`, a leaked
-      chat token (`<|im_end|>`), and descriptive remarks beside the command (`(field 2)`, `-
-      the west is fully explored`, `. East is a flower.`). Of 759 honest replies in the
-      taught format, written independently of the parser, v3 rejected 13.6% and v4 1.2%, and
-      neither misread one (the last 155, written after v4's changes and not tuned on: 5.2%
-      and 1.3%). Rules and rendering unchanged; goldens regenerated (unchanged). Baselines
-      re-measured under v4 over seeds 0-999: every figure as v3.
+      order (v0 ordered only the last); reading 1, and choices, exceptions and orders for
+      later turns are rejected. Rules and rendering unchanged.
+    - v2: reading 2 (`A regroup; B east` was read as `B east`, `C attack later` as `C
+      attack`). Rules and rendering unchanged.
+    - v3: reading 3. An order on a condition beside others (`A north; B east; C attack if
+      possible`) rejects the reply (the squad was left to hold); one asked as a question
+      is still no order. Rules, rendering and baselines unchanged (re-measured under v3
+      over seeds 0-999).
+    - v4: reading 4. An order under a condition beside others rejects the reply wherever
+      the condition stands (`A north; if possible B east` ran A north alone); `C is east`
+      says where a squad is and rejects the reply (it ran C east). Read as written now: `C
+      holds position`, `C is weak` (a description). Rules and rendering unchanged;
+      goldens regenerated (unchanged). Baselines re-measured under v4 over seeds 0-999:
+      every figure as v3.
     """
 
     name = "squad-recon"

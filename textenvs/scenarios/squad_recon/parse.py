@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from textenvs.core.parsing import (
     WORD,
     Found,
+    JsonFields,
     ParseError,
     Reading,
     excerpt,
@@ -60,6 +61,10 @@ from textenvs.scenarios.squad_recon.vocabulary import (
     VOCABULARY,
     Item,
 )
+
+# A JSON action gives each squad its order under its letter: `{"a": "north"}` is `a north`
+# (any one letter: an unknown squad is named in the rejection).
+JSON_FIELDS = JsonFields(units=True)
 
 
 def _unknown(name: str, valid: Sequence[str]) -> ParseError:
@@ -348,7 +353,13 @@ def _parse(text: str, valid: Sequence[str]) -> Orders:
         return _tokens(text, False, valid) or []
 
     reading: Reading[tuple[Item, ...]] = read(
-        text, exact=exact, scan=scan, valid=valid, listed=True, fillers=READ_FILLERS
+        text,
+        exact=exact,
+        scan=scan,
+        valid=valid,
+        listed=True,
+        fillers=READ_FILLERS,
+        json_fields=JSON_FIELDS,
     )
     if not reading.orders:
         raise nothing_found(reading, valid, VOCABULARY, what="orders")

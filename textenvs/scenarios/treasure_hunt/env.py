@@ -75,46 +75,17 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
       (1/11) * (1 - C(52,30)/C(63,30)) ~= 0.0909 (see docs/scenarios/treasure-hunt.md).
 
     ## Version history
+    Reading versions, shared by every scenario, are told once in `docs/changelog.md`; each
+    entry names the one it brought and says what changed of this scenario's own.
     - v0: first release.
-    - v1: parsing keeps the reading invariant (an `Action:` line is authoritative; quoted
-      and negated text, and direction words used as places, are not read; several steps
-      are rejected). Rules and rendering unchanged.
-    - v2: reading is strict: every word of the command part (its `Action:` line, or the whole
-      reply) must belong to the command, a filler word, or a clause that is not read (quotes,
-      negations, questions, conditions, reasons); an unknown word, a typo or a scheduling word
-      (`then`, `next turn`, `later`, ...) rejects the reply, naming the word (`Action: r, then
-      east` was read as `east`). Prose without an `Action:` line is read only as a short
-      order: a sentence that describes (`north at the top`) is not one. `Now:` and `Final
-      answer:` mark the command too; `Wait,` before `Action:`, a negation across a dash (`Not
-      X — Y`), a one-line JSON action with reasoning keys and `<tool_call>` wrappers are read.
-      Each step's info records the command executed (`read_as`). Rules and rendering
+    - v1: reading 1; direction words used as places are not read either. Rules and
+      rendering unchanged.
+    - v2: reading 2 (`Action: r, then east` was read as `east`). Rules and rendering
       unchanged.
-    - v3: a reason clause no longer hides what follows it (`Action: north, because it is
-      safe, then east` was read as `north`; now its second command rejects it); a negation
-      that cancels or postpones the order is read and rejects the reply (`north, not yet`,
-      `north (not now)`, `north, but I can't` ran the order); a line right below an
-      `Action:` line that is by itself a command rejects the reply (`Action: north` then
-      `east` ran north); a JSON action whose reasoning has a raw line break is read as JSON
-      (an `Action:` line quoted in the reasoning was run instead), and an `arguments` object
-      beside an action rejects the reply. Found by an adversarial review. Rules, rendering
-      and baselines unchanged (re-measured under v3 over seeds 0-999).
-    - v4: reading (issue 36). A reason never hides an order: it ends at any joint (a comma,
-      a colon, `and`, `but`, `so`, `plus`, `also`, `as well as`, `then`, ...) before a
-      command used as an order (`Action: north, because it is safe, and east` ran north; now
-      its second command rejects it), while a description stays a reason (`because the east
-      and west are walls`); a reason that schedules an order rejects the reply (`north
-      because it is safe: then east`). A condition anywhere after an order rejects the reply
-      (`north - if possible`, `north. If possible.`, `(if possible)` on the line below ran
-      north), and so do a question about another command after it (`Action: north. Or
-      east?`) and a line right below the `Action:` line that is not a descriptive remark
-      (`Actually, east.`). Read as written now: `Now:`/`Answer:` lines of reasoning before
-      the `Action:` line, a `### Action` heading, `\\boxed{...}`, a leaked chat token
-      (`<|im_end|>`), and descriptive remarks beside the command (`(field 2)`, `- the west
-      is fully explored`, `. East is a flower.`). Of 759 honest replies in the taught
-      format, written independently of the parser, v3 rejected 13.6% and v4 1.2%, and
-      neither misread one (the last 155, written after v4's changes and not tuned on: 5.2%
-      and 1.3%). Rules and rendering unchanged; goldens regenerated (unchanged). Baselines
-      re-measured under v4 over seeds 0-999: every figure as v3.
+    - v3: reading 3. Rules, rendering and baselines unchanged (re-measured under v3 over
+      seeds 0-999).
+    - v4: reading 4. Rules and rendering unchanged; goldens regenerated (unchanged).
+      Baselines re-measured under v4 over seeds 0-999: every figure as v3.
     """
 
     name = "treasure-hunt"

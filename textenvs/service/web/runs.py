@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from textenvs.evals import store
+from textenvs.evals import run_folder
 from textenvs.service.sessions import ServiceError
 
 DEFAULT_MAX_MB = 1024  # all recordings together, unless `--record-max-mb` says otherwise
@@ -86,7 +86,7 @@ class RunIndex:
 
     async def episodes(self, run_dir: Path) -> RecordedEpisodes:
         """What `run_dir` holds now (an empty record when it holds nothing yet)."""
-        path = run_dir / store.EPISODES
+        path = run_dir / run_folder.EPISODES
         try:
             stat = os.stat(path)
         except OSError:

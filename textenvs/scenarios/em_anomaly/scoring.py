@@ -1,72 +1,66 @@
-"""The best known score per scenario, and how it is known.
-
-Each function takes the band's seeds and returns `(value, kind, method)`: `kind` is
-`exact` (proven), `bound` (no agent can do better; it may not be reachable) or
-`estimate` (measured with a stronger-than-possible player, so read as approximate).
-Hidden state is read here on purpose: a ceiling is a fact about the seeds, never an
-agent's input.
-"""
+"""EM Anomaly's scores: success rate, where the Mark landed, and an informed searcher's
+success as the ceiling (an estimate)."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
-import textenvs
-from textenvs.evals.skills import TREASURE_OPTIMUM, TREASURE_STEPS, squad_recon_ceiling
+from textenvs.core import scoring
+from textenvs.scenarios.em_anomaly import rules
+from textenvs.scenarios.em_anomaly.env import EMAnomalyEnv
+from textenvs.scenarios.em_anomaly.state import MARK_RADIUS, STEP_BUDGET, Cell
 
-Ceiling = tuple[float, str, str]
-Cell = tuple[int, int]
+MARK_KINDS = ("on_target", "near", "far")
 Step = tuple[int, Cell]  # (walking distance, first tile of the walk)
 
 
-def treasure_hunt(seeds: Sequence[int]) -> Ceiling:
-    return (
-        TREASURE_OPTIMUM,
-        "exact",
-        f"stepping onto a new tile every one of the {TREASURE_STEPS} steps; nothing is "
-        "known about a tile before stepping on it, so no order of tiles does better "
-        "(exact probability that the Bomb comes before every Flower)",
-    )
+class EMAnomalyScoring(scoring.Scoring):
+    labels: ClassVar[scoring.Labels] = {
+        "marks_on_target": ("marks on target", "count"),
+        "marks_near": ("marks 2 steps away", "count"),
+        "marks_far": ("marks further away", "count"),
+        "no_mark": ("episodes without a mark", "count"),
+    }
 
+    def measure(self, seed: int | None, episode: scoring.Episode) -> scoring.Skills:
+        """How the Mark landed, read from the reading on the marked tile: 2 or 3 is within
+        one step of the node (a win), 1 is exactly two steps away, 0 is further (or behind
+        a wall)."""
+        final = episode.get("final_info_observation") or {}
+        if final.get("last_action") != "mark":
+            return {"mark": None}
+        view = final.get("view") or [[None] * 3] * 3
+        reading = view[1][1]
+        if not isinstance(reading, int):
+            return {"mark": None}
+        return {"mark": "on_target" if reading >= 2 else "near" if reading == 1 else "far"}
 
-def squad_recon(seeds: Sequence[int]) -> Ceiling:
-    winnable = sum(squad_recon_ceiling(s) == 1.0 for s in seeds)
-    return (
-        winnable / len(seeds),
-        "bound",
-        "share of seeds whose three squads together outfight the stronger camp (both camps "
-        "can fall only then); walking time is not counted",
-    )
+    def aggregate(self, records: Sequence[scoring.Record]) -> dict[str, Any]:
+        marks = [(r.get("skills") or {}).get("mark", "?") for r in records]
+        known = [m for m in marks if m != "?"]
+        counts = {kind: known.count(kind) for kind in MARK_KINDS}
+        return {f"marks_{k}": v if known else None for k, v in counts.items()} | {
+            "no_mark": known.count(None) if known else None
+        }
 
-
-def reached_by_scripted(name: str, scripted: float) -> Ceiling:
-    """Scenarios whose observation proves a perfect score is reachable on every seed."""
-    if scripted >= 1.0:
-        return (1.0, "exact", "the scripted agent reaches 1.0 on every band seed")
-    return (1.0, "bound", f"the most the headline metric allows (scripted reaches {scripted:.3f})")
-
-
-def em_anomaly(seeds: Sequence[int]) -> Ceiling:
-    wins = sum(em_informed_search(s) for s in seeds)
-    return (
-        wins / len(seeds),
-        "estimate",
-        "a searcher that knows the walls and its own position and learns the node the "
-        "moment its 3x3 view shows a non-zero reading (more than an agent can see); it "
-        "walks to the tile whose view would rule out the most node positions per step "
-        "(+2) and, with the budget nearly spent, marks next to the most candidates",
-    )
+    def ceiling(self, seeds: Sequence[int], scripted: float) -> scoring.Ceiling:
+        wins = sum(em_informed_search(s) for s in seeds)
+        return (
+            wins / len(seeds),
+            "estimate",
+            "a searcher that knows the walls and its own position and learns the node the "
+            "moment its 3x3 view shows a non-zero reading (more than an agent can see); it "
+            "walks to the tile whose view would rule out the most node positions per step "
+            "(+2) and, with the budget nearly spent, marks next to the most candidates",
+        )
 
 
 def em_informed_search(seed: int) -> bool:
-    """One episode of the informed searcher (see `em_anomaly`); True if it wins."""
-    from textenvs.scenarios.em_anomaly import rules
-    from textenvs.scenarios.em_anomaly.state import MARK_RADIUS, STEP_BUDGET
-
-    env = textenvs.make("em-anomaly")
-    env.reset(seed=seed)
-    state = env._state
+    """One episode of the informed searcher (see `EMAnomalyScoring.ceiling`); True if it
+    wins."""
+    state = EMAnomalyEnv().world_for(seed)
     walls, node = state.walls, state.node
     free = [c for c in rules.ALL_CELLS if c not in walls]
     # detects[t]: the node positions that light some tile of the 3x3 view from t.
@@ -113,8 +107,6 @@ def em_informed_search(seed: int) -> bool:
 
 def _first_moves(start: Cell, walls: frozenset[Cell]) -> dict[Cell, Step]:
     """Walking distance to every free tile and the first tile on a shortest walk there."""
-    from textenvs.scenarios.em_anomaly import rules
-
     out: dict[Cell, Step] = {start: (0, start)}
     queue = deque([start])
     while queue:

@@ -6,7 +6,7 @@ server (threaded, ephemeral port) speaking `POST /v1/chat/completions` and
 empty it uses `default`, or answers 400 `script_exhausted` (never retried) so a test that
 asks more than it scripted fails loudly. Every request is recorded.
 
-    from tests.support.openai_server import OpenAIServer, text, rate_limited, stall
+    from benchmarks.support.openai_server import OpenAIServer, text, rate_limited, stall
 
     with OpenAIServer(default=text("wait")) as server:
         server.script(rate_limited(retry_after=0.01), text("Action: north"))
