@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 AGENTS = ("random", "scripted", "learner", "human", "llm")
 

@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from textenvs.agents.base import Agent, Decision
 from textenvs.core.parsing import ParseError
+from textenvs.episodes.protocol import Agent, Decision
 
 HELP = "Type a command, 'help' for the rules and commands, or 'quit' to stop."
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from textenvs.agents.base import Agent, Decision, EpisodeContext
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 
 class RandomAgent(Agent):

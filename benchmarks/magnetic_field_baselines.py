@@ -20,7 +20,7 @@ import textenvs
 from benchmarks._common import table
 from textenvs.agents import Agent, make_agent
 from textenvs.agents.scripted.magnetic_field_lookup import MagneticFieldLookupAgent
-from textenvs.evals.episode import run_episode
+from textenvs.episodes.loop import run_episode
 from textenvs.scenarios.magnetic_field import rules
 from textenvs.scenarios.magnetic_field.state import LEVELS
 

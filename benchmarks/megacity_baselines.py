@@ -32,7 +32,7 @@ from benchmarks._common import table
 from textenvs.agents.scripted import ScriptedPolicy
 from textenvs.agents.scripted.megacity import MegacityPolicy, rebuild
 from textenvs.agents.scripted.megacity_baselines import BASELINES
-from textenvs.evals.episode import context_for
+from textenvs.episodes.loop import context_for
 from textenvs.scenarios.megacity import physics
 from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 

@@ -29,7 +29,7 @@ import textenvs
 from benchmarks._common import table
 from benchmarks._tokens import chat_tokens, counter
 from textenvs.agents import make_agent
-from textenvs.evals.episode import context_for, run_episode
+from textenvs.episodes.loop import context_for, run_episode
 
 TEXTARENA_ID = "FrozenLake-v0"
 TEXTARENA_ACTIONS = ["[up]", "[down]", "[left]", "[right]"]

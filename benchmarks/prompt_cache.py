@@ -53,7 +53,7 @@ from benchmarks._common import table
 from benchmarks._tokens import chat_tokens, counter
 from textenvs.agents.llm.agent import LOCAL_MAX_TOKENS, LLMAgent
 from textenvs.agents.llm.config import DEFAULT_PROMPT_BUDGET, LOCAL_PROMPT_BUDGET
-from textenvs.evals.episode import context_for
+from textenvs.episodes.loop import context_for
 
 POLICIES = {
     "old (window 8)": {"history_policy": "window", "history": 8},

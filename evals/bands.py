@@ -34,8 +34,8 @@ from textenvs.core.scoring import Headline
 from textenvs.evals.skills import scoring_of
 
 if TYPE_CHECKING:
-    from textenvs.agents.base import Agent
     from textenvs.core.env import TextEnv
+    from textenvs.episodes.protocol import Agent
 
 BANDS_FILE = Path(__file__).with_name("bands.json")
 
@@ -132,7 +132,7 @@ def play_agent(
 ) -> tuple[bool, float]:
     """One episode through the eval loop: (success, return). Reference runs play theirs
     with it."""
-    from textenvs.evals.episode import run_episode
+    from textenvs.episodes.loop import run_episode
 
     result = asyncio.run(run_episode(env, agent, seed, options=options))
     return result.success, result.total_reward
@@ -142,7 +142,7 @@ def play_one(task: Play) -> dict[str, Any]:
     """One episode's record (with skills)."""
     import textenvs
     from textenvs.agents import make_agent
-    from textenvs.evals.episode import run_episode
+    from textenvs.episodes.loop import run_episode
     from textenvs.evals.runner import episode_record
 
     env, agent, seed, options = task

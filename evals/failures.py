@@ -13,7 +13,7 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from textenvs.agents.base import AGENT_ERROR
+from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals.metrics import Record
 
 CRASHED = "episode crashed: "  # the runner's prefix for a crash outside the agent's turn

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals import plots, store
 from textenvs.evals.bands import headline
-from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.pdf import svg_to_pdf
 from textenvs.evals.report import Report, Run
 from textenvs.evals.transcript import safe_name

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from textenvs.evals.episode import AGENT_ERROR
+from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals.metrics import Z95, Record, mean, stderr, wilson
 
 GroupId = tuple[str, int, int]  # (env, episode index, seed of the first trial)

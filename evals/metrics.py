@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from textenvs.core.registry import episode_level
-from textenvs.evals.episode import AGENT_ERROR
+from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals.skills import aggregate
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals import bootstrap
 from textenvs.evals.bands import episode_headline
-from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.metrics import Record, key_of
 from textenvs.evals.report_rows import paired_label
 

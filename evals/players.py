@@ -16,10 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import textenvs
-from textenvs.agents.base import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.core.env import TextEnv
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.protocol import AGENT_ERROR, Agent, Decision, EpisodeContext, EpisodeEnd
+from textenvs.episodes.record import EpisodeResult
 from textenvs.evals import trials
-from textenvs.evals.episode import AGENT_ERROR, EpisodeResult, run_episode
 from textenvs.evals.failures import CRASHED
 from textenvs.evals.metrics import Key
 from textenvs.evals.plan import EvalPlan

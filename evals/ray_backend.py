@@ -34,7 +34,7 @@ import ray
 import ray.exceptions
 
 from textenvs.agents.llm.config import NODE_IP_ENV, LLMConfig
-from textenvs.evals.episode import EpisodeResult
+from textenvs.episodes.record import EpisodeResult
 from textenvs.evals.metrics import Key
 from textenvs.evals.plan import EvalPlan
 from textenvs.evals.players import AgentFactory, EpisodePlayer, crashed_result

@@ -6,8 +6,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals.bands import band_warnings, headline, scenario_label
-from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.metrics import Record, compare, key_of
 from textenvs.evals.report import Report, Run, env_order
 from textenvs.evals.skills import format_value, label

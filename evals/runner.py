@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from textenvs.core.redact import redact_data
+from textenvs.episodes.record import EpisodeResult
+from textenvs.episodes.specs import parse_seeds, resolve_envs
 from textenvs.evals import run_folder, store, trials
-from textenvs.evals.episode import EpisodeResult
 from textenvs.evals.failures import FailFast
 from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Key, Record, key_of, summarize_by_env
 
 # What a run is made of, and where its episodes are played; kept importable from here,
 # where the eval command, the service's recorder and the adapters have always found them.
-from textenvs.evals.plan import EvalPlan, build_config, default_command, parse_seeds, resolve_envs
+from textenvs.evals.plan import EvalPlan, build_config, default_command
 from textenvs.evals.players import (
     AgentFactory,
     Backend,

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from textenvs.agents.base import AGENT_ERROR
+from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals import trials
 from textenvs.evals.metrics import Key, Record, key_of
 from textenvs.evals.run_folder import CONFIG, DROPPED, EPISODES, LOCK, TRAJECTORIES

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from textenvs.agents.base import AGENT_ERROR, Agent
-from textenvs.evals.episode import EpisodeResult, Turn, run_episode
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.protocol import AGENT_ERROR, Agent
+from textenvs.episodes.record import EpisodeResult, Turn
 from textenvs.evals.metrics import Key, Record, key_of
 
 

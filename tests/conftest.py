@@ -14,7 +14,8 @@ from hypothesis import settings
 
 import textenvs
 from textenvs.agents import make_agent
-from textenvs.evals.episode import EpisodeResult, run_episode
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.record import EpisodeResult
 
 ENV_NAMES = textenvs.names()
 

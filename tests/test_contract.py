@@ -17,7 +17,7 @@ import textenvs
 from tests.conftest import ENV_NAMES, play, transcript_digest
 from textenvs.agents import make_agent
 from textenvs.core.parsing import ParseError
-from textenvs.evals.episode import context_for
+from textenvs.episodes.loop import context_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INFO_KEYS = {
@@ -108,7 +108,7 @@ def test_interleaved_envs_match_sequential_runs(env_name: str) -> None:
     sequential = {s: transcript_digest(play(env_name, "random", s)) for s in seeds}
 
     async def all_at_once() -> dict[int, str]:
-        from textenvs.evals.episode import run_episode
+        from textenvs.episodes.loop import run_episode
 
         async def one(seed: int) -> tuple[int, str]:
             result = await run_episode(textenvs.make(env_name), _Yielding(), seed)

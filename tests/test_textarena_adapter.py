@@ -13,7 +13,7 @@ import textarena as ta
 import textenvs
 from textenvs.adapters.textarena import ARENA_IDS, arena_id, register_all
 from textenvs.agents import make_agent
-from textenvs.evals.episode import run_episode
+from textenvs.episodes.loop import run_episode
 
 ENV_NAMES = textenvs.names()
 

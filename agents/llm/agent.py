@@ -19,32 +19,13 @@ import time
 import traceback
 from typing import Any
 
-from textenvs.agents.base import (
-    AGENT_ERROR,
-    Agent,
-    Decision,
-    EpisodeContext,
-    EpisodeEnd,
-)
 from textenvs.agents.llm import context, faults, json_mode
 from textenvs.agents.llm.config import LOCAL_MAX_TOKENS, LLMConfig
-from textenvs.agents.llm.history import (
-    History,
-    PastTurn,
-    prompt_chars,
-    prompt_text,
-    shared_prefix_chars,
-)
-from textenvs.agents.llm.reading import (
-    TOOL_NAME,
-    Reading,
-    add_usage,
-    prompt_usage,
-    read_reply,
-    visible,
-)
+from textenvs.agents.llm.conversation import Conversation, system_for
+from textenvs.agents.llm.history import prompt_chars
+from textenvs.agents.llm.reading import TOOL_NAME, Reading, add_usage, prompt_usage, read_reply
 from textenvs.agents.llm.transport import Transport
-from textenvs.core.parsing import ParseError
+from textenvs.episodes.protocol import AGENT_ERROR, Agent, Decision, EpisodeContext, EpisodeEnd
 
 log = logging.getLogger("textenvs.agents.llm")
 
@@ -60,63 +41,47 @@ class LLMAgent(Agent):
             config = LLMConfig.model_validate(config.model_dump())
         self.cfg = config if config is not None else LLMConfig(**options)
         self._transport = Transport(self.cfg)
-        self._json_schema: dict[str, Any] = {}
-        self._history = self._new_history()
-        self._system = ""
-        self._last_prompt = ""  # the previous request's messages as text (cacheable share)
-        self._turn = 0
-        #: trial mode: the last episode's end, and what the next episode's first message
-        #: opens with (that end, if any, and the new-episode marker)
+        self._conversation: Conversation | None = None
+        #: trial mode: the last episode's end, which the next episode's first message
+        #: opens with
         self._ending = ""
-        self._opening = ("", "")
 
     # ----- Agent protocol ---------------------------------------------------------------
 
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
-        from textenvs.prompts import system_prompt
-
         # the rules as they hold for this agent: its re-asks, action mode, and in trial
         # mode the episodes that follow one another in this conversation
-        mode = self.cfg.prompt_mode(context.action_schema, continued=context.trials > 1)
-        try:
-            self._system = system_prompt(context.prompt or context.env_name, mode)
-        except FileNotFoundError:  # a scenario this install has no text for (a service's)
-            self._system = context.rules
-        if self.cfg.mode == "json":
-            self._json_schema = json_mode.response_schema(
-                context.action_schema, self.cfg.reasoning_chars
-            )
+        system = system_for(context, self.cfg)
         # jitter only: seeded so runs are repeatable, never the global `random`
         self._transport.rng = random.Random(f"{context.seed}:{self.cfg.seed}")
-        if context.trial > 1 and self._ending:
-            # trial mode: the conversation goes on; the new episode's first message opens
-            # with how the last one ended and a marker
-            self._opening = (self._ending, new_episode_marker(context))
-            self._ending = ""
-            return
-        self._history = self._new_history()
-        self._last_prompt = ""
-        self._turn = 0
+        # trial mode: the conversation goes on; the new episode's first message opens with
+        # how the last one ended and a marker
+        ending = self._ending if context.trial > 1 else ""
+        if not ending or self._conversation is None:
+            self._conversation = Conversation(system, self.cfg, context)
+        marker = new_episode_marker(context) if context.trials > 1 else ""
+        self._conversation.start_episode(
+            system, context, episode=context.trial, ending=ending, marker=marker
+        )
         self._ending = ""
-        self._opening = ("", new_episode_marker(context) if context.trials > 1 else "")
 
     def end_episode(self, observation: str, info: dict[str, Any], end: EpisodeEnd) -> None:
         """Note the last command's result (nothing else calls the agent after the final
         step) and keep the episode's end for the next trial's first message."""
-        self._history.note_result(info)
+        self.conversation.finish(info)
         if self.context.trials > 1:
             self._ending = episode_ending(self.context, observation, end)
 
-    def _new_history(self) -> History:
-        return History.for_settings(self.cfg)
+    @property
+    def conversation(self) -> Conversation:
+        """This episode's conversation (after `reset`)."""
+        assert self._conversation is not None, "reset() starts an episode"
+        return self._conversation
 
     def first_prompt(self, observation: str) -> list[Message]:
         """The messages of an episode's first request (nothing is sent)."""
-        return [
-            {"role": "system", "content": self._system},
-            {"role": "user", "content": observation},
-        ]
+        return [self.conversation.system, {"role": "user", "content": observation}]
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, **self.cfg.public()}
@@ -126,8 +91,8 @@ class LLMAgent(Agent):
 
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         started = time.perf_counter()
-        self._turn += 1
-        record: dict[str, Any] = {"turn": self._turn, "attempts": 0, "request_errors": []}
+        turn = self.conversation.turn_number + 1
+        record: dict[str, Any] = {"turn": turn, "attempts": 0, "request_errors": []}
         usage: dict[str, int] = {}
         try:
             decision = await self._play_turn(observation, info, record, usage)
@@ -154,54 +119,38 @@ class LLMAgent(Agent):
     async def _play_turn(
         self, observation: str, info: dict[str, Any], record: dict[str, Any], usage: dict[str, int]
     ) -> Decision:
-        (ending, marker), self._opening = self._opening, ("", "")
-        opening = "\n\n".join(part for part in (ending, marker) if part)
-        turn: list[Message] = [self._history.observation_message(observation, opening)]
-        if self._turn == 1:
-            record["system"] = self._system
+        conversation = self.conversation
+        conversation.observe(observation, info)
+        if conversation.turn_number == 1:
+            record["system"] = conversation.system["content"]
         record.update(replies=[], parse_errors=[], reply_faults=[], reasks=0, prompts=[])
-        self._history.note_result(info)
-        reading: Reading | None = None
-        for ask in range(self.cfg.reasks + 1):
-            messages, cut, completion = await self._ask(turn, record, usage)
+        while True:
+            completion = await self._ask(record, usage)
             reading = read_reply(completion, self.cfg.mode, self.context)
             add_usage(usage, completion)
             self._note_reading(reading, record, usage)
-            self._measure(messages, cut, completion, record, usage)
-            turn.append(reading.assistant)
-            if reading.command is not None:
-                turn += self._tool_replies(reading, f"Command sent: {reading.command}")
+            self._measure(completion, record, usage)
+            command = conversation.take(reading)
+            if command is not None:
                 break
-            if ask < self.cfg.reasks:
-                record["reasks"] += 1
-                turn += self._reask(reading, info)
-            else:
-                turn += self._tool_replies(reading, f"Not read: {reading.problem}")
-        assert reading is not None
-        record["messages"] = turn
-        command = reading.command if reading.command is not None else self._unread(reading)
-        self._history.add(
-            PastTurn(self._turn, turn, command, episode=self.context.trial, opening=ending)
-        )
+            record["reasks"] += 1
+        record["messages"] = conversation.pending
         record["command"] = command
         return Decision(command, raw=reading.raw)
 
-    async def _ask(
-        self, turn: list[Message], record: dict[str, Any], usage: dict[str, int]
-    ) -> tuple[list[Message], bool, Any]:
+    async def _ask(self, record: dict[str, Any], usage: dict[str, int]) -> Any:
         """One completion for the turn in progress. When the server says the prompt
         exceeds its context, the budget shrinks to fit, the history is cut once and the
         request goes again; only a prompt with nothing left to cut ends the episode."""
-        system = {"role": "system", "content": self._system}
+        history = self.conversation.history
         while True:
-            messages, cut = self._history.request(system, turn)
-            record["history_turns"] = len(self._history.turns)
+            messages = self.conversation.request()
+            record["history_turns"] = len(history.turns)
             record["context_messages"] = len(messages)
             try:
-                completion = await self._transport.complete(self._request(messages), record)
-                return messages, cut, completion
+                return await self._transport.complete(self._request(messages), record)
             except faults.ContextOverflow as exc:
-                if not self._history.turns:
+                if not history.turns:
                     raise
                 self._shrink_budget(messages, exc.fault, record, usage)
 
@@ -213,16 +162,17 @@ class LLMAgent(Agent):
         usage: dict[str, int],
     ) -> None:
         """Fit the history under what a context-length error says the server holds."""
+        history = self.conversation.history
         limit, tokens = context.numbers_in_error(fault.message, fault.body)
         if tokens:  # the server counted this prompt: estimate the next ones by it
-            self._history.gauge.calibrate(prompt_chars(messages), tokens, extended=False)
+            history.gauge.calibrate(prompt_chars(messages), tokens, extended=False)
         budget = context.budget_after_overflow(
-            budget=self._history.budget,
-            estimate=self._history.gauge.estimate(messages),
+            budget=history.budget,
+            estimate=history.gauge.estimate(messages),
             limit=limit,
             reply_tokens=self._reply_limit() or context.DEFAULT_REPLY_ROOM,
         )
-        self._history.budget = budget
+        history.budget = budget
         event = {"error": self._transport.redact(fault.message), "limit": limit, "budget": budget}
         record.setdefault("context_cuts", []).append(event)
         usage["context_cuts"] = usage.get("context_cuts", 0) + 1
@@ -238,58 +188,20 @@ class LLMAgent(Agent):
             record["parse_errors"].append(reading.problem)
         record["replies"].append(reading.entry)
 
-    def _measure(
-        self,
-        messages: list[Message],
-        cut: bool,
-        completion: Any,
-        record: dict[str, Any],
-        usage: dict[str, int],
-    ) -> None:
-        """How much of this request repeats the previous one verbatim (what a prefix cache
-        can reuse, whatever the server), and what the server says it reused."""
-        text = prompt_text(messages)
-        prefix = shared_prefix_chars(self._last_prompt, text)
-        extended = bool(self._last_prompt) and prefix == len(self._last_prompt) - 1  # to its "]"
-        self._last_prompt = text
+    def _measure(self, completion: Any, record: dict[str, Any], usage: dict[str, int]) -> None:
+        """The request's measure (`Conversation.sent`) and what the server says it reused."""
         reported = prompt_usage(completion)
         if not reported["cached_tokens"]:
             # llama-cpp-python reports no cached tokens: the embedded model's log says
             reported.update(self._transport.local_counts())
-        self._history.gauge.calibrate(len(text), reported["prompt_tokens"], extended=extended)
+        prompt = self.conversation.sent(reported["prompt_tokens"])
         for key, value in (
-            ("prompt_chars", len(text)),
-            ("prefix_chars", prefix),
+            ("prompt_chars", prompt["chars"]),
+            ("prefix_chars", prompt["prefix_chars"]),
             ("cached_tokens", reported["cached_tokens"]),
         ):
             usage[key] = usage.get(key, 0) + value
-        prompt = {"chars": len(text), "prefix_chars": prefix, "cut": cut, **reported}
-        record["prompts"].append(prompt)
-
-    def _unread(self, reading: Reading) -> str:
-        """What is stepped for a reply never read, so the env records a wasted turn: its
-        visible text, unless the mode rejected a reply the text parser would accept (a
-        json-mode reply in prose): then an empty command, which no parser reads."""
-        text = visible(reading.raw)
-        if self.cfg.mode == "text":
-            return text
-        try:
-            self.context.parse(text)
-        except ParseError:
-            return text
-        return ""
-
-    def _reask(self, reading: Reading, info: dict[str, Any]) -> list[Message]:
-        forms = "; ".join(str(c) for c in info.get("valid_commands", []))
-        text = f"{reading.problem}\nValid commands: {forms}\nReply again with one command."
-        if reading.tool_ids:
-            return self._tool_replies(reading, text)
-        return [{"role": "user", "content": text}]
-
-    @staticmethod
-    def _tool_replies(reading: Reading, text: str) -> list[Message]:
-        # every tool call must be answered, or the next request is malformed
-        return [{"role": "tool", "tool_call_id": i, "content": text} for i in reading.tool_ids]
+        record["prompts"].append({**prompt, **reported})
 
     # ----- the request ----------------------------------------------------------------
 
@@ -300,7 +212,7 @@ class LLMAgent(Agent):
         if self.cfg.max_tokens is not None:
             return self.cfg.max_tokens
         if self.cfg.mode == "json":
-            return json_mode.reply_tokens(self._json_schema)
+            return json_mode.reply_tokens(self._json_schema())
         return LOCAL_MAX_TOKENS if self.cfg.is_local else None
 
     def _request(self, messages: list[Message]) -> dict[str, Any]:
@@ -322,8 +234,13 @@ class LLMAgent(Agent):
             request["tool_choice"] = cfg.tool_choice
         if cfg.mode == "json":
             form = self._transport.json_form()
-            request["response_format"] = json_mode.response_format(self._json_schema, form)
+            request["response_format"] = json_mode.response_format(self._json_schema(), form)
         return request
+
+    def _json_schema(self) -> dict[str, Any]:
+        schema = self.conversation.response_schema
+        assert schema is not None  # json mode
+        return schema
 
     def _tool(self) -> dict[str, Any]:
         schema = self.context.action_schema.model_json_schema()

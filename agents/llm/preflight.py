@@ -249,7 +249,7 @@ def first_prompt_fits(config: LLMConfig, env_name: str, options: dict[str, Any] 
     import textenvs
     from textenvs.agents.llm.agent import LLMAgent
     from textenvs.agents.llm.history import prompt_chars
-    from textenvs.evals.episode import context_for
+    from textenvs.episodes.loop import context_for
 
     env = textenvs.make(env_name)
     observation, _ = env.reset(seed=0, options=options)

@@ -9,15 +9,16 @@ fault (`faults.reply_fault`). Also here: the token figures a server reports for 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
-from textenvs.agents.base import EpisodeContext
 from textenvs.agents.llm import faults, json_mode
 from textenvs.agents.llm.history import recap_command
 from textenvs.core.parsing import ParseError
+from textenvs.episodes.protocol import EpisodeContext
 
 TOOL_NAME = "act"
 
@@ -39,24 +40,48 @@ class Reading:
 
 
 def read_reply(completion: Any, mode: str, context: EpisodeContext) -> Reading:
-    """Read one completion in the agent's action mode."""
+    """Read one completion (an OpenAI SDK object) in the agent's action mode."""
     choice = completion.choices[0] if getattr(completion, "choices", None) else None
     message = choice.message if choice is not None else None
-    content = (message.content if message is not None else None) or ""
-    visible, thoughts = faults.split_think(content)
     extra = (message.model_extra or {}) if message is not None else {}
+    reasoning: list[str] = []
     for key in ("reasoning_content", "reasoning"):
         if isinstance(extra.get(key), str) and extra[key].strip():
-            thoughts.insert(0, extra[key].strip())
+            reasoning.insert(0, extra[key].strip())
     calls = list((message.tool_calls if message is not None else None) or [])
-    calls = [c for c in calls if getattr(c, "function", None) is not None]
-    finish = choice.finish_reason if choice is not None else None
+    return read_message(
+        (message.content if message is not None else None) or "",
+        mode,
+        context,
+        calls=[c for c in calls if getattr(c, "function", None) is not None],
+        finish_reason=choice.finish_reason if choice is not None else None,
+        refusal=getattr(message, "refusal", None),
+        reasoning=reasoning,
+        reasoning_tokens=reasoning_tokens(completion),
+    )
+
+
+def read_message(
+    content: str,
+    mode: str,
+    context: EpisodeContext,
+    *,
+    calls: Sequence[Any] = (),
+    finish_reason: str | None = None,
+    refusal: str | None = None,
+    reasoning: Sequence[str] = (),
+    reasoning_tokens: int = 0,
+) -> Reading:
+    """Read one reply from its parts: its text `content` (with any `<think>` part), its
+    tool calls, why it stopped, a refusal, and reasoning the server sent apart."""
+    visible, thoughts = faults.split_think(content)
+    thoughts = [*reasoning, *thoughts]
     fault = faults.reply_fault(
         visible=visible,
         has_tool_call=bool(calls),
-        refusal=getattr(message, "refusal", None),
-        finish_reason=finish,
-        reasoning=bool(thoughts) or reasoning_tokens(completion) > 0,
+        refusal=refusal,
+        finish_reason=finish_reason,
+        reasoning=bool(thoughts) or reasoning_tokens > 0,
     )
     assistant: Message = {"role": "assistant", "content": visible}
     if calls:
@@ -83,7 +108,7 @@ def read_reply(completion: Any, mode: str, context: EpisodeContext) -> Reading:
         "content": content,
         "reasoning": "\n\n".join(thoughts) or None,
         "tool_calls": assistant.get("tool_calls"),
-        "finish_reason": finish,
+        "finish_reason": finish_reason,
         "fault": fault,
         "error": reading.problem,
     }
@@ -98,7 +123,7 @@ def read_text(visible: str, context: EpisodeContext) -> tuple[str | None, str | 
     return recap_command(visible, action, context.parse), None
 
 
-def read_tools(calls: list[Any], context: EpisodeContext) -> tuple[str | None, str | None]:
+def read_tools(calls: Sequence[Any], context: EpisodeContext) -> tuple[str | None, str | None]:
     commands = []
     for call in calls:
         if call.function.name != TOOL_NAME:

@@ -22,10 +22,10 @@ from typing import Any
 
 import openai
 
-from textenvs.agents.base import AGENT_ERROR, CONTEXT_OVERFLOW
 from textenvs.agents.llm import endpoints, faults, json_mode
 from textenvs.agents.llm.base_url import client_options
 from textenvs.agents.llm.config import LLMConfig
+from textenvs.episodes.protocol import AGENT_ERROR, CONTEXT_OVERFLOW
 
 log = logging.getLogger("textenvs.agents.llm")
 

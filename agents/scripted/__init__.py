@@ -10,8 +10,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from textenvs.agents.base import Agent, Decision, EpisodeContext
 from textenvs.core.registry import load_entry_point
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 # CLI env name -> "module:Class" of its policy.
 POLICIES: dict[str, str] = {

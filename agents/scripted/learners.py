@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from textenvs.agents.base import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.agents.scripted.em_anomaly import EMAnomalyPolicy
 from textenvs.agents.scripted.magnetic_field import messages, next_command, window_keys
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd
 
 Cell = tuple[int, int]
 

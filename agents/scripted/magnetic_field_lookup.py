@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from textenvs.agents.base import Agent, Decision, EpisodeContext
 from textenvs.agents.scripted.magnetic_field import (
     MESSAGE_WINDOWS,
     SLOTS,
     next_command,
     window_keys,
 )
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 
 def lookup_message(observation: dict[str, Any], rng: np.random.Generator) -> str:

@@ -25,9 +25,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from textenvs.agents.base import Agent, Decision, EpisodeContext
 from textenvs.agents.scripted.megacity import MegacityPolicy
 from textenvs.agents.scripted.megacity_baselines import BASELINES
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 from textenvs.scenarios.megacity.env import MegacityEnv
 from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 

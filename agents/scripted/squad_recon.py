@@ -17,8 +17,8 @@ from collections import deque
 from itertools import combinations
 from typing import Any
 
-from textenvs.agents.base import EpisodeContext
 from textenvs.agents.scripted import ScriptedPolicy
+from textenvs.episodes.protocol import EpisodeContext
 
 SIZE = 15
 RADIUS = 3

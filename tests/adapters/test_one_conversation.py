@@ -1,7 +1,8 @@
 """One model, one prompt, whatever the harness: `textenvs eval --agent llm`, Inspect's
-solver and the verifiers environment send the loopback model the same request
-sequences (message lists, turn by turn) for the same episodes, under the default
-conversation settings, a budget small enough to cut history, and a window."""
+solver and the verifiers environment all play through the one `Conversation`
+(`agents/llm/conversation.py`), and send the loopback model the same request sequences
+(message lists, turn by turn) for the same episodes, under the default conversation
+settings, a budget small enough to cut history, and a window."""
 
 from __future__ import annotations
 

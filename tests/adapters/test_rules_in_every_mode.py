@@ -41,7 +41,8 @@ import textenvs
 from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from tests.adapters.conftest import textenvs_eval
 from tests.adapters.test_one_conversation import via_inspect, via_verifiers
-from textenvs.adapters.conversation import Conversation, conversation_settings
+from textenvs.agents.llm.conversation import Conversation, conversation_settings
+from textenvs.episodes.loop import context_for
 from textenvs.prompts import Mode, prompt_name, resolve, rules_text, system_prompt
 from textenvs.service import create_app
 from textenvs.service.background import serve_in_thread
@@ -314,7 +315,8 @@ def play_rollouts(tmp: Path) -> Played:
 
 def rollout(client: openai.OpenAI, env_name: str, options: dict[str, Any] | None) -> None:
     env = textenvs.make(env_name)
-    conversation = Conversation.for_episode(env_name, options, env.parse, conversation_settings())
+    context = context_for(env, 0, options)
+    conversation = Conversation.for_context(context, conversation_settings())
     observation, info = env.reset(seed=0, options=options)
     while True:
         conversation.observe(observation, info)

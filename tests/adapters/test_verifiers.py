@@ -25,8 +25,8 @@ import textenvs
 from benchmarks.support.openai_server import OpenAIServer
 from benchmarks.support.verifiers_eval import vf_eval
 from tests.adapters.conftest import textenvs_eval
-from textenvs.adapters.conversation import CONVERSATION_SETTINGS
 from textenvs.adapters.verifiers import TextenvsHarness, TextenvsHarnessConfig
+from textenvs.agents.llm.conversation import CONVERSATION_SETTINGS
 
 
 def taskset_config(**taskset: object) -> vf.EnvConfig:

@@ -22,7 +22,8 @@ from benchmarks.support.openai_server import (
 from tests.agents.conftest import KEY
 from textenvs.agents import make_agent
 from textenvs.agents.llm import LLMAgent
-from textenvs.evals.episode import EpisodeResult, run_episode
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.record import EpisodeResult
 from textenvs.prompts import Mode, system_prompt
 from textenvs.scenarios.treasure_hunt.env import TreasureHuntEnv
 

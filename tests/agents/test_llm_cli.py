@@ -13,7 +13,7 @@ from benchmarks.support.openai_server import OpenAIServer, text
 from tests.agents.conftest import KEY
 from textenvs.agents.llm import LLMAgent, LLMConfig, local
 from textenvs.cli import main
-from textenvs.evals.episode import run_episode
+from textenvs.episodes.loop import run_episode
 
 
 @pytest.fixture

@@ -29,7 +29,8 @@ from benchmarks.support.openai_server import (
 from tests.agents.conftest import KEY
 from textenvs.agents.llm import LLMAgent
 from textenvs.agents.llm import faults as f
-from textenvs.evals.episode import EpisodeResult, run_episode
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.record import EpisodeResult
 
 FAST = {
     "backoff_base_s": 0.01,

@@ -22,7 +22,7 @@ from tests.agents.test_llm_agent import FAST, LongHunt, agent_for, play
 from textenvs.agents.llm import LLMAgent, LLMConfig, local
 from textenvs.agents.llm.agent import LOCAL_MAX_TOKENS
 from textenvs.agents.llm.history import History, PastTurn, TokenGauge
-from textenvs.evals.episode import context_for
+from textenvs.episodes.loop import context_for
 from textenvs.evals.metrics import summarize
 from textenvs.evals.runner import episode_record
 

@@ -16,7 +16,7 @@ import pytest
 
 import textenvs
 from textenvs.agents.llm import LLMAgent, local
-from textenvs.evals.episode import run_episode
+from textenvs.episodes.loop import run_episode
 
 
 def needs_llama_cpp() -> Path:

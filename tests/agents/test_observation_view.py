@@ -19,7 +19,7 @@ from textenvs.agents.llm.observation_view import (
     short_title,
 )
 from textenvs.core.registry import SCENARIOS, make
-from textenvs.evals.episode import context_for
+from textenvs.episodes.loop import context_for
 
 
 def rebuild(previous: str, view: str) -> str:

@@ -143,4 +143,4 @@ def test_eval_env_options_are_recorded_and_checked(tmp_path: Path) -> None:
     bad = subprocess.run(
         eval_cmd(tmp_path / "bad", "--env", "all", *options), capture_output=True, text=True
     )
-    assert bad.returncode == 2 and "needs a single --env" in bad.stderr
+    assert bad.returncode == 2 and "need a single scenario" in bad.stderr

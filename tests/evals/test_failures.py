@@ -19,8 +19,8 @@ import pytest
 
 from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from textenvs.agents import make_agent
-from textenvs.agents.base import Agent, Decision
 from textenvs.cli import main
+from textenvs.episodes.protocol import Agent, Decision
 from textenvs.evals import run_folder, runner, store
 from textenvs.evals.failures import FailFast, error_class, top_error_classes
 from textenvs.evals.metrics import key_of

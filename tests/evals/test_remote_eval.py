@@ -17,10 +17,13 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.other_version import OTHER_VERSION, other_version_service
 from textenvs.agents import make_agent
+from textenvs.cli import main
 from textenvs.evals import run_folder, runner, store
 from textenvs.service import create_app, remote_env_factory
 from textenvs.service.background import serve_in_thread
+from textenvs.service.client import VersionMismatch
 from textenvs.service.tenancy import ClientLimits
 
 ENV = "treasure-hunt"
@@ -143,3 +146,18 @@ def test_a_killed_remote_eval_resumes_at_once(tmp_path: Path) -> None:
         assert sorted(r["seed"] for r in store.read_episodes(out)) == list(range(150))
         assert all(r["outcome"] != "agent_error" for r in store.read_episodes(out))
         assert httpx.get(f"{url}/v1/health").json()["sessions"] == 0
+
+
+def test_a_service_of_another_version_stops_the_eval_before_its_first_episode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    with other_version_service() as url:
+        code = main(["eval", "--env", ENV, "--agent", "random", "--seeds", "0-1",
+                     "--env-url", url, "--out", str(out)])  # fmt: skip
+    assert code != 0 and not (out / "episodes.jsonl").exists()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"serves {ENV} v{OTHER_VERSION}, this install v" in line
+    assert "upgrade textenvs on the client or the server" in line
+    with other_version_service() as url, pytest.raises(VersionMismatch):
+        remote_env_factory(url)(ENV)  # the env itself refuses too

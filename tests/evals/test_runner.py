@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from textenvs.agents import make_agent
-from textenvs.agents.base import Agent, Decision
+from textenvs.episodes.protocol import Agent, Decision
 from textenvs.evals import run_folder, runner, store
 from textenvs.evals.metrics import key_of
 
@@ -39,7 +39,7 @@ def test_parse_seeds() -> None:
 
 
 def test_seed_ranges_are_read_back_as_the_same_seeds() -> None:
-    from textenvs.evals.plan import seed_ranges
+    from textenvs.episodes.specs import seed_ranges
 
     for seeds in ([0, 1, 2, 5], [7], [1, 3, 5, 6], list(range(1000, 10000))):
         assert runner.parse_seeds(seed_ranges(seeds)) == seeds

@@ -26,7 +26,7 @@ from textenvs.agents.scripted.magnetic_field_lookup import (
     lookup_message,
 )
 from textenvs.core.parsing import ParseError
-from textenvs.evals.episode import run_episode
+from textenvs.episodes.loop import run_episode
 from textenvs.scenarios.magnetic_field import rules
 from textenvs.scenarios.magnetic_field.state import (
     BAND_ROWS,

@@ -12,7 +12,7 @@ from tests.conftest import assert_golden, play, render_transcript, transcript_di
 from textenvs.agents.scripted.megacity import MegacityPolicy, rebuild
 from textenvs.agents.scripted.megacity_baselines import BASELINES
 from textenvs.core.parsing import ParseError
-from textenvs.evals.episode import context_for
+from textenvs.episodes.loop import context_for
 from textenvs.scenarios.megacity import maps, research, rules
 from textenvs.scenarios.megacity import physics as p
 from textenvs.scenarios.megacity.parameters import PHYSICS, Physics

@@ -15,7 +15,7 @@ import textenvs
 from tests.conftest import assert_golden, play, render_transcript
 from textenvs.agents import make_agent
 from textenvs.core.parsing import ParseError
-from textenvs.evals.episode import context_for
+from textenvs.episodes.loop import context_for
 from textenvs.scenarios.squad_recon import parse as parsing
 from textenvs.scenarios.squad_recon import rules, terrain
 from textenvs.scenarios.squad_recon.state import (

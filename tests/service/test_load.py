@@ -23,7 +23,7 @@ import pytest
 import textenvs
 from tests.conftest import transcript_digest
 from textenvs.agents import make_agent
-from textenvs.evals.episode import run_episode
+from textenvs.episodes.loop import run_episode
 from textenvs.service.client import remote_env_factory
 
 ENV_NAMES = textenvs.names()

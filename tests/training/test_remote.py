@@ -1,5 +1,6 @@
-"""Training against a `textenvs serve` service through OpenEnv's own client: the same
-episodes as in-process envs."""
+"""Training against a `textenvs serve` service through the one remote env
+(`service.client.RemoteEnv`, as `textenvs eval --env-url` plays): the same episodes as
+in-process envs, and a service of another version refused before the first episode."""
 
 from __future__ import annotations
 
@@ -7,18 +8,17 @@ import pytest
 import torch
 
 import textenvs
-from textenvs.adapters.conversation import conversation_settings
-from textenvs.adapters.episodes import EpisodeSpec
+from tests.support.other_version import OTHER_VERSION, other_version_service
+from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.cli import main
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Sampling
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
+from textenvs.service.client import remote_env_factory
 from textenvs.training import curve
-from textenvs.training.remote import openenv_factory
 from textenvs.training.rollouts import play
-
-pytest.importorskip("openenv.core")
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +44,18 @@ def play_with(tiny, make_env) -> list:
 
 def test_episodes_on_the_service_are_those_played_in_process(tiny, service):
     local = play_with(tiny, textenvs.make)
-    remote = play_with(tiny, openenv_factory(service))
+    remote = play_with(tiny, remote_env_factory(service))
     assert [r.completion_ids for r in remote] == [r.completion_ids for r in local]
-    assert [r.result.to_dict() for r in remote] == [r.result.to_dict() for r in local]
+    assert [untimed(r.result.to_dict()) for r in remote] == [
+        untimed(r.result.to_dict()) for r in local
+    ]
+    assert all(r.result.wall_s > 0 for r in remote)  # timed, as eval times its episodes
+
+
+def untimed(record: dict) -> dict:
+    """An episode record without its timings (the rest is a function of the seeds)."""
+    turns = [{k: v for k, v in turn.items() if k != "latency_s"} for turn in record["turns"]]
+    return {k: v for k, v in record.items() if k not in ("latency_s", "wall_s")} | {"turns": turns}
 
 
 @pytest.mark.slow
@@ -62,17 +71,16 @@ def test_train_runs_on_the_service(tiny_dir, service, tmp_path):
     assert row["episodes"] == 2
 
 
-def test_a_service_of_another_version_is_refused(service, monkeypatch):
-    from textenvs.training import remote
-
-    # The install, not the service (which runs in this process), becomes another version
-    class Newer:
-        version = "999"
-
-    class Entry:
-        def load(self) -> type:
-            return Newer
-
-    monkeypatch.setattr(remote, "registry_get", lambda name: Entry())
-    with pytest.raises(ValueError, match="serves treasure-hunt"):
-        openenv_factory(service)("treasure-hunt")
+def test_a_service_of_another_version_is_refused_before_anything_is_written(
+    tiny_dir, tmp_path, capsys
+):
+    out = tmp_path / "run"
+    with other_version_service() as url, pytest.raises(SystemExit) as refused:
+        main(
+            ["train", "--env", "treasure-hunt", "--model", str(tiny_dir), "--out", str(out),
+             "--env-url", url, "--steps", "1"]
+        )  # fmt: skip
+    assert refused.value.code == 2 and not out.exists()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"serves treasure-hunt v{OTHER_VERSION}, this install v" in line
+    assert "upgrade textenvs on the client or the server" in line

@@ -7,11 +7,13 @@ import pytest
 import torch
 
 import textenvs
-from textenvs.adapters.conversation import Conversation, conversation_settings
-from textenvs.adapters.episodes import EpisodeSpec
+from textenvs.agents.llm.conversation import Conversation, conversation_settings
+from textenvs.episodes.loop import context_for
+from textenvs.episodes.record import TURN_LIMIT
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference.chat import ChatTokens, GrowingChat, TemplateError
 from textenvs.inference.generation import Sampling
-from textenvs.training.rollouts import TURN_LIMIT, play
+from textenvs.training.rollouts import play
 
 SAMPLING = Sampling(max_new_tokens=10, temperature=1.0)
 
@@ -39,8 +41,8 @@ def test_a_rollout_is_the_conversation_eval_sends_with_only_the_replies_trained(
         # the same episode again, its replies read by a fresh conversation as eval reads
         env = textenvs.make("treasure-hunt")
         observation, info = env.reset(seed=result.seed)
-        conversation = Conversation.for_episode(
-            "treasure-hunt", None, env.parse, conversation_settings(prompt_budget=7000)
+        conversation = Conversation.for_context(
+            context_for(env, result.seed), conversation_settings(prompt_budget=7000)
         )
         ids = rollout.prompt_ids + rollout.completion_ids
         mask = [0] * len(rollout.prompt_ids) + rollout.env_mask

@@ -1,6 +1,7 @@
 """A model is evaluated under the prompt it trained on: a training rollout and `textenvs
-eval --model DIR` (the checkpoint served on loopback) play the same episode turn for turn,
-with prompts of the same tokens, in text and in json mode."""
+eval --model DIR` (the checkpoint served on loopback), both playing through the one
+`Conversation`, play the same episode turn for turn, with prompts of the same tokens, in
+text and in json mode."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import pytest
 import torch
 
 import textenvs
-from textenvs.adapters.conversation import conversation_settings
-from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm.context import budget_under
+from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.cli import main
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Sampling
 from textenvs.training.rollouts import play

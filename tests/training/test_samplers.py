@@ -16,8 +16,8 @@ import pytest
 import torch
 
 import textenvs
-from textenvs.adapters.conversation import conversation_settings
-from textenvs.adapters.episodes import EpisodeSpec
+from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Sampling
 from textenvs.training import grpo

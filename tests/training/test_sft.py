@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import textenvs
-from textenvs.adapters.conversation import Conversation, conversation_settings
-from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents import make_agent
+from textenvs.agents.llm.conversation import Conversation, conversation_settings
 from textenvs.cli import main
-from textenvs.evals.episode import run_episode
+from textenvs.episodes.loop import context_for, run_episode
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.training.demonstrations import IGNORED, demonstrate, reply_for
@@ -33,7 +33,7 @@ def test_a_demonstration_is_the_conversation_eval_holds_with_only_the_replies_tr
     # the tokens are the conversation as eval would send it, each reply as the rules teach
     env_ = textenvs.make(env)
     observation, info = env_.reset(seed=3)
-    conversation = Conversation.for_episode(env, None, env_.parse, SETTINGS)
+    conversation = Conversation.for_context(context_for(env_, 3), SETTINGS)
     for turn in played.turns:
         conversation.observe(observation, info)
         command = conversation.read(reply_for(turn.command))

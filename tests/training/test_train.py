@@ -9,7 +9,7 @@ import pytest
 from safetensors.torch import load_file
 
 from textenvs.cli import main
-from textenvs.evals.plan import parse_seeds
+from textenvs.episodes.specs import parse_seeds
 from textenvs.inference import models
 from textenvs.training import curve
 

@@ -17,8 +17,8 @@ import pytest
 import textenvs
 from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, text, tool_call
 from textenvs.agents.llm import LLMAgent
+from textenvs.episodes.record import EpisodeResult
 from textenvs.evals import run_folder, runner, store
-from textenvs.evals.episode import EpisodeResult
 from textenvs.evals.trials import play_group
 from textenvs.prompts import Mode, prompt_name, system_prompt
 

@@ -13,8 +13,9 @@ import pytest
 
 import textenvs
 from textenvs.agents import make_agent
-from textenvs.agents.base import Agent, Decision, EpisodeContext
-from textenvs.evals.episode import EpisodeResult, run_episode
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
+from textenvs.episodes.record import EpisodeResult
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.service.web.record import HumanRecorder, parse_baseline_set

@@ -42,11 +42,11 @@ from typing import Any, Literal
 from datasets import Dataset, DatasetDict
 
 import textenvs
-from textenvs.adapters.episodes import EpisodeSpec, Seeds, episode_specs, seed_list
 from textenvs.core.registry import episode_level
+from textenvs.episodes.protocol import Decision
+from textenvs.episodes.record import EpisodeResult
+from textenvs.episodes.specs import EpisodeSpec, Seeds, episode_specs, seed_list, seed_ranges
 from textenvs.evals import bands
-from textenvs.evals.episode import FAILURE, SUCCESS, TIMEOUT, EpisodeResult, Turn
-from textenvs.evals.plan import seed_ranges
 from textenvs.evals.runner import EnvFactory, episode_record
 from textenvs.prompts import Mode, prompt_name, system_prompt
 
@@ -72,35 +72,6 @@ def episode_headline(result: EpisodeResult) -> float | None:
     """The episode's headline metric, from the record `textenvs eval` writes for it."""
     record = episode_record(result, (result.env, result.seed or 0, 0), None, "")
     return bands.episode_headline(result.env, record)
-
-
-def record_step(result: EpisodeResult, shown: str, command: str, stepped: tuple[Any, ...]) -> bool:
-    """Add the step of `command` (the env's `step` answer) to `result` as `textenvs eval`
-    records a turn (`evals.episode.run_episode`), its last observation kept as the
-    final one; whether the episode ended."""
-    observation, reward, terminated, truncated, info = stepped
-    result.turns.append(
-        Turn(
-            step=info["steps_used"],
-            observation=shown,
-            command=command,
-            reward=reward,
-            invalid_action=info["invalid_action"],
-            error=info["error"],
-            events=info["events"],
-            raw=command,
-            read_as=info.get("read_as"),
-        )
-    )
-    result.total_reward += reward
-    result.steps = info["steps_used"]
-    result.invalid_actions += int(info["invalid_action"])
-    result.final_observation = observation
-    result.final_info_observation = info.get("observation") or {}
-    if terminated or truncated:
-        result.success = bool(info["success"])
-        result.outcome = SUCCESS if result.success else (FAILURE if terminated else TIMEOUT)
-    return bool(terminated or truncated)
 
 
 def env_maker(env_url: str | None, token: str | None = None) -> EnvFactory:
@@ -167,7 +138,8 @@ class TextenvsEnvironment:
         if self._env is None or self._result is None or self._done:
             raise ValueError("the episode is over: do not call act again")
         stepped = self._env.step(command)
-        self._done = record_step(self._result, self._observation, command, stepped)
+        self._done = self._result.stepped(self._observation, Decision(command), stepped)
+        self._result.ended(stepped[0], stepped[4])
         self._observation = stepped[0]
         if not self._done:
             return self._observation

@@ -15,7 +15,7 @@ same ones as `textenvs-env`):
   system prompt and the first observation.
 - `TextenvsHarness`, the taskset's own harness: it plays the task's episode with
   `textenvs eval`'s episode runner, and builds every request with the `llm` agent's
-  conversation code (`adapters.conversation`: the same history policy, budget, re-asks
+  conversation code (`agents/llm/conversation.py`: the same history policy, budget, re-asks
   and reading as `textenvs eval --agent llm`), so the model is sent the same messages.
   Each request goes to the model through the rollout's interception endpoint, so
   verifiers records every call (messages, tokens, sampling) as for any harness. Its
@@ -43,16 +43,18 @@ import verifiers.v1 as vf
 from pydantic import Field, create_model, model_validator
 
 import textenvs
-from textenvs.adapters.conversation import (
+from textenvs.agents.llm.config import LLMConfig
+from textenvs.agents.llm.conversation import (
     CONVERSATION_SETTINGS,
     Conversation,
     conversation_settings,
     episode_system_prompt,
+    system_for,
 )
-from textenvs.adapters.episodes import EpisodeSpec, episode_scores, episode_specs
-from textenvs.agents.base import Agent, Decision, EpisodeContext
-from textenvs.agents.llm.config import LLMConfig
-from textenvs.evals.episode import EpisodeResult, run_episode
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
+from textenvs.episodes.record import EpisodeResult
+from textenvs.episodes.specs import EpisodeSpec, episode_specs
 from textenvs.prompts import prompt_name
 
 EPISODE_KEY = "textenvs"  # the played episode in `trace.info`
@@ -192,9 +194,8 @@ class InterceptedModel(Agent):
 
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
-        name = context.prompt or context.env_name
-        system = self.system or episode_system_prompt(name, self.settings)
-        self.conversation = Conversation(system, context.parse, self.settings)
+        system = self.system or system_for(context, self.settings)
+        self.conversation = Conversation(system, self.settings, context)
 
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         conversation = self.conversation
@@ -222,7 +223,7 @@ class InterceptedModel(Agent):
 def episode_record(result: EpisodeResult) -> dict[str, Any]:
     """What a trace keeps of its episode (`trace.info["textenvs"]`)."""
     return {
-        "scores": episode_scores(result),
+        "scores": result.scores(),
         "level": result.level,
         "outcome": result.outcome,
         "error": result.error,

@@ -71,7 +71,7 @@ def model_path_mistake(model: str) -> str | None:
 def trained_seeds(record: dict[str, Any]) -> list[int]:
     """The seeds a checkpoint's record says it trained on (ranges, or a list in early
     records)."""
-    from textenvs.evals.plan import parse_seeds
+    from textenvs.episodes.specs import parse_seeds
 
     seeds = record.get("seeds") or []
     return parse_seeds(seeds) if isinstance(seeds, str) else list(seeds)

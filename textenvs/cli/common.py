@@ -15,7 +15,7 @@ from textenvs.agents import AGENTS, Agent, make_agent
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.options import add_llm_options, llm_config_from_args
 from textenvs.core.redact import Scrubber, secrets_in_data, secrets_in_url
-from textenvs.evals.episode import EpisodeResult, Turn
+from textenvs.episodes.record import EpisodeResult, Turn
 
 # Exit codes of `run` and `eval` beyond 0 (done) and 1 (incomplete).
 EXIT_USAGE = 2  # a bad option, an unusable --out, a failed preflight

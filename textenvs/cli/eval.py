@@ -17,7 +17,6 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-import textenvs
 from textenvs.agents.llm.config import strip_credentials
 from textenvs.cli import checkpoint
 from textenvs.cli.common import (
@@ -37,8 +36,9 @@ from textenvs.cli.eval_backends import plan_local_servers, session_label, start_
 from textenvs.cli.eval_output import closing_verdict, continue_command, results_table, say
 from textenvs.cli.tables import stdout_console
 from textenvs.core.redact import redact_argv, redact_url, scrub_logs
+from textenvs.episodes.protocol import AGENT_ERROR
+from textenvs.episodes.specs import check_reset_options
 from textenvs.evals import failures, runner
-from textenvs.evals.episode import AGENT_ERROR
 from textenvs.evals.failures import FailFast
 from textenvs.evals.metrics import Record
 from textenvs.evals.store import RunDirError
@@ -226,10 +226,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             trials=args.trials,
         )
         check_trials(len(plan.seeds), plan.trials)
-        if plan.env_options and len(plan.envs) > 1:
-            raise ValueError("--env-option needs a single --env (options differ by scenario)")
-        if plan.env_options:  # a bad key or value fails here, not in every episode
-            textenvs.make(plan.envs[0]).reset(seed=0, options=plan.env_options)
+        check_reset_options(plan.envs, plan.env_options)
         if args.retry_errors and not args.resume:
             raise ValueError("--retry-errors continues a run; add --resume")
         if args.backend != "ray" and (args.ray_address or args.ray_actors):
@@ -264,14 +261,16 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
 
         label: str | None = session_label(args)
         make_env = remote_env_factory(args.env_url, label=label)
-        try:  # fails early when the service is unreachable, too old or lacks a scenario
+        try:  # fails early: the service unreachable, too old, lacking a scenario, or at
+            # another version
             if make_env.client.api() < LABELS_API:  # a server from before session labels
                 say(console, "note: the service's textenvs is older than this one (no session "
                     "labels): a --resume cannot close what a killed run left open; upgrade "
                     "textenvs on the server for that")  # fmt: skip
                 make_env.client.close()
                 label, make_env = None, remote_env_factory(args.env_url)
-            config["envs"] = {name: make_env.client.env_info(name)["version"] for name in plan.envs}
+            envs = {name: make_env.client.checked_env_info(name) for name in plan.envs}
+            config["envs"] = {name: meta["version"] for name, meta in envs.items()}
             if args.resume and label:  # what a killed run left open holds session places
                 left = make_env.client.delete_labelled(label)
                 if left:

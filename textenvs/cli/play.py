@@ -17,7 +17,8 @@ from textenvs.cli.common import (
 )
 from textenvs.cli.web import add_web_arguments, play_in_browser
 from textenvs.core import registry
-from textenvs.evals.episode import Turn, run_episode
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.record import Turn
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -25,7 +25,8 @@ from textenvs.cli.common import (
 )
 from textenvs.core import registry
 from textenvs.core.redact import redact_url, scrub_logs
-from textenvs.evals.episode import AGENT_ERROR, EpisodeResult
+from textenvs.episodes.protocol import AGENT_ERROR
+from textenvs.episodes.record import EpisodeResult
 from textenvs.evals.trials import play_group
 
 

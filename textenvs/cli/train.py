@@ -16,8 +16,8 @@ from textenvs.cli.common import (
     positive,
 )
 from textenvs.core.numbers import positive_float
+from textenvs.episodes.specs import seed_ranges
 from textenvs.evals import run_folder
-from textenvs.evals.plan import seed_ranges
 
 DEFAULT_SEEDS = "1000-9999"
 DEFAULT_EVAL_SEEDS = "0-99"

@@ -1,6 +1,6 @@
 """A conversation as the token sequence a model reads, grown turn by turn.
 
-`textenvs eval` sends a model the messages that `adapters/conversation.py` builds; a
+`textenvs eval` sends a model the messages that `agents/llm/conversation.py` builds; a
 model server renders them with the model's chat template. Training must show the model
 exactly that text, yet sample each reply only once and train on the tokens it sampled.
 So a sequence grows by segments: each segment is what the template adds to the rendered

@@ -2,16 +2,21 @@
 
 `ServiceClient` is a thin wrapper over the `/v1` endpoints. `RemoteEnv` quacks like a local
 `TextEnv` (`reset`, `step`, `parse`, `rules`, `max_steps`, `action_schema`, `command_for`,
-`random_command`), so `textenvs.evals.episode.run_episode` plays it unchanged:
+`random_command`), so `textenvs.episodes.loop.run_episode` plays it unchanged:
 
     env = remote_env_factory("http://127.0.0.1:8000")("treasure-hunt")
     result = asyncio.run(run_episode(env, make_agent("random"), seed=3))
 
-Parsing, structured actions and random commands use the local scenario code when this
-machine has the same scenario version installed (they are pure functions of the text and
-`info`); the world itself lives on the server. A bearer token comes from `token=` or the
-`TEXTENVS_TOKEN` environment variable. A request over one of the service's rate limits
-(`429`) is sent again after its `Retry-After`, for up to `patience` seconds in all.
+It is the one remote env: `textenvs eval --env-url` and `textenvs train --env-url` both
+play through it. Parsing, structured actions and random commands use the local scenario
+code (pure functions of the text and `info`); the world itself lives on the server. One
+version policy (`ServiceClient.checked_env_info`): a scenario installed here must be the
+version the service serves, or the two would read replies differently, so a mismatch
+stops before the first episode with one line naming both versions (`VersionMismatch`);
+only a scenario this install lacks is played with the server as the sole judge. A bearer
+token comes from `token=` or the `TEXTENVS_TOKEN` environment variable. A request over
+one of the service's rate limits (`429`) is sent again after its `Retry-After`, for up to
+`patience` seconds in all.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import numpy as np
 from textenvs import __version__
 from textenvs.core import registry
 from textenvs.core.env import ActionSchema, TextEnv
+from textenvs.core.redact import redact_url
 from textenvs.service.versions import SERVICE_API
 
 TOKEN_ENV = "TEXTENVS_TOKEN"
@@ -45,6 +51,10 @@ class ServiceClientError(RuntimeError):
 class ServiceVersionError(RuntimeError):
     """The server no longer serves this client's protocol version (one line: which
     versions differ and what to do)."""
+
+
+class VersionMismatch(ValueError):
+    """The service serves a scenario at another version than this install's."""
 
 
 class ServiceClient:
@@ -112,6 +122,20 @@ class ServiceClient:
     def env_info(self, env: str) -> dict[str, Any]:
         return self.request("GET", f"/v1/envs/{env}")
 
+    def checked_env_info(self, env: str) -> dict[str, Any]:
+        """`env_info`, after checking that the service serves the version of `env` this
+        install has (`VersionMismatch` otherwise; any version of a scenario not installed)."""
+        meta = self.env_info(env)
+        local = _local_scenario(meta["name"])
+        served = str(meta["version"])
+        if local is not None and str(local.version) != served:
+            raise VersionMismatch(
+                f"the service at {redact_url(self.base_url)} serves {meta['name']} "
+                f"v{served}, this install v{local.version}: upgrade textenvs on the client "
+                "or the server so both run the same version"
+            )
+        return meta
+
     def create(
         self,
         env: str,
@@ -160,7 +184,7 @@ class RemoteEnv:
     def __init__(
         self, client: ServiceClient, env: str, *, own_client: bool = False, label: str | None = None
     ) -> None:
-        meta = client.env_info(env)
+        meta = client.checked_env_info(env)
         self.client = client
         self._own_client = own_client
         self.label = label  # the server-side sessions' label (see `remote_env_factory`)
@@ -170,7 +194,8 @@ class RemoteEnv:
         self.max_steps: int = meta["max_steps"]
         self.rules: str = meta["rules"]
         self.action_json_schema: dict[str, Any] = meta["action_schema"]
-        self._local = _local_env(self.name, self.version)
+        local = _local_scenario(self.name)
+        self._local = local() if local is not None else None
         self.action_schema: type[ActionSchema] = (
             self._local.action_schema if self._local is not None else ActionSchema
         )
@@ -211,7 +236,7 @@ class RemoteEnv:
         return self._stepped(self.client.step(self.session_id, action=action))
 
     def parse(self, text: str) -> Any:
-        # Without the scenario installed locally the server is the only judge.
+        # Without the scenario installed here the server is the only judge.
         return self._local.parse(text) if self._local is not None else text
 
     def command_for(self, arguments: dict[str, Any]) -> str:
@@ -280,17 +305,18 @@ def _retry_after(response: httpx.Response) -> float | None:
         return 1.0
 
 
-def _local_env(name: str, version: str) -> TextEnv[Any, Any] | None:
-    """The local scenario, for its pure parts, when the same version is installed."""
+def _local_scenario(name: str) -> type[TextEnv[Any, Any]] | None:
+    """The scenario's class, when this install has it."""
     try:
-        cls = registry.get(name).load()
+        return registry.get(name).load()
     except registry.UnknownEnvError:
         return None
-    return cls() if str(cls.version) == version else None
 
 
 def service_error(exc: BaseException, url: str) -> str | None:
     """A one-line message for a failure to use the service at `url` (None: not one)."""
+    if isinstance(exc, VersionMismatch):
+        return str(exc)
     if isinstance(exc, ServiceClientError):
         return f"the service at {url} answered {exc}"
     if isinstance(exc, ServiceVersionError):

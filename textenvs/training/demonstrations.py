@@ -3,7 +3,7 @@ conversation the model itself will be in.
 
 An agent (the scripted one by default: it reads only what the observation shows) plays
 each seed; its commands are then replayed through the conversation `textenvs eval
---agent llm` holds (`adapters/conversation.py`: the same rules prompt, history and
+--agent llm` holds (`agents/llm/conversation.py`: the same rules prompt, history and
 observation form), each command written as the reply the rules teach (`Action:
 <command>`) and read back by the same reader, so a demonstration is exactly a sequence
 the model could have produced, token for token, in text action mode. Only the replies'
@@ -18,11 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from textenvs.adapters.conversation import Conversation
-from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents import make_agent
 from textenvs.agents.llm.config import LLMConfig
-from textenvs.evals.episode import EpisodeResult, run_episode
+from textenvs.agents.llm.conversation import Conversation
+from textenvs.episodes.loop import context_for, run_episode
+from textenvs.episodes.record import EpisodeResult
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference.chat import ChatTokens, GrowingChat
 from textenvs.training.rollouts import EnvFactory
 
@@ -59,7 +60,7 @@ def demonstrate(
             run_episode(env, make_agent(agent_name), spec.seed, options=spec.options)
         )
         commands = [turn.command for turn in result.turns]
-        conversation = Conversation.for_episode(spec.env, spec.options, env.parse, settings)
+        conversation = Conversation.for_context(context_for(env, spec.seed, spec.options), settings)
         sequence = GrowingChat(chat)
         stop = next(token for token in chat.encode(chat.reply_closer) if token in chat.stop_ids)
         ids: list[int] = []

@@ -30,12 +30,11 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from textenvs.adapters.conversation import conversation_settings
-from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm import context
+from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.core import registry
+from textenvs.episodes.specs import EpisodeSpec, seed_ranges
 from textenvs.evals import bands, run_folder
-from textenvs.evals.plan import seed_ranges
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Sampling
@@ -70,7 +69,7 @@ class TrainSettings:
     max_tokens: int = 32
     #: the trainer stops an episode after this many turns (None: the scenario's budget)
     max_turns: int | None = None
-    #: conversation settings (`adapters.conversation.CONVERSATION_SETTINGS`)
+    #: conversation settings (`agents.llm.conversation.CONVERSATION_SETTINGS`)
     conversation: dict[str, Any] = field(default_factory=dict)
     #: "text" or "json" (replies held to the action schema), and in json mode the most
     #: characters of reasoning before the action (0: none)

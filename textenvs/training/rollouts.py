@@ -1,10 +1,11 @@
 """Play whole episodes with the model being trained: one rollout = one episode.
 
 Every turn the model reads what `textenvs eval --agent llm` would send it (the
-conversation of `adapters/conversation.py`: the rules prompt, the history, the
+conversation of `agents/llm/conversation.py`: the rules prompt, the history, the
 observation, a re-ask after an unreadable reply) and its reply is read the same way. The
 episodes of a batch play in lockstep, so each turn's replies are sampled together
-(`generation.Sequences`).
+(`generation.Sequences`), and are recorded by the episode layer's bookkeeping
+(`episodes.record`), as `textenvs eval` records its episodes.
 
 A rollout is what GRPO trains on: the episode's token sequence split into the prompt
 (rules and first observation) and the completion (every later token), with a mask that
@@ -21,24 +22,32 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
 import torch
+from pydantic import BaseModel
 from transformers import PreTrainedModel
 
-from textenvs.adapters.conversation import Conversation
-from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm.config import LLMConfig
+from textenvs.agents.llm.conversation import Conversation
+from textenvs.core.registry import episode_level
+from textenvs.episodes.loop import context_for
+from textenvs.episodes.protocol import Decision
+from textenvs.episodes.record import TURN_LIMIT, EpisodeResult
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.evals import skills
-from textenvs.evals.episode import FAILURE, SUCCESS, TIMEOUT, EpisodeResult, Turn
 from textenvs.inference.chat import ChatTokens, GrowingChat
 from textenvs.inference.generation import Grammar, Reply, Sampling, Sequences
 from textenvs.training.samplers import Sampler
 
-#: outcome of an episode the trainer stopped at its turn limit (`max_turns`)
-TURN_LIMIT = "turn_limit"
-
 
 class EpisodeEnv(Protocol):
-    """What a rollout needs of an environment: an in-process env or a remote one."""
+    """What a rollout needs of an environment: an in-process env or a remote one
+    (`service.client.RemoteEnv`), with the parts an episode's context reads."""
+
+    name: str
+    rules: str
+    max_steps: int
+    action_schema: type[BaseModel]
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -47,6 +56,10 @@ class EpisodeEnv(Protocol):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
 
     def parse(self, text: str) -> Any: ...
+
+    def command_for(self, arguments: dict[str, Any]) -> str: ...
+
+    def random_command(self, info: dict[str, Any], rng: np.random.Generator) -> str: ...
 
     def close(self) -> None: ...
 
@@ -95,9 +108,12 @@ class _Episode:
         self.spec = spec
         self.env = env
         self.max_turns = max_turns
-        self.conversation = Conversation.for_episode(spec.env, spec.options, env.parse, settings)
+        context = context_for(env, spec.seed, spec.options)  # type: ignore[arg-type]
+        self.conversation = Conversation.for_context(context, settings)
         self.sequence = GrowingChat(chat)
-        self.result = EpisodeResult(env=spec.env, seed=spec.seed, agent="policy")
+        level = episode_level(env.name, spec.options, getattr(env, "level", None))
+        self.result = EpisodeResult(env=spec.env, seed=spec.seed, agent="policy", level=level)
+        self.started = 0.0
         self.ids: list[int] = []
         self.model_mask: list[int] = []
         self.logprobs: list[float] = []
@@ -106,13 +122,15 @@ class _Episode:
         self.observation = ""
         self.info: dict[str, Any] = {}
         self.done = False
-        self.reasks = 0
-        #: the turn in progress's token counts, as a server reports them to `eval`
+        #: the turn in progress's token counts, as a server reports them to `eval`, and
+        #: its seconds waiting for replies (sampled with the batch's)
         self.usage: dict[str, int] = {}
+        self.latency_s = 0.0
         #: (sampled tokens to take back, tokens to read instead) before the next segment
         self.rewrite: tuple[int, list[int]] | None = None
 
     def start(self) -> None:
+        self.started = time.perf_counter()
         self.observation, self.info = self.env.reset(seed=self.spec.seed, options=self.spec.options)
         self.conversation.observe(self.observation, self.info)
 
@@ -131,9 +149,10 @@ class _Episode:
         schema = self.conversation.response_schema
         return None if schema is None else chat.json_grammars().for_schema(schema)
 
-    def take_reply(self, chat: ChatTokens, reply: Reply) -> str | None:
-        """Record the model's reply; the command to step, or None after a re-ask. Only
-        the tokens the model chose are trained on (not those a grammar forced)."""
+    def take_reply(self, chat: ChatTokens, reply: Reply, seconds: float) -> str | None:
+        """Record the model's reply, sampled in `seconds`; the command to step, or None
+        after a re-ask. Only the tokens the model chose are trained on (not those a
+        grammar forced)."""
         # the prompt's size, as a server counts it for `eval`'s agent, which estimates the
         # next prompts by it (and so cuts history when eval would)
         self.conversation.sent(len(self.ids))
@@ -143,6 +162,7 @@ class _Episode:
             "requests": 1,
         }
         self.usage = {k: self.usage.get(k, 0) + v for k, v in counts.items()}
+        self.latency_s += seconds
         self.ids += reply.ids
         self.model_mask += [int(chosen) for chosen in reply.chosen]
         self.logprobs += reply.logprobs
@@ -160,49 +180,28 @@ class _Episode:
             self.logprobs += [math.nan] * len(ids)  # not sampled in this form
             self.rewrite = (len(reply.ids), ids)
         self.sequence.replied(kept, ids)
-        if command is None:
-            self.reasks += 1
         return command
 
     def step(self, command: str, raw: str) -> None:
+        reasks = self.conversation.asked  # this turn's
+        decision = Decision(command, raw, reasks, self.usage, self.latency_s)
+        self.usage, self.latency_s = {}, 0.0
         shown = self.observation
-        self.observation, reward, terminated, truncated, self.info = self.env.step(command)
-        info = self.info
-        result = self.result
-        result.turns.append(
-            Turn(
-                step=info["steps_used"],
-                observation=shown,
-                command=command,
-                reward=reward,
-                invalid_action=info["invalid_action"],
-                error=info["error"],
-                events=info["events"],
-                raw=raw,
-                read_as=info.get("read_as"),
-                reasks=self.reasks,
-                usage=self.usage,
-            )
-        )
-        result.reasks += self.reasks
-        self.reasks, self.usage = 0, {}
-        result.total_reward += reward
-        result.steps = info["steps_used"]
-        result.invalid_actions += int(info["invalid_action"])
-        if terminated or truncated:
-            result.success = bool(info["success"])
-            result.outcome = SUCCESS if result.success else (FAILURE if terminated else TIMEOUT)
+        self.result.decided(decision)
+        stepped = self.env.step(command)
+        self.observation, self.info = stepped[0], stepped[4]
+        if self.result.stepped(shown, decision, stepped):
             self.finish()
-        elif self.max_turns is not None and len(result.turns) >= self.max_turns:
-            result.outcome = TURN_LIMIT
+        elif self.max_turns is not None and len(self.result.turns) >= self.max_turns:
+            self.result.outcome = TURN_LIMIT
             self.finish()
         else:
             self.conversation.observe(self.observation, self.info)
 
     def finish(self) -> None:
         self.conversation.finish(self.info)
-        self.result.final_observation = self.observation
-        self.result.final_info_observation = self.info.get("observation") or {}
+        self.result.ended(self.observation, self.info)
+        self.result.wall_s = time.perf_counter() - self.started
         self.done = True
 
     def rollout(self) -> Rollout:
@@ -262,11 +261,12 @@ def play(
             grammars = {i: g for i in live if (g := episodes[i].grammar(chat)) is not None}
             started = time.perf_counter()
             replies = sequences.extend_and_sample(segments, sampling, grammars)
-            timing.generation += time.perf_counter() - started
+            sampled = time.perf_counter() - started
+            timing.generation += sampled
             started = time.perf_counter()
             for i in live:
                 episode = episodes[i]
-                command = episode.take_reply(chat, replies[i])
+                command = episode.take_reply(chat, replies[i], sampled)
                 if command is not None:
                     episode.step(command, episode.conversation.transcript[-1]["content"])
             timing.environment += time.perf_counter() - started

@@ -21,10 +21,11 @@ from rich.progress import (
 )
 
 import textenvs
-from textenvs.adapters.conversation import conversation_settings
+from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.core.redact import redact_url
 from textenvs.core.registry import episode_level
+from textenvs.episodes.specs import check_reset_options, parse_seeds, resolve_envs
 from textenvs.evals import run_folder
-from textenvs.evals.plan import parse_seeds, resolve_envs
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens, TemplateError
 from textenvs.training import curve, grpo
@@ -79,8 +80,7 @@ def settings_from(
     if len(train_seeds) < settings.seeds_per_step:
         raise TrainingError(f"--seeds: a step needs {settings.seeds_per_step} training seeds")
     try:
-        if settings.options:
-            textenvs.make(settings.env).reset(seed=train_seeds[0], options=settings.options)
+        check_reset_options([settings.env], settings.options)
         conversation_settings(
             settings.action_mode, settings.json_reasoning, **settings.conversation
         )
@@ -100,12 +100,22 @@ def vllm_missing() -> str | None:
 
 
 def env_factory(settings: TrainSettings) -> EnvFactory:
-    """In-process envs, or envs on a `textenvs serve` service through OpenEnv's client."""
+    """In-process envs, or envs on a `textenvs serve` service (`service.client.RemoteEnv`,
+    as `textenvs eval --env-url` plays them), checked to serve the installed version
+    before the first episode (`VersionMismatch`, a ValueError)."""
     if settings.env_url is None:
         return textenvs.make
-    from textenvs.training.remote import openenv_factory
+    from textenvs.service.client import remote_env_factory, service_error
 
-    return openenv_factory(settings.env_url)
+    make = remote_env_factory(settings.env_url)
+    try:
+        make.client.checked_env_info(settings.env)  # type: ignore[attr-defined]
+    except Exception as exc:
+        message = service_error(exc, redact_url(settings.env_url))
+        if message is None:
+            raise
+        raise TrainingError(message) from None
+    return make
 
 
 def train(
@@ -122,6 +132,8 @@ def train(
     there (no copy) and `local`, read from its GGUF, leaves none."""
     models.quiet_libraries()
     console = Console(stderr=True)
+    # a service is checked before anything is written
+    make_env = env_factory(settings) if settings.method != "sft" else None
     checkpoint = _prepare(settings, out, resume)
     try:
         model, tokenizer = models.load(checkpoint_model(checkpoint, settings))
@@ -161,7 +173,7 @@ def train(
     if settings.method == "sft":
         trainer = _sft_trainer(settings, model, tokenizer, out, on_step, console, keep_checkpoints)
     else:
-        make_env = env_factory(settings)
+        assert make_env is not None
         trainer = grpo.build_trainer(
             settings, model, tokenizer, make_env, out, on_step, keep_checkpoints
         )

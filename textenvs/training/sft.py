@@ -16,9 +16,9 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import SFTConfig, SFTTrainer
 
-from textenvs.adapters.conversation import conversation_settings
-from textenvs.adapters.episodes import EpisodeSpec
 from textenvs.agents.llm import context
+from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.training import grpo

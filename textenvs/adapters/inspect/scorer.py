@@ -27,9 +27,8 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from textenvs.adapters.episodes import episode_scores
 from textenvs.adapters.inspect.solver import RESULT_KEY, fenced
-from textenvs.evals.episode import EpisodeResult
+from textenvs.episodes.record import EpisodeResult
 from textenvs.evals.metrics import summarize_by_env
 
 RECORD_KEY = "record"  # the episode record in each score's metadata
@@ -106,7 +105,7 @@ def episode_outcome() -> Scorer:
             f"{result.invalid_actions} invalid commands\n\n{fenced(data['final_observation'])}"
         )
         return Score(
-            value=episode_scores(result),
+            value=result.scores(),
             answer=result.outcome,
             explanation=explanation,
             metadata={"outcome": result.outcome, "error": record["error"], RECORD_KEY: record},

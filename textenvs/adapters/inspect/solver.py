@@ -1,7 +1,7 @@
 """The solver that plays a sample's episode with Inspect's active model.
 
-It plays through `textenvs.evals.episode.run_episode`, the runner `textenvs eval` uses,
-and builds every request with the `llm` agent's conversation (`adapters.conversation`:
+It plays through `textenvs.episodes.loop.run_episode`, the runner `textenvs eval` uses,
+and builds every request with the `llm` agent's conversation (`agents/llm/conversation.py`:
 the same system prompt, history policy and budget, re-asks and reply reading), so the
 model is sent the same messages as under `textenvs eval --agent llm`. The sample's
 messages in the log are that conversation as a reader sees it: each observation in a
@@ -24,15 +24,11 @@ from inspect_ai.model import (
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 import textenvs
-from textenvs.adapters.conversation import (
-    Conversation,
-    conversation_settings,
-    episode_system_prompt,
-)
-from textenvs.adapters.episodes import EpisodeSpec
-from textenvs.agents.base import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.agents.llm.config import LLMConfig
-from textenvs.evals.episode import run_episode
+from textenvs.agents.llm.conversation import Conversation, conversation_settings
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd
+from textenvs.episodes.specs import EpisodeSpec
 from textenvs.evals.runner import episode_record
 
 RESULT_KEY = "textenvs_result"  # the episode record the solver leaves for the scorer
@@ -88,9 +84,8 @@ class InspectModelAgent(Agent):
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
         # the rules prompt of the episode's variant, as the llm agent picks it
-        system = episode_system_prompt(context.prompt or context.env_name, self.settings)
-        self.conversation = Conversation(system, context.parse, self.settings)
-        self.transcript[:] = [ChatMessageSystem(content=system)]
+        self.conversation = Conversation.for_context(context, self.settings)
+        self.transcript[:] = [ChatMessageSystem(content=self.conversation.system["content"])]
 
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         conversation = self.conversation

@@ -9,7 +9,7 @@ Task options (`-T`): `seeds` ("0-99"), `options` (reset options), `mode` ("play"
 textenvs solver plays each episode as `textenvs eval --agent llm` does; "tools": the
 scenario is a tool-using environment for the agent given as the solver), `max_invalid`,
 and the `llm` agent's conversation settings, each by its name in
-`textenvs.adapters.conversation.CONVERSATION_SETTINGS` (`history_policy`,
+`textenvs.agents.llm.conversation.CONVERSATION_SETTINGS` (`history_policy`,
 `prompt_budget`, ...; the agent's defaults): the tasks pass every one of them on.
 """
 
@@ -23,11 +23,11 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Solver
 
 import textenvs
-from textenvs.adapters.conversation import conversation_settings
-from textenvs.adapters.episodes import Seeds, episode_specs
 from textenvs.adapters.inspect.scorer import episode_outcome
 from textenvs.adapters.inspect.solver import play_episode
 from textenvs.adapters.inspect.tools import env_command, start_episode
+from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.episodes.specs import Seeds, episode_specs
 from textenvs.prompts import prompt_name, rules_text
 
 DEFAULT_SEEDS = "0-99"

@@ -25,11 +25,11 @@ from inspect_ai.util import store
 
 import textenvs
 from textenvs.adapters.inspect.solver import RESULT_KEY
-from textenvs.agents.base import Agent, Decision
-from textenvs.evals.episode import EpisodeResult, run_episode
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.protocol import UNFINISHED, Agent, Decision
+from textenvs.episodes.record import EpisodeResult
 from textenvs.evals.runner import episode_record
 
-UNFINISHED = "unfinished"  # the agent stopped before the episode ended
 EPISODE_KEY = "textenvs_episode"  # {env, seed, options}: which episode the tool plays
 COMMANDS_KEY = "textenvs_commands"  # the commands sent so far
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from textenvs.agents.base import Agent, Decision
 from textenvs.core.parsing import ParseError
+from textenvs.episodes.protocol import Agent, Decision
 from textenvs.service.reading import Outcome, parsed_of, read
 
 if TYPE_CHECKING:

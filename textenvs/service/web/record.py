@@ -45,8 +45,8 @@ from typing import Any
 from pydantic_core import to_json
 
 from textenvs.core import registry
+from textenvs.episodes.loop import run_episode
 from textenvs.evals import store
-from textenvs.evals.episode import run_episode
 from textenvs.evals.metrics import Key
 from textenvs.evals.runner import (
     EvalPlan,

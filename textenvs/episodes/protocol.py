@@ -39,10 +39,11 @@ class EpisodeContext:
     trials: int = 1
 
 
-# Outcomes an agent may end an episode with (`Decision.outcome`); the runner's other
-# outcomes are in `textenvs.evals.episode`.
+# Outcomes an agent may end an episode with (`Decision.outcome`); the others are in
+# `textenvs.episodes.record`.
 AGENT_ERROR = "agent_error"
 CONTEXT_OVERFLOW = "context_overflow"  # the prompt no longer fits the model's context
+UNFINISHED = "unfinished"  # the agent stopped before the episode ended (Inspect's tools)
 
 
 @dataclass(frozen=True)
