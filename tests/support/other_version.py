@@ -1,5 +1,6 @@
-"""A service that says it serves every scenario at another version than this install's:
-the real scenario descriptions, with version "999", on a real socket (nothing else)."""
+"""A service of this protocol that says it serves every scenario at another version than
+this install's: its health as this server's, the real scenario descriptions with version
+"999", on a real socket (nothing else)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from textenvs import __version__
 from textenvs.core import registry
 from textenvs.service.background import serve_in_thread
 from textenvs.service.operations import scenario_info
+from textenvs.service.versions import OLDEST_CLIENT_API, SERVICE_API
 
 OTHER_VERSION = "999"
 
@@ -20,6 +23,15 @@ OTHER_VERSION = "999"
 def other_version_service() -> Iterator[str]:
     """The base URL of a service whose `/v1/envs/{env}` names version `OTHER_VERSION`."""
     app = FastAPI()
+
+    @app.get("/v1/health")
+    def health() -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "version": __version__,
+            "api": SERVICE_API,
+            "oldest_client_api": OLDEST_CLIENT_API,
+        }
 
     @app.get("/v1/envs/{env}")
     def env_info(env: str) -> dict[str, Any]:
