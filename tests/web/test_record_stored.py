@@ -57,7 +57,10 @@ def test_an_episode_the_player_saw_end_survives_kill_9(tmp_path: Path) -> None:
     """The server is killed the moment the last answer arrives: the episode is on disk
     already, whole (its trajectory too), and the run resumes on the next server."""
     for seed in (11, 12):
-        with serving("--record", str(tmp_path)) as (url, pid), httpx.Client(base_url=url) as http:
+        with (
+            serving("--record", str(tmp_path)) as (url, pid),
+            httpx.Client(base_url=url, timeout=60) as http,
+        ):
             play(http, {"env": "treasure-hunt", "player": "ada", "seed": seed})
             os.kill(pid, signal.SIGKILL)
         assert seed in recorded_seeds(tmp_path / "free-ada")
