@@ -2,9 +2,10 @@
 
 The directory is served on loopback by the checkpoint server (`inference/serving.py`)
 exactly as the command does it; this runs the command in-process over the first
-`--episodes` seeds and reports episodes a minute, replies a minute and the tokens of a
-reply. A trained checkpoint's own settings apply; a plain model directory plays
-Treasure Hunt in json mode with observations as changes (the recipe of docs/training.md).
+`--episodes` seeds and reports episodes a minute, replies a minute, the tokens of a
+reply and the process's peak resident memory (the server's included: it runs here). A
+trained checkpoint's own settings apply; a plain model directory plays Treasure Hunt in
+json mode with observations as changes (the recipe of docs/training.md).
 
     python -m benchmarks.checkpoint_eval --model runs/train-th/base --episodes 16
 """
@@ -15,6 +16,7 @@ import argparse
 import contextlib
 import io
 import json
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +25,8 @@ from benchmarks._common import table
 
 
 def main(argv: list[str] | None = None) -> int:
+    import torch
+
     from textenvs.cli import main as cli_main
     from textenvs.evals import run_folder
     from textenvs.inference.models import RECORD_FILE
@@ -31,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", required=True, help="a transformers model directory")
     p.add_argument("--env", default="treasure-hunt", help="scenario (treasure-hunt)")
     p.add_argument("--episodes", type=int, default=16, help="seeds 0..N-1 (16)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (2)")
     args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
     trained = (Path(args.model) / RECORD_FILE).is_file()
     settings = [] if trained else ["--action-mode", "json", "--observations", "changes"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         if code:
             raise SystemExit(f"textenvs eval exited with {code}")
         stats = json.loads((out / run_folder.SUMMARY).read_text())["by_env"][args.env]
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     replies = stats["mean_steps"] * stats["episodes"] + stats["reasks"]
     rows = [
         [
@@ -53,10 +60,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{60 * stats['episodes'] / wall:.2f}",
             f"{60 * replies / wall:.1f}",
             f"{stats['tokens']['completion'] / replies:.1f}",
+            f"{peak_mb:.0f}",
         ]
     ]
-    print(f"textenvs eval --model {args.model} on {args.env} (model load included)")
-    print(table(["episodes", "wall s", "episodes/min", "replies/min", "tokens/reply"], rows))
+    print(
+        f"textenvs eval --model {args.model} on {args.env} (model load included, "
+        f"{args.threads} threads)"
+    )
+    headers = ["episodes", "wall s", "episodes/min", "replies/min", "tokens/reply", "peak MB"]
+    print(table(headers, rows))
     return 0
 
 

@@ -125,3 +125,34 @@ def test_a_response_format_holds_the_reply_to_the_schema(endpoint, form):
             .message.content
         )
         assert json.loads(reply)["action"] in {"north", "south", "east", "west", "reveal", "wait"}
+
+
+def test_the_cache_is_compacted_to_near_its_longest_row_and_answers_stay_the_same(tiny):
+    """A long conversation waits while a short one goes on alone: each of the short one's
+    rounds pads the long row, and compaction keeps the width (which every row attends
+    over) within `COMPACT_SLACK` of the longest row."""
+    from textenvs.inference.chat import ChatTokens
+    from textenvs.inference.generation import Sampling
+
+    model, tokenizer = tiny
+    greedy = Sampling(max_new_tokens=8, temperature=0)
+    engine = serving.Engine(model, ChatTokens(tokenizer), slots=2)
+    fresh = serving.Engine(model, ChatTokens(tokenizer), slots=1)
+    try:
+        engine.complete([SYSTEM, {"role": "user", "content": "Position: x=0, y=0 " * 40}], greedy)
+        short = [SYSTEM, {"role": "user", "content": "Position: x=1"}]
+        fed = 0
+        for turn in range(12):
+            done = engine.complete(short, greedy)
+            fed += done.prompt_tokens - done.cached_tokens
+            short += [
+                {"role": "assistant", "content": done.text},
+                {"role": "user", "content": f"Position: x={turn}, y={turn}"},
+            ]
+        assert done.text == fresh.complete(short[:-2], greedy).text
+    finally:
+        engine.close()
+        fresh.close()
+    sequences = engine.sequences
+    assert sequences.mask.shape[1] <= (1 + serving.COMPACT_SLACK) * sequences.longest()
+    assert fed > serving.COMPACT_SLACK * sequences.longest()  # the padding had to go

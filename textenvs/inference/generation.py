@@ -133,12 +133,16 @@ class Sequences:
         """Cache columns that no row reads (padding, and restarted rows' old tokens)."""
         return int(self.mask.numel() - self.mask.sum())
 
+    def longest(self) -> int:
+        """The most columns any row reads: the cache's width once compacted."""
+        return int(self.mask.sum(dim=1).max()) if self.mask.numel() else 0
+
     @torch.inference_mode()
     def compact(self) -> None:
         """Drop hidden columns: each row keeps its own columns in order, right-aligned.
         Positions are baked into the cached keys and the next ones are counted from
         the mask, so nothing else changes."""
-        width = int(self.mask.sum(dim=1).max()) if self.mask.numel() else 0
+        width = self.longest()
         if width == self.mask.shape[1]:
             return
         index = torch.zeros((len(self.rows), width), dtype=torch.long, device=self.device)

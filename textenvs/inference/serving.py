@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from transformers import PreTrainedModel
 
 from textenvs.agents.llm import json_mode
-from textenvs.inference import models
+from textenvs.inference import attention, models
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Sampling, Sequences
 
@@ -48,8 +48,9 @@ ROUND_WAIT_S = 0.02
 #: together, and a round costs the whole batch's attention however few rows it feeds,
 #: so a round started early costs a full round for a part of the work
 LOCKSTEP_WAIT_S = 1.0
-#: compact the cache when hidden columns outnumber the ones in use by this factor
-COMPACT_RATIO = 1.0
+#: compact the cache when it is wider than its longest row by this fraction: every row
+#: attends over the whole width, so each hidden column costs every row a column of work
+COMPACT_SLACK = 0.25
 
 
 class ContextOverflow(ValueError):
@@ -208,7 +209,8 @@ class Engine:
                     cached_tokens=cached,
                 )
             )
-        if self.sequences.holes() > COMPACT_RATIO * max(1, int(self.sequences.mask.sum())):
+        longest = self.sequences.longest()
+        if self.sequences.mask.shape[1] > (1 + COMPACT_SLACK) * longest:
             self.sequences.compact()
         return set(taken)
 
@@ -368,6 +370,7 @@ def serve(model_dir: str, *, slots: int = 8, seed: int = 0) -> Iterator[str]:
 
     models.quiet_libraries()
     model, tokenizer = models.load(model_dir)
+    attention.use_grouped_query_sdpa(model)
     engine = Engine(
         model,
         ChatTokens(tokenizer),
