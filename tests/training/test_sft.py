@@ -61,12 +61,15 @@ def test_sft_steps_make_the_demonstrations_more_likely(tiny_dir, tiny, tmp_path,
     code = main(
         ["train", "--method", "sft", "--env", "treasure-hunt", "--model", str(tiny_dir),
          "--steps", "4", "--seeds", "1000-1001", "--seeds-per-step", "1",
-         "--learning-rate", "3e-3", "--out", str(out)]
+         "--learning-rate", "3e-3", "--save-every", "2", "--out", str(out)]
     )  # fmt: skip
     assert code == 0, capsys.readouterr().err
     assert "2 demonstrations" in capsys.readouterr().err
     record = models.read_record(out / "final")
     assert record["method"] == "sft" and record["demonstrations"] == "scripted"
+    # a checkpoint carries the run's settings, so eval plays it with the same reply limit
+    (checkpoint,) = (out / "checkpoints").glob("checkpoint-*")
+    assert models.read_record(checkpoint)["max_tokens"] == record["max_tokens"]
     _, tokenizer = tiny
     shown = demonstrate(
         EpisodeSpec("treasure-hunt", 1000),

@@ -274,7 +274,8 @@ def run(args: argparse.Namespace) -> int:
     except training.TrainingError as exc:
         raise fail(args, str(exc)) from None
     curve, base = args.out / run_folder.CURVE, args.out / run_folder.BASE
-    print(f"trained model in {final}/ (a transformers directory); curve in {curve}")
+    shown = f"; curve in {curve}" if curve.is_file() else ""  # GRPO's: SFT logs its loss
+    print(f"trained model in {final}/ (a transformers directory){shown}")
     seeds = seed_ranges(settings.eval_seeds)
     before = (
         f"  textenvs eval --env {settings.env} --agent llm --model {base} "

@@ -187,7 +187,20 @@ def episode_reward(prompts: list[Any], completions: list[Any], **fields: Any) ->
     return [float(value) for value in fields["episode_reward"]]
 
 
-class CurveWriter(TrainerCallback):
+class RecordWriter(TrainerCallback):
+    """Writes the run's settings into every checkpoint, so `textenvs eval --model` plays a
+    checkpoint with the settings it was trained with (its reply limit among them)."""
+
+    def __init__(self, settings: TrainSettings) -> None:
+        self.settings = settings
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if folder.is_dir():
+            models.write_record(folder, self.settings.record())
+
+
+class CurveWriter(RecordWriter):
     """One curve row per optimizer step (and the charts), a checkpoint's record, and
     progress for the caller."""
 
@@ -198,7 +211,7 @@ class CurveWriter(TrainerCallback):
         out: Path,
         on_step: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        self.settings = settings
+        super().__init__(settings)
         self.source = source
         self.out = out
         self.on_step = on_step
@@ -225,11 +238,6 @@ class CurveWriter(TrainerCallback):
         curve.append(self.out, row)
         if self.on_step is not None:
             self.on_step(row)
-
-    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if folder.is_dir():
-            models.write_record(folder, self.settings.record())
 
 
 def grpo_config(
@@ -260,7 +268,6 @@ def grpo_config(
         temperature=settings.temperature,
         max_completion_length=None,
         beta=0.0,  # no reference model: a second copy costs a CPU more than it helps here
-        gradient_checkpointing=False,
         **trainer_arguments(settings, out, keep_checkpoints),
     )
 
@@ -276,6 +283,8 @@ def trainer_arguments(
         "learning_rate": settings.learning_rate,
         "use_cpu": not torch.cuda.is_available(),
         "bf16": False,
+        # short sequences on a CPU: recomputing activations costs more than keeping them
+        "gradient_checkpointing": False,
         "logging_steps": 1,
         "save_steps": settings.save_every,
         "save_total_limit": keep_checkpoints,

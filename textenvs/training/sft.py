@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from datasets import Dataset
-from transformers import PreTrainedModel, TrainerCallback
+from transformers import PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import SFTConfig, SFTTrainer
@@ -75,10 +75,14 @@ def demonstration_dataset(
     return dataset, kept
 
 
-class LossWriter(TrainerCallback):
-    """Each optimizer step's loss, for the caller (the progress line and `curve.csv`)."""
+class LossWriter(grpo.RecordWriter):
+    """Each optimizer step's loss, for the caller (the progress line), and each
+    checkpoint's record (the loss per step is in its `trainer_state.json`)."""
 
-    def __init__(self, on_step: Callable[[dict[str, Any]], None] | None) -> None:
+    def __init__(
+        self, settings: grpo.TrainSettings, on_step: Callable[[dict[str, Any]], None] | None
+    ) -> None:
+        super().__init__(settings)
         self.on_step = on_step
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
@@ -102,7 +106,7 @@ def build_trainer(
         args=sft_config(settings, out, keep_checkpoints),
         train_dataset=dataset,
         processing_class=tokenizer,
-        callbacks=[LossWriter(on_step)],
+        callbacks=[LossWriter(settings, on_step)],
     )
     for noisy in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(noisy)
