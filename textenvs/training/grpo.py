@@ -31,6 +31,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from textenvs.agents.llm import context
+from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.core import registry
 from textenvs.episodes.specs import EpisodeSpec, seed_ranges
@@ -109,6 +110,22 @@ def episode_of(prompt: str, options: dict[str, Any]) -> EpisodeSpec:
     return EpisodeSpec(env, int(seed), dict(options) or None)
 
 
+def model_prompt_budget(settings: TrainSettings, model: PreTrainedModel) -> int:
+    """The prompt budget `textenvs eval` sets for `model` (its context window, learned at
+    preflight, less room for a reply of `settings.max_tokens`)."""
+    return context.budget_under(models.context_window(model), settings.max_tokens)
+
+
+def run_conversation(settings: TrainSettings, prompt_budget: int) -> LLMConfig:
+    """The conversation the run's episodes are played in, as `textenvs eval` holds it: the
+    run's action mode and conversation settings under `prompt_budget`."""
+    return conversation_settings(
+        settings.action_mode,
+        settings.json_reasoning,
+        **{"prompt_budget": prompt_budget, **settings.conversation},
+    )
+
+
 class RolloutSource:
     """TRL's `rollout_func`: plays the episodes of a step and keeps them for the curve."""
 
@@ -122,11 +139,7 @@ class RolloutSource:
         self.settings = settings
         self.chat = chat
         self.make_env = make_env
-        self.conversation = conversation_settings(
-            settings.action_mode,
-            settings.json_reasoning,
-            **{"prompt_budget": prompt_budget, **settings.conversation},
-        )
+        self.conversation = run_conversation(settings, prompt_budget)
         self.sampling = Sampling(
             max_new_tokens=settings.max_tokens, temperature=settings.temperature
         )
@@ -310,9 +323,7 @@ def build_trainer(
     chat = ChatTokens(tokenizer)
     if settings.train_layers is not None:
         freeze_below(model, settings.train_layers)
-    # the budget `textenvs eval` sets for this model (its context, learned at preflight)
-    budget = context.budget_under(models.context_window(model), settings.max_tokens)
-    source = RolloutSource(settings, chat, make_env, budget)
+    source = RolloutSource(settings, chat, make_env, model_prompt_budget(settings, model))
     dataset = Dataset.from_dict(
         {"prompt": [episode_prompt(settings.env, seed) for seed in settings.seeds]}
     )

@@ -16,10 +16,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import SFTConfig, SFTTrainer
 
-from textenvs.agents.llm import context
-from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.episodes.specs import EpisodeSpec
-from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.training import grpo
 from textenvs.training.demonstrations import IGNORED, Demonstration, demonstrations
@@ -50,10 +47,8 @@ def demonstration_dataset(
     """The demonstrations of the training seeds as a tokenized dataset (`input_ids`,
     `labels`), in the conversation `textenvs eval` holds for this model (its prompt
     budget, the run's conversation settings, text mode)."""
-    budget = context.budget_under(models.context_window(model), settings.max_tokens)
-    conversation = conversation_settings(
-        "text", **{"prompt_budget": budget, **settings.conversation}
-    )
+    # text mode: `settings_from` refuses --method sft with another action mode
+    conversation = grpo.run_conversation(settings, grpo.model_prompt_budget(settings, model))
     specs = [EpisodeSpec(settings.env, seed, settings.options or None) for seed in settings.seeds]
     kept = demonstrations(
         specs,
