@@ -1,4 +1,4 @@
-"""Agents that play textenvs scenarios: random, scripted, learner, human (and llm)."""
+"""Agents that play textenvs scenarios: random, scripted, reactive, learner, human (and llm)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
-AGENTS = ("random", "scripted", "learner", "human", "llm")
+AGENTS = ("random", "scripted", "reactive", "learner", "human", "llm")
 
 
 def make_agent(name: str, **options: Any) -> Agent:
@@ -19,6 +19,10 @@ def make_agent(name: str, **options: Any) -> Agent:
         from textenvs.agents.scripted import ScriptedAgent
 
         return ScriptedAgent(**options)
+    if name == "reactive":
+        from textenvs.agents.scripted.reactive import ReactiveAgent
+
+        return ReactiveAgent(**options)
     if name == "learner":
         from textenvs.agents.scripted.learners import LearnerAgent
 

@@ -39,18 +39,74 @@ def test_a_demonstration_is_the_conversation_eval_holds_with_only_the_replies_tr
         command = conversation.read(reply_for(turn.command))
         observation, _, _, _, info = env_.step(command)
     rendered = chat.render(conversation.transcript, reply_next=False)
-    text = chat.decode(shown.ids)
+    (sequence,) = shown.sequences  # the conversation only grows: one sequence
+    text = chat.decode(sequence.ids)
     assert rendered.startswith(text) and chat.reply_closer.endswith(rendered[len(text) :])
-    trained = [t for t, label in zip(shown.ids, shown.labels, strict=True) if label != IGNORED]
+    trained = [t for t, lab in zip(sequence.ids, sequence.labels, strict=True) if lab != IGNORED]
     assert chat.decode(trained) == "".join(
         reply_for(t.command) + "<|im_end|>" for t in played.turns
     )
 
 
+def test_a_windowed_conversation_is_one_sequence_a_turn_each_the_prompt_eval_sends(tiny):
+    _, tokenizer = tiny
+    chat = ChatTokens(tokenizer)
+    settings = conversation_settings(prompt_budget=7000, history=0)
+    shown = demonstrate(EpisodeSpec("em-anomaly", 3), "reactive", textenvs.make, settings, chat)
+    env = textenvs.make("em-anomaly")
+    observation, info = env.reset(seed=3)
+    conversation = Conversation.for_context(context_for(env, 3), settings)
+    assert len(shown.sequences) == len(shown.result.turns) > 1
+    for turn, sequence in zip(shown.result.turns, shown.sequences, strict=True):
+        conversation.observe(observation, info)
+        prompt = chat.render(conversation.request(), reply_next=True)
+        reply = reply_for(turn.command)
+        assert chat.decode(sequence.ids) == prompt + reply + "<|im_end|>"
+        trained = [t for t, lab in zip(sequence.ids, sequence.labels, strict=True) if lab >= 0]
+        assert chat.decode(trained) == reply + "<|im_end|>"
+        observation, _, _, _, info = env.step(conversation.read(reply))
+
+
+def test_the_shared_prefix_loss_is_the_whole_sequence_loss(tiny, tmp_path):
+    """Feeding the rules prompt once (its cache copied to every sequence) scores each
+    sequence exactly as feeding it whole."""
+    from datasets import Dataset
+
+    from textenvs.training.sft import SharedPrefixTrainer, shared_prefix
+
+    model, tokenizer = tiny
+    chat = ChatTokens(tokenizer)
+    settings = conversation_settings(prompt_budget=7000, history=0)
+    shown = demonstrate(EpisodeSpec("em-anomaly", 4), "reactive", textenvs.make, settings, chat)
+    rows = shown.sequences[:3]
+    dataset = Dataset.from_dict(
+        {"input_ids": [r.ids for r in rows], "labels": [r.labels for r in rows]}
+    )
+    prefix = shared_prefix(dataset)
+    assert len(prefix) > 100 and all(r.ids[: len(prefix)] == prefix for r in rows)
+    assert all(r.labels[len(prefix)] == IGNORED for r in rows)
+    from trl import SFTConfig
+
+    trainer = SharedPrefixTrainer(
+        model=model,
+        args=SFTConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[], max_length=None),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        prefix=prefix,
+    )
+    for row in rows:
+        inputs = {"input_ids": torch.tensor([row.ids]), "labels": torch.tensor([row.labels])}
+        with torch.no_grad():
+            split = float(trainer.compute_loss(model, inputs))
+            whole = float(model(**inputs).loss)
+        assert split == pytest.approx(whole, rel=1e-4)
+
+
 def _reply_loss(model_dir, demonstration) -> float:
     model, _ = models.load(str(model_dir))
-    ids = torch.tensor([demonstration.ids])
-    labels = torch.tensor([demonstration.labels])
+    (sequence,) = demonstration.sequences
+    ids = torch.tensor([sequence.ids])
+    labels = torch.tensor([sequence.labels])
     with torch.no_grad():
         return float(model(input_ids=ids, labels=labels).loss)
 
@@ -90,5 +146,19 @@ def test_sft_refuses_json_mode_and_agents_that_cannot_demonstrate(tiny_dir, tmp_
     assert "--method sft writes demonstrations as text replies" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*base, "--demonstrations", "llm"])
-    assert "--demonstrations llm: one of scripted, learner, random" in capsys.readouterr().err
+    assert (
+        "--demonstrations llm: one of scripted, reactive, learner, random"
+        in capsys.readouterr().err
+    )
+    assert not (tmp_path / "x").exists()
+
+
+def test_grpo_refuses_a_windowed_conversation(tiny_dir, tmp_path, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["train", "--env", "treasure-hunt", "--model", str(tiny_dir), "--steps", "1",
+              "--history", "0", "--out", str(tmp_path / "x")])  # fmt: skip
+    assert caught.value.code != 0
+    assert "--history: GRPO trains each episode as one growing conversation" in (
+        capsys.readouterr().err
+    )
     assert not (tmp_path / "x").exists()

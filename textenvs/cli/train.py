@@ -56,14 +56,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="'grpo' (reinforcement from the scenario's reward, the default) or 'sft' (a "
         "supervised warm start: imitate --demonstrations' episodes of the training seeds, "
         "each written as the conversation 'textenvs eval' holds, text mode, only the replies "
-        "trained on; a step is --seeds-per-step episodes); GRPO can go on from its OUT/final",
+        "trained on; a step is --seeds-per-step sequences: whole episodes, or single turns "
+        "with --history); GRPO can go on from its OUT/final",
     )
     p.add_argument(
         "--demonstrations",
         default="scripted",
         metavar="AGENT",
         help="--method sft: the agent whose episodes are imitated (default scripted: it "
-        "reads only what the observation shows)",
+        "reads only what the observation shows; reactive: em-anomaly, acts on the current "
+        "observation alone, for a model trained with --history 0)",
     )
     p.add_argument(
         "--only-success",
@@ -94,7 +96,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="episodes per seed per step (GRPO's group; default %(default)s)",
     )
     p.add_argument(
-        "--seeds-per-step", type=positive, default=2, help="seeds per step (default %(default)s)"
+        "--seeds-per-step",
+        type=positive,
+        default=2,
+        help="seeds per step (default %(default)s); --method sft: sequences per step",
     )
     p.add_argument(
         "--micro-batch",
@@ -134,6 +139,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="observations whole, or as their changes after the first (the eval setting "
         "of the same name; default full)",
+    )
+    p.add_argument(
+        "--history",
+        type=non_negative,
+        default=None,
+        metavar="K",
+        help="each prompt holds the last K turns only (the eval setting of the same name: "
+        "the window policy; 0: the rules and the current observation alone); default: the "
+        "whole episode",
     )
     p.add_argument(
         "--action-mode",
@@ -296,5 +310,5 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _conversation(args: argparse.Namespace) -> dict[str, Any]:
-    given = {"observations": args.observations, "reasks": args.reasks}
+    given = {"observations": args.observations, "reasks": args.reasks, "history": args.history}
     return {name: value for name, value in given.items() if value is not None}

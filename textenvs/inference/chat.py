@@ -103,11 +103,15 @@ class GrowingChat:
         #: token), so the next segment adds only the rest
         self.closed = ""
 
+    def extends(self, messages: list[Message]) -> bool:
+        """Whether `messages` (a request) extends what the sequence holds."""
+        return messages[: len(self.messages)] == self.messages
+
     def segment(self, messages: list[Message]) -> str:
         """The text to feed before the next reply, for the request `messages` (the whole
         conversation so far, as `Conversation.request()` returns it)."""
         previous = self.messages
-        if messages[: len(previous)] != previous:
+        if not self.extends(messages):
             raise TemplateError(
                 "the conversation was cut (its history no longer extends the last request); "
                 "raise the prompt budget or lower the turn limit"

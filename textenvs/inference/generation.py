@@ -21,13 +21,14 @@ grammar says which tokens may come next and the others are never sampled.
 
 from __future__ import annotations
 
-import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
+
+from textenvs.inference import models
 
 
 @dataclass
@@ -89,9 +90,7 @@ class Sequences:
         self.pad_id = pad_id
         self.generator = generator
         self.cache = DynamicCache()
-        # transformers 5.x renamed the forward argument (`past_key_values` -> `cache`)
-        parameters = inspect.signature(model.forward).parameters
-        self.cache_argument = "cache" if "cache" in parameters else "past_key_values"
+        self.cache_argument = models.cache_argument(model)
         self.mask = torch.zeros((rows, 0), dtype=torch.long, device=self.device)
         #: each row's tokens in order (what the cache holds, plus `pending`)
         self.tokens: list[list[int]] = [[] for _ in range(rows)]

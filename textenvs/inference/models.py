@@ -9,6 +9,7 @@ the same weights `--model local` plays with (that one serves them through llama.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import os
 import warnings
@@ -127,3 +128,10 @@ def read_record(folder: str | Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     return json.loads(path.read_text())
+
+
+def cache_argument(model: PreTrainedModel) -> str:
+    """The name of `model.forward`'s key/value cache argument (transformers 5.x renamed
+    `past_key_values` to `cache`)."""
+    parameters = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"

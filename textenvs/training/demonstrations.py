@@ -5,17 +5,21 @@ An agent (the scripted one by default: it reads only what the observation shows)
 each seed; its commands are then replayed through the conversation `textenvs eval
 --agent llm` holds (`agents/llm/conversation.py`: the same rules prompt, history and
 observation form), each command written as the reply the rules teach (`Action:
-<command>`) and read back by the same reader, so a demonstration is exactly a sequence
-the model could have produced, token for token, in text action mode. Only the replies'
-tokens are trained on (the labels of the rest are -100), as GRPO trains only the model's
-own tokens.
+<command>`) and read back by the same reader, so a demonstration is exactly what the
+model could have produced, token for token, in text action mode. Only the replies' tokens
+are trained on (the labels of the rest are -100), as GRPO trains only the model's own
+tokens.
+
+A conversation that only grows (the default history) is one sequence an episode; one
+whose prompts drop earlier turns (`--history K`, a window) is one sequence a turn, each
+the prompt eval sends that turn and the reply.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from textenvs.agents import make_agent
@@ -32,13 +36,29 @@ IGNORED = -100
 
 
 @dataclass
+class TokenSequence:
+    """Training tokens: `labels` is `ids` on the replies, IGNORED elsewhere."""
+
+    ids: list[int] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+
+
+@dataclass
 class Demonstration:
-    """One episode as training tokens: `labels` is `ids` on the replies, IGNORED elsewhere."""
+    """One episode as the sequences the model reads and writes in it."""
 
     spec: EpisodeSpec
     result: EpisodeResult
-    ids: list[int]
-    labels: list[int]
+    sequences: list[TokenSequence]
+
+    @property
+    def tokens(self) -> int:
+        return sum(len(sequence.ids) for sequence in self.sequences)
+
+    @property
+    def trained(self) -> int:
+        """Its tokens trained on (the replies')."""
+        return sum(label != IGNORED for s in self.sequences for label in s.labels)
 
 
 def reply_for(command: str) -> str:
@@ -61,25 +81,28 @@ def demonstrate(
         )
         commands = [turn.command for turn in result.turns]
         conversation = Conversation.for_context(context_for(env, spec.seed, spec.options), settings)
-        sequence = GrowingChat(chat)
+        growing: GrowingChat | None = None  # the sequence being written
         stop = next(token for token in chat.encode(chat.reply_closer) if token in chat.stop_ids)
-        ids: list[int] = []
-        labels: list[int] = []
+        sequences: list[TokenSequence] = []
         observation, info = env.reset(seed=spec.seed, options=spec.options)
         for command in commands:
             conversation.observe(observation, info)
-            segment = chat.encode(sequence.segment(conversation.request()))
+            request = conversation.request()
+            if growing is None or not growing.extends(request):  # the prompt was cut
+                growing, sequence = GrowingChat(chat), TokenSequence()
+                sequences.append(sequence)
+            segment = chat.encode(growing.segment(request))
             reply = reply_for(command)
             read = conversation.read(reply)
             if read is None:
                 raise ValueError(f"{spec.id}: the reader does not read {reply!r}")
             reply_ids = [*chat.encode(reply), stop]
-            sequence.replied(reply, reply_ids)
-            ids += segment + reply_ids
-            labels += [IGNORED] * len(segment) + reply_ids
+            growing.replied(reply, reply_ids)
+            sequence.ids += segment + reply_ids
+            sequence.labels += [IGNORED] * len(segment) + reply_ids
             observation, _, _, _, info = env.step(read)
         conversation.finish(info)
-        return Demonstration(spec, result, ids, labels)
+        return Demonstration(spec, result, sequences)
     finally:
         env.close()
 

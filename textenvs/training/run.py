@@ -33,7 +33,7 @@ from textenvs.training.grpo import TrainSettings
 from textenvs.training.rollouts import EnvFactory
 
 #: agents whose episodes `--method sft` can imitate
-DEMONSTRATORS = ("scripted", "learner", "random")
+DEMONSTRATORS = ("scripted", "reactive", "learner", "random")
 
 
 class TrainingError(ValueError):
@@ -72,6 +72,11 @@ def settings_from(
     if settings.method == "sft" and settings.action_mode != "text":
         raise TrainingError(
             "--method sft writes demonstrations as text replies: leave --action-mode out"
+        )
+    if settings.method == "grpo" and "history" in settings.conversation:
+        raise TrainingError(
+            "--history: GRPO trains each episode as one growing conversation; leave --history "
+            "out (or use --method sft)"
         )
     if settings.generation == "vllm":
         problem = vllm_missing()
@@ -209,11 +214,11 @@ def _sft_trainer(
     except (ValueError, TemplateError) as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None
     won = sum(d.result.success for d in kept)
-    tokens = sum(len(d.ids) for d in kept)
-    trained = sum(label != sft.IGNORED for d in kept for label in d.labels)
+    tokens = sum(d.tokens for d in kept)
+    trained = sum(d.trained for d in kept)
     console.print(
-        f"{len(kept)} demonstrations ({won} won), {tokens:,} tokens, {trained:,} of them "
-        "replies (trained on)"
+        f"{len(kept)} demonstrations ({won} won), {len(dataset):,} sequences, {tokens:,} "
+        f"tokens, {trained:,} of them replies (trained on)"
     )
     return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
 

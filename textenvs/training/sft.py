@@ -2,21 +2,31 @@
 episodes (`demonstrations.py`), each one the conversation the model will be in, with only
 the replies trained on. `textenvs train --method sft` runs it; GRPO can then go on from
 its `final/` (`textenvs train --model OUT/final`), so a report can show what each added.
+
+Every sequence opens with the same tokens, none trained on: the rules prompt. They are
+fed once per optimizer step, not once per sequence: their keys and values are computed
+without gradient with the step's weights and each sequence feeds only the rest
+(`SharedPrefixTrainer`). With one sequence a turn (`--history 0`: the rules prompt is
+about 800 of a turn's 1,000 tokens) that is several times less work a step; the price is
+that the rules prompt's own keys and values are not trained, only what reads them.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
 from datasets import Dataset
-from transformers import PreTrainedModel
+from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import SFTConfig, SFTTrainer
 
 from textenvs.episodes.specs import EpisodeSpec
+from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.training import grpo
 from textenvs.training.demonstrations import IGNORED, Demonstration, demonstrations
@@ -28,7 +38,8 @@ __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 def sft_config(
     settings: grpo.TrainSettings, out: Path, keep_checkpoints: int | None = None
 ) -> SFTConfig:
-    """One optimizer step per `seeds_per_step` demonstrations, one episode a pass."""
+    """One optimizer step per `seeds_per_step` sequences (whole episodes, or turns when
+    the conversation is a window), one sequence a pass."""
     return SFTConfig(
         per_device_train_batch_size=1,  # episodes differ in length: no padding
         gradient_accumulation_steps=settings.seeds_per_step,
@@ -64,10 +75,69 @@ def demonstration_dataset(
             f"no demonstrations: {settings.demonstrations} won none of the {len(specs)} "
             "training episodes (leave --only-success out, or give more --seeds)"
         )
+    sequences = [sequence for d in kept for sequence in d.sequences]
     dataset = Dataset.from_dict(
-        {"input_ids": [d.ids for d in kept], "labels": [d.labels for d in kept]}
+        {"input_ids": [s.ids for s in sequences], "labels": [s.labels for s in sequences]}
     )
     return dataset, kept
+
+
+def shared_prefix(dataset: Dataset) -> list[int]:
+    """The tokens every sequence of `dataset` opens with, ending before the first token
+    trained on (the first token fed after the prefix is one no loss needs)."""
+    rows = list(zip(dataset["input_ids"], dataset["labels"], strict=True))
+    first = rows[0][0]
+    length = len(first)
+    for ids, labels in rows:
+        trained = next(i for i, label in enumerate(labels) if label != IGNORED)
+        differs = (i for i, (a, b) in enumerate(zip(ids, first, strict=False)) if a != b)
+        length = min(length, next(differs, len(ids)), trained - 1)
+    return list(first[: max(length, 0)])
+
+
+class SharedPrefixTrainer(SFTTrainer):
+    """SFT whose sequences all open with `prefix`, untrained: its keys and values are
+    computed once an optimizer step, without gradient, and each sequence feeds the rest."""
+
+    def __init__(self, *args: Any, prefix: list[int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.prefix = prefix
+        if prefix:  # the loss below is a sequence's mean: average it over accumulation
+            self.loss_is_scaled_for_ga = False
+        self.prefix_cache: tuple[int, DynamicCache] | None = None  # (step, cache)
+
+    def cache_for_step(self, model: PreTrainedModel) -> DynamicCache:
+        """A copy of the prefix's cache under this optimizer step's weights."""
+        step = self.state.global_step
+        if self.prefix_cache is None or self.prefix_cache[0] != step:
+            ids = torch.tensor([self.prefix], device=model.device)
+            with torch.no_grad():
+                cache = model(input_ids=ids, use_cache=True).past_key_values
+            self.prefix_cache = (step, cache)
+        return copy.deepcopy(self.prefix_cache[1])
+
+    def compute_loss(
+        self,
+        model: PreTrainedModel,
+        inputs: dict[str, torch.Tensor],
+        return_outputs: bool = False,
+        num_items_in_batch: Any = None,
+    ) -> Any:
+        if not self.prefix:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        cut = len(self.prefix)
+        ids, labels = inputs["input_ids"], inputs["labels"]
+        cache = {models.cache_argument(model): self.cache_for_step(model)}
+        outputs = model(input_ids=ids[:, cut:], **cache)
+        # logits at position i predict token i + 1; the first fed token is never trained
+        logits = outputs.logits[:, :-1]
+        targets = labels[:, cut + 1 :]
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]).float(),
+            targets.reshape(-1),
+            ignore_index=IGNORED,
+        )
+        return (loss, outputs) if return_outputs else loss
 
 
 class LossWriter(grpo.RecordWriter):
@@ -96,12 +166,13 @@ def build_trainer(
 ) -> SFTTrainer:
     if settings.train_layers is not None:
         grpo.freeze_below(model, settings.train_layers)
-    trainer = SFTTrainer(
+    trainer = SharedPrefixTrainer(
         model=model,
         args=sft_config(settings, out, keep_checkpoints),
         train_dataset=dataset,
         processing_class=tokenizer,
         callbacks=[LossWriter(settings, on_step)],
+        prefix=shared_prefix(dataset),
     )
     for noisy in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(noisy)

@@ -1,0 +1,89 @@
+"""Reactive agents: each command a function of the current observation alone.
+
+The scripted agents keep a map of what they have seen; a model shown one observation a
+turn (`textenvs eval --history 0`) cannot imitate that. A reactive policy reads only the
+observation in front of it, so every one of its decisions can be learned from one
+observation, and how often it wins is what reading alone (no memory) can reach.
+
+EM Anomaly (seeds 0-999: 36% won, against the scripted agent's 53-67% and 0.2-0.4% for
+the best blind policy):
+
+1. Mark when the field here reads 2 or 3 (a sure win).
+2. Else climb: step to the orthogonal neighbour that reads most above here; else towards a
+   diagonal tile that reads above here (through the free tile beside it, north/south
+   first).
+3. Else explore: go on in the facing direction while the scan shows that tile free; when
+   it does not, turn clockwise (right, then left, then back) to the first free side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
+
+CLOCKWISE = ("north", "east", "south", "west")
+#: a side's tile in the 3x3 scan (row, column), north at the top
+SIDE = {"north": (0, 1), "east": (1, 2), "south": (2, 1), "west": (1, 0)}
+#: a corner's tile in the scan and the two sides that lead to it
+CORNERS = {
+    (0, 0): ("north", "west"),
+    (0, 2): ("north", "east"),
+    (2, 0): ("south", "west"),
+    (2, 2): ("south", "east"),
+}
+#: the order sides are tried in when exploring: ahead, right, left, back
+TURNS = (0, 1, 3, 2)
+
+
+def em_anomaly(observation: dict[str, Any]) -> str:
+    """The reactive EM Anomaly command for `observation` (the env's observation dict)."""
+    view = observation["view"]
+    here = view[1][1]
+    if here >= 2:
+        return "mark"
+
+    def reading(side: str) -> int | None:
+        row, column = SIDE[side]
+        value = view[row][column]
+        return value if isinstance(value, int) else None
+
+    free = [side for side in CLOCKWISE if reading(side) is not None]
+    higher = [side for side in free if reading(side) > here]  # type: ignore[operator]
+    if higher:
+        return max(higher, key=lambda side: reading(side))  # type: ignore[arg-type,return-value]
+    corners = [
+        (value, sides)
+        for (row, column), sides in CORNERS.items()
+        if isinstance(value := view[row][column], int) and value > here
+    ]
+    if corners:
+        _, sides = max(corners, key=lambda corner: corner[0])
+        for side in sides:
+            if side in free:
+                return side
+    facing = CLOCKWISE.index(observation["facing"])
+    for turn in TURNS:
+        side = CLOCKWISE[(facing + turn) % 4]
+        if side in free:
+            return side
+    return "mark"  # walled in on every side: nothing left to explore
+
+
+POLICIES = {"em-anomaly": em_anomaly}
+
+
+class ReactiveAgent(Agent):
+    """The scenario's reactive policy; sees only `info["observation"]`, keeps nothing."""
+
+    name = "reactive"
+
+    def reset(self, context: EpisodeContext) -> None:
+        if context.env_name not in POLICIES:
+            names = ", ".join(POLICIES)
+            raise ValueError(f"the reactive agent plays {names}, not {context.env_name}")
+        super().reset(context)
+        self._policy = POLICIES[context.env_name]
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        return Decision(self._policy(info["observation"]))

@@ -1,0 +1,113 @@
+"""Observation-blind policies against runs that should read: does a run beat them all?
+
+    python -m benchmarks.blind_policies runs/em-sft runs/em-base --env em-anomaly --seeds 0-99
+
+Plays, on the seeds, every fixed cycle of up to `--length` of the scenario's commands (a
+constant command is a cycle of one; `east, north` repeats east then north) and the
+random agent, none of which looks at what it is shown; then compares each run folder
+given with every one of them by the paired 95% interval of the scenario's headline
+(`evals/paired.py`, the figure `textenvs report` shows for two runs). A run beats the
+blind policies when even the interval against the strongest of them excludes 0. Prints
+the strongest blind policies and, for each run, its interval against each of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+from pathlib import Path
+from typing import Any
+
+import textenvs
+from textenvs.agents import make_agent
+from textenvs.episodes.loop import run_episode
+from textenvs.episodes.protocol import Agent, Decision
+from textenvs.episodes.specs import parse_seeds
+from textenvs.evals import store
+from textenvs.evals.bands import episode_headline
+from textenvs.evals.paired import paired_differences
+from textenvs.evals.runner import episode_record
+
+
+class CycleAgent(Agent):
+    """Repeats `cycle` whatever it is shown."""
+
+    name = "cycle"
+
+    def __init__(self, cycle: tuple[str, ...]) -> None:
+        self.cycle = cycle
+        self.turn = 0
+
+    def reset(self, context: Any) -> None:
+        super().reset(context)
+        self.turn = 0
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        command = self.cycle[self.turn % len(self.cycle)]
+        self.turn += 1
+        return Decision(command)
+
+
+def commands(env_name: str) -> list[str]:
+    """The scenario's command forms, as the random agent draws them."""
+    _, info = textenvs.make(env_name).reset(seed=0)
+    return sorted({str(form).split(" (")[0] for form in info["valid_commands"]})
+
+
+def play(env_name: str, agent: Agent, seeds: list[int]) -> list[dict[str, Any]]:
+    env = textenvs.make(env_name)
+    records = []
+    for seed in seeds:
+        result = asyncio.run(run_episode(env, agent, seed))
+        records.append(episode_record(result, (env_name, seed, 0), None, ""))
+    return records
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="*", type=Path, help="run folders of `textenvs eval`")
+    p.add_argument("--env", required=True, help="scenario")
+    p.add_argument("--seeds", default="0-99", help="seeds (0-99)")
+    p.add_argument("--length", type=int, default=3, help="longest cycle (3)")
+    p.add_argument("--show", type=int, default=5, help="strongest policies shown (5)")
+    args = p.parse_args(argv)
+    seeds = parse_seeds(args.seeds)
+    forms = commands(args.env)
+    policies: dict[str, list[dict[str, Any]]] = {
+        "random": play(args.env, make_agent("random"), seeds)
+    }
+    for length in range(1, args.length + 1):
+        for cycle in itertools.product(forms, repeat=length):
+            policies[", ".join(cycle)] = play(args.env, CycleAgent(cycle), seeds)
+
+    def mean_headline(records: list[dict[str, Any]]) -> float:
+        values = [episode_headline(args.env, r) or 0.0 for r in records]
+        return sum(values) / len(values)
+
+    ranked = sorted(policies, key=lambda name: -mean_headline(policies[name]))
+    print(f"{len(policies)} blind policies on {len(seeds)} seeds of {args.env}; the strongest:")
+    for name in ranked[: args.show]:
+        print(f"  {name}: headline {mean_headline(policies[name]):.3f}")
+    for run in args.runs:
+        records = [r for r in store.read_episodes(run) if r["seed"] in set(seeds)]
+        worst = None
+        for name in ranked:
+            paired = paired_differences(args.env, policies[name], records)
+            low = (paired.get("headline_ci") or [float("-inf")])[0]
+            if worst is None or low < worst[1]:
+                worst = (name, low, paired)
+        assert worst is not None
+        name, low, paired = worst
+        diff, ci = paired["headline_diff"], paired["headline_ci"]
+        verdict = "beats every blind policy" if low > 0 else "does NOT beat them all"
+        print(
+            f"{run}: headline {paired['headline_run']:.3f} on {paired['pairs']} paired "
+            f"seeds; against the hardest to beat ({name}: {paired['headline_base']:.3f}) "
+            f"{diff:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]: {verdict}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
