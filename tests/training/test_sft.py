@@ -162,3 +162,21 @@ def test_grpo_refuses_a_windowed_conversation(tiny_dir, tmp_path, capsys):
         capsys.readouterr().err
     )
     assert not (tmp_path / "x").exists()
+
+
+def test_habit_share_trains_the_turns_that_change_the_command_and_a_share_of_the_rest(tiny):
+    _, tokenizer = tiny
+    chat = ChatTokens(tokenizer)
+    settings = conversation_settings(prompt_budget=7000, history=0)
+    spec = EpisodeSpec("em-anomaly", 5)
+    every = demonstrate(spec, "reactive", textenvs.make, settings, chat)
+    decisive = demonstrate(spec, "reactive", textenvs.make, settings, chat, habit_share=1e-9)
+    commands = [turn.command for turn in every.result.turns]
+    changes = [i for i, c in enumerate(commands) if i == 0 or c != commands[i - 1]]
+    assert len(every.sequences) == len(commands) > len(changes) == len(decisive.sequences)
+    kept = {chat.decode(s.ids) for s in decisive.sequences}
+    assert kept == {chat.decode(every.sequences[i].ids) for i in changes}
+    half = demonstrate(spec, "reactive", textenvs.make, settings, chat, habit_share=0.5)
+    assert len(changes) < len(half.sequences) < len(commands)
+    again = demonstrate(spec, "reactive", textenvs.make, settings, chat, habit_share=0.5)
+    assert [s.ids for s in again.sequences] == [s.ids for s in half.sequences]

@@ -15,7 +15,7 @@ from textenvs.cli.common import (
     non_negative,
     positive,
 )
-from textenvs.core.numbers import positive_float
+from textenvs.core.numbers import bounded, positive_float
 from textenvs.episodes.specs import seed_ranges
 from textenvs.evals import run_folder
 
@@ -66,6 +66,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="--method sft: the agent whose episodes are imitated (default scripted: it "
         "reads only what the observation shows; reactive: em-anomaly, acts on the current "
         "observation alone, for a model trained with --history 0)",
+    )
+    p.add_argument(
+        "--habit-share",
+        type=bounded(float, 0, 1, above=True),
+        default=1.0,
+        metavar="F",
+        help="--method sft: train on only this share of the replies that repeat the "
+        "command before (going on straight), so the turns the observation decides weigh "
+        "more (default 1: all)",
     )
     p.add_argument(
         "--only-success",
@@ -259,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
             method=args.method,
             demonstrations=args.demonstrations,
             only_success=args.only_success,
+            habit_share=args.habit_share,
             options=env_options_from_args(args),
             group_size=args.group_size,
             seeds_per_step=args.seeds_per_step,

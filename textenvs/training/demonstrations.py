@@ -13,6 +13,12 @@ tokens.
 A conversation that only grows (the default history) is one sequence an episode; one
 whose prompts drop earlier turns (`--history K`, a window) is one sequence a turn, each
 the prompt eval sends that turn and the reply.
+
+Most turns of an episode repeat the command before (going on straight), and a few decide
+(turning at a wall, marking on a strong reading): `habit_share` keeps only that share of
+the repeating turns' replies trained on (a fixed draw per seed and turn), so the
+decisions the observation makes weigh more. A sequence left with nothing to train on is
+dropped.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from textenvs.agents import make_agent
 from textenvs.agents.llm.config import LLMConfig
@@ -72,8 +80,10 @@ def demonstrate(
     make_env: EnvFactory,
     settings: LLMConfig,
     chat: ChatTokens,
+    habit_share: float = 1.0,
 ) -> Demonstration:
-    """`agent_name`'s episode of `spec`, as the model's conversation in tokens."""
+    """`agent_name`'s episode of `spec`, as the model's conversation in tokens, with
+    `habit_share` of the replies that repeat the command before trained on."""
     env = make_env(spec.env)
     try:
         result = asyncio.run(
@@ -85,7 +95,9 @@ def demonstrate(
         stop = next(token for token in chat.encode(chat.reply_closer) if token in chat.stop_ids)
         sequences: list[TokenSequence] = []
         observation, info = env.reset(seed=spec.seed, options=spec.options)
-        for command in commands:
+        draws = np.random.default_rng([spec.seed, len(commands)]).random(len(commands))
+        for turn, command in enumerate(commands):
+            trained = turn == 0 or command != commands[turn - 1] or draws[turn] < habit_share
             conversation.observe(observation, info)
             request = conversation.request()
             if growing is None or not growing.extends(request):  # the prompt was cut
@@ -99,9 +111,11 @@ def demonstrate(
             reply_ids = [*chat.encode(reply), stop]
             growing.replied(reply, reply_ids)
             sequence.ids += segment + reply_ids
-            sequence.labels += [IGNORED] * len(segment) + reply_ids
+            sequence.labels += [IGNORED] * len(segment)
+            sequence.labels += reply_ids if trained else [IGNORED] * len(reply_ids)
             observation, _, _, _, info = env.step(read)
         conversation.finish(info)
+        sequences = [s for s in sequences if any(label != IGNORED for label in s.labels)]
         return Demonstration(spec, result, sequences)
     finally:
         env.close()
@@ -115,12 +129,13 @@ def demonstrations(
     chat: ChatTokens,
     *,
     only_success: bool = False,
+    habit_share: float = 1.0,
     on_episode: Callable[[Demonstration], Any] | None = None,
 ) -> list[Demonstration]:
     """One demonstration per spec (with `only_success`, those of won episodes only)."""
     kept: list[Demonstration] = []
     for spec in specs:
-        demonstration = demonstrate(spec, agent_name, make_env, settings, chat)
+        demonstration = demonstrate(spec, agent_name, make_env, settings, chat, habit_share)
         if on_episode is not None:
             on_episode(demonstration)
         if demonstration.result.success or not only_success:

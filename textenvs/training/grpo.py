@@ -59,6 +59,8 @@ class TrainSettings:
     demonstrations: str = "scripted"
     #: sft: imitate won episodes only
     only_success: bool = False
+    #: --method sft: the share of the replies repeating the command before trained on
+    habit_share: float = 1.0
     options: dict[str, Any] = field(default_factory=dict)
     #: episodes per seed in a step (GRPO's group), and seeds per step
     group_size: int = 4

@@ -68,6 +68,7 @@ def demonstration_dataset(
         conversation,
         ChatTokens(tokenizer),
         only_success=settings.only_success,
+        habit_share=settings.habit_share,
         on_episode=on_episode,
     )
     if not kept:

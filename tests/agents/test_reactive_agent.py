@@ -1,0 +1,44 @@
+"""The reactive agent: each command from the observation in front of it, nothing kept."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import textenvs
+from textenvs.agents import make_agent
+from textenvs.agents.scripted.reactive import em_anomaly
+from textenvs.episodes.loop import run_episode
+
+
+def test_it_wins_em_anomaly_by_reading_alone_and_plays_the_same_episode_twice():
+    results = [
+        asyncio.run(run_episode(textenvs.make("em-anomaly"), make_agent("reactive"), seed))
+        for seed in range(40)
+    ]
+    wins = sum(r.success for r in results)
+    assert 8 <= wins <= 24  # 36% over seeds 0-999; blind policies win 0-4 of 100
+    again = asyncio.run(run_episode(textenvs.make("em-anomaly"), make_agent("reactive"), 7))
+    assert [t.command for t in again.turns] == [t.command for t in results[7].turns]
+
+
+def _observation(view, facing="north"):
+    return {"view": view, "facing": facing}
+
+
+def test_it_marks_climbs_and_turns_at_walls():
+    free = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
+    assert em_anomaly(_observation([[0, 0, 0], [0, 2, 0], [0, 0, 0]])) == "mark"
+    assert em_anomaly(_observation([[0, 0, 0], [0, 1, 2], [0, 0, 0]])) == "east"
+    assert em_anomaly(_observation([[0, 0, 0], [0, 0, 0], [1, 0, 0]])) == "south"
+    assert em_anomaly(_observation(free, "west")) == "west"
+    walled = [[0, "wall", 0], [0, 0, 0], [0, 0, 0]]
+    assert em_anomaly(_observation(walled, "north")) == "east"  # ahead blocked: right
+    cornered = [[0, "outside", 0], [0, 0, "wall"], [0, 0, 0]]
+    assert em_anomaly(_observation(cornered, "north")) == "west"  # then left
+
+
+def test_it_plays_only_the_scenarios_it_has_a_policy_for():
+    with pytest.raises(ValueError, match="the reactive agent plays em-anomaly"):
+        asyncio.run(run_episode(textenvs.make("treasure-hunt"), make_agent("reactive"), 0))
