@@ -1,0 +1,47 @@
+"""A training curve carries the scenario's own skill metrics per step (from its scoring),
+so a run on the return shows them beside the headline: Megacity's steps in violation and
+districts standing at the end."""
+
+from __future__ import annotations
+
+from tests.conftest import play
+from textenvs.evals import skills
+from textenvs.training import curve
+from textenvs.training.rollouts import Rollout, Timing
+
+
+def _rollout(agent: str, seed: int) -> Rollout:
+    result = play("megacity", agent, seed)
+    return Rollout(
+        result, prompt_ids=[1], completion_ids=[2], env_mask=[1], logprobs=[0.0],
+        skills=skills.measure("megacity", seed, result.to_dict()),
+    )  # fmt: skip
+
+
+def _violations(rollout: Rollout) -> int:
+    """Steps whose reward charged a threshold penalty, counted from the events here."""
+    return sum(
+        any(
+            e["type"] == "reward" and {"integrity_low", "air_low"} & set(e["terms"])
+            for e in turn.events
+        )
+        for turn in rollout.result.turns
+    )
+
+
+def test_a_megacity_curve_row_carries_violation_steps_and_districts(tmp_path) -> None:
+    rollouts = [_rollout("random", 0), _rollout("scripted", 0)]
+    violations = [_violations(r) for r in rollouts]
+    assert violations[0] > 0 and violations[1] < violations[0]  # the two differ
+    values = curve.row(
+        step=1, env="megacity", rollouts=rollouts, rewards=[r.reward for r in rollouts],
+        logs={}, step_s=1.0, rollout_s=1.0, timing=Timing(),
+    )  # fmt: skip
+    assert values["skill_violation_steps"] == sum(violations) / 2
+    assert values["skill_districts_at_end"] is not None
+    curve.append(tmp_path, values)
+    curve.append(tmp_path, values | {"step": 2})
+    rows = curve.read(tmp_path)
+    assert [r["step"] for r in rows] == [1.0, 2.0]
+    assert rows[1]["skill_violation_steps"] == sum(violations) / 2
+    assert rows[1]["skill_districts_at_end"] == values["skill_districts_at_end"]
