@@ -4,6 +4,8 @@ districts standing at the end."""
 
 from __future__ import annotations
 
+import json
+
 from tests.conftest import play
 from textenvs.evals import skills
 from textenvs.training import curve
@@ -45,3 +47,20 @@ def test_a_megacity_curve_row_carries_violation_steps_and_districts(tmp_path) ->
     assert [r["step"] for r in rows] == [1.0, 2.0]
     assert rows[1]["skill_violation_steps"] == sum(violations) / 2
     assert rows[1]["skill_districts_at_end"] == values["skill_districts_at_end"]
+
+
+def test_each_steps_episodes_are_logged_and_a_resume_drops_the_later_ones(tmp_path) -> None:
+    rollouts = [_rollout("random", 0), _rollout("scripted", 0)]
+    for step in (1, 2, 3):
+        curve.append_episodes(tmp_path, step, rollouts)
+        curve.append(tmp_path, {"step": step, "episodes": 2})
+    curve.keep_until(tmp_path, 2)
+    lines = [json.loads(line) for line in (tmp_path / curve.EPISODES).read_text().splitlines()]
+    assert [line["step"] for line in lines] == [1, 1, 2, 2]
+    assert [r["step"] for r in curve.read(tmp_path)] == [1.0, 2.0]
+    scripted = lines[1]
+    assert scripted["seed"] == 0 and scripted["return"] == rollouts[1].reward
+    assert scripted["commands"] == [t.read_as for t in rollouts[1].result.turns]
+    assert scripted["commands"][0] == "scan"  # the planner charts the seams first
+    assert scripted["skills"]["violation_steps"] == _violations(rollouts[1])
+    assert sum(scripted["rewards"]) == rollouts[1].reward
