@@ -52,10 +52,10 @@ def test_a_megacity_curve_row_carries_violation_steps_and_districts(tmp_path) ->
 def test_each_steps_episodes_are_logged_and_a_resume_drops_the_later_ones(tmp_path) -> None:
     rollouts = [_rollout("random", 0), _rollout("scripted", 0)]
     for step in (1, 2, 3):
-        curve.append_episodes(tmp_path, step, rollouts)
+        curve.append_rollouts(tmp_path, step, rollouts)
         curve.append(tmp_path, {"step": step, "episodes": 2})
     curve.keep_until(tmp_path, 2)
-    lines = [json.loads(line) for line in (tmp_path / curve.EPISODES).read_text().splitlines()]
+    lines = [json.loads(line) for line in (tmp_path / curve.ROLLOUTS).read_text().splitlines()]
     assert [line["step"] for line in lines] == [1, 1, 2, 2]
     assert [r["step"] for r in curve.read(tmp_path)] == [1.0, 2.0]
     scripted = lines[1]

@@ -1,5 +1,5 @@
 """The training curve: one CSV row per optimizer step, and its charts (SVG and PDF);
-beside it `episodes.jsonl`, the commands and rewards of every episode of every step.
+beside it `rollouts.jsonl`, the commands and rewards of every episode of every step.
 
 Each row describes the episodes played for that step (before its update): the reward
 trained on, the return (the scenario's reward), success, the invalid-action rate, the
@@ -47,7 +47,7 @@ COLUMNS = [
 ]
 
 #: what each step's episodes did, one JSON line per episode (beside the curve)
-EPISODES = "episodes.jsonl"
+ROLLOUTS = "rollouts.jsonl"
 
 #: (column, chart title) of the charts drawn; the headline's is the scenario's metric
 CHARTS = [
@@ -155,11 +155,11 @@ def read(out: Path) -> list[dict[str, float | None]]:
         ]
 
 
-def append_episodes(out: Path, step: int, rollouts: Sequence[Rollout]) -> None:
-    """Add the step's episodes to `out/episodes.jsonl`: each one's seed, return, outcome,
+def append_rollouts(out: Path, step: int, rollouts: Sequence[Rollout]) -> None:
+    """Add the step's episodes to `out/rollouts.jsonl`: each one's seed, return, outcome,
     skills and, per turn, the command as the env read it (None: a reply it rejected) and
     the reward, so what a run's model did can be counted step by step."""
-    with (out / EPISODES).open("a") as handle:
+    with (out / ROLLOUTS).open("a") as handle:
         for rollout in rollouts:
             result = rollout.result
             line = {
@@ -185,11 +185,11 @@ def keep_until(out: Path, step: int) -> None:
         kept = lines[:1] + [line for line in lines[1:] if line and float(line[0]) <= step]
         with path.open("w", newline="") as handle:
             csv.writer(handle).writerows(kept)
-    episodes = out / EPISODES
-    if episodes.exists():
-        with episodes.open() as handle:
+    logged = out / ROLLOUTS
+    if logged.exists():
+        with logged.open() as handle:
             records = [line for line in handle if json.loads(line)["step"] <= step]
-        episodes.write_text("".join(records))
+        logged.write_text("".join(records))
 
 
 def write_charts(out: Path, env: str, level: int | None = None) -> list[Path]:
