@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -10,6 +11,7 @@ from benchmarks import (
     env_breakdown,
     env_throughput,
     magnetic_field_shortcut,
+    megacity_reward_probe,
     observation_tokens,
     prompt_cache,
 )
@@ -37,6 +39,18 @@ def test_env_breakdown_prints_every_part_for_every_scenario(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[-9:] == [*env_breakdown.PARTS, "reset/step"]
     assert len(lines) == 2 + 5
+
+
+def test_megacity_reward_probe_sets_passive_returns_against_the_planners_victories(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run(megacity_reward_probe.main, ["--seeds", "0-1", "--levels", "0"], monkeypatch)
+    rows = [re.split(r"\s{2,}", line.strip()) for line in capsys.readouterr().out.splitlines()]
+    returns = {r[1]: r[3] for r in rows if len(r) > 3 and r[0] == "0"}
+    # ten research points decode five rules (+20) and `steady` pays 0.5 on each of 40 steps
+    assert returns["wait"] == "23.0" and returns["research, wait"] == "40.0"
+    planner = next(r for r in rows if r[:2] == ["0", "2"])  # level 0: two victories
+    assert planner[2:4] == ["0", "2"]  # none below the passive returns, both above the bound
 
 
 def test_observation_tokens_reports_all_three_sections(

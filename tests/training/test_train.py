@@ -48,6 +48,9 @@ def test_two_grpo_steps_change_the_weights_and_write_the_curve(trained, tiny_dir
         assert 0 <= row["invalid_rate"] <= 1
         assert row["headline"] is not None and row["reward"] == pytest.approx(row["headline"])
         assert row["generation_s"] > 0 and row["update_s"] > 0
+    logged = [json.loads(line) for line in (trained / curve.ROLLOUTS).read_text().splitlines()]
+    assert [line["step"] for line in logged] == [1] * 4 + [2] * 4  # each step's episodes
+    assert all(len(line["commands"]) == len(line["rewards"]) <= 3 for line in logged)
     assert {p.name for p in (trained / "figures").iterdir()} >= {
         "curve-reward.svg",
         "curve-reward.pdf",
@@ -106,6 +109,8 @@ def test_resume_goes_on_from_the_last_checkpoint(tiny_dir, tmp_path):
     rows = curve.read(out)
     assert [r["step"] for r in rows] == [1.0, 2.0, 3.0]
     assert rows[:2] == first
+    logged = [json.loads(line) for line in (out / curve.ROLLOUTS).read_text().splitlines()]
+    assert [line["step"] for line in logged] == [1] * 4 + [2] * 4 + [3] * 4
     assert models.read_record(out / "final")["steps"] == 3
 
 

@@ -1,4 +1,5 @@
-"""The training curve: one CSV row per optimizer step, and its charts (SVG and PDF).
+"""The training curve: one CSV row per optimizer step, and its charts (SVG and PDF);
+beside it `rollouts.jsonl`, the commands and rewards of every episode of every step.
 
 Each row describes the episodes played for that step (before its update): the reward
 trained on, the return (the scenario's reward), success, the invalid-action rate, the
@@ -11,6 +12,7 @@ that reason.
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,9 @@ COLUMNS = [
     "env_s",
     "update_s",
 ]
+
+#: what each step's episodes did, one JSON line per episode (beside the curve)
+ROLLOUTS = "rollouts.jsonl"
 
 #: (column, chart title) of the charts drawn; the headline's is the scenario's metric
 CHARTS = [
@@ -150,16 +155,41 @@ def read(out: Path) -> list[dict[str, float | None]]:
         ]
 
 
+def append_rollouts(out: Path, step: int, rollouts: Sequence[Rollout]) -> None:
+    """Add the step's episodes to `out/rollouts.jsonl`: each one's seed, return, outcome,
+    skills and, per turn, the command as the env read it (None: a reply it rejected) and
+    the reward, so what a run's model did can be counted step by step."""
+    with (out / ROLLOUTS).open("a") as handle:
+        for rollout in rollouts:
+            result = rollout.result
+            line = {
+                "step": step,
+                "seed": result.seed,
+                "return": result.total_reward,
+                "success": result.success,
+                "outcome": result.outcome,
+                "skills": rollout.skills,
+                "commands": [turn.read_as for turn in result.turns],
+                "rewards": [turn.reward for turn in result.turns],
+            }
+            handle.write(json.dumps(line) + "\n")
+
+
 def keep_until(out: Path, step: int) -> None:
-    """Drop the rows after `step` (a run resumed from that checkpoint writes them again)."""
+    """Drop the rows and episodes after `step` (a run resumed from that checkpoint writes
+    them again)."""
     path = out / run_folder.CURVE
-    if not path.exists():
-        return
-    with path.open(newline="") as handle:
-        lines = list(csv.reader(handle))
-    kept = lines[:1] + [line for line in lines[1:] if line and float(line[0]) <= step]
-    with path.open("w", newline="") as handle:
-        csv.writer(handle).writerows(kept)
+    if path.exists():
+        with path.open(newline="") as handle:
+            lines = list(csv.reader(handle))
+        kept = lines[:1] + [line for line in lines[1:] if line and float(line[0]) <= step]
+        with path.open("w", newline="") as handle:
+            csv.writer(handle).writerows(kept)
+    logged = out / ROLLOUTS
+    if logged.exists():
+        with logged.open() as handle:
+            records = [line for line in handle if json.loads(line)["step"] <= step]
+        logged.write_text("".join(records))
 
 
 def write_charts(out: Path, env: str, level: int | None = None) -> list[Path]:

@@ -251,6 +251,7 @@ class CurveWriter(RecordWriter):
             timing=self.source.timing,
         )
         curve.append(self.out, row)
+        curve.append_rollouts(self.out, state.global_step, self.source.last)
         if self.on_step is not None:
             self.on_step(row)
 
