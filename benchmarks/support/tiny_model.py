@@ -15,6 +15,7 @@ long-rules prompt with tool schemas too).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,13 @@ CHATML = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def act_call(command: str) -> str:
+    """A call of the `act(command)` tool (`textenvs.adapters.trl`) as Qwen's chat template,
+    TRL's tool-calling ChatML, writes one."""
+    arguments = json.dumps({"name": "act", "arguments": {"command": command}})
+    return f"<tool_call>\n{arguments}\n</tool_call>"
 
 
 def tokenizer(texts: list[str], chat_template: str = CHATML) -> PreTrainedTokenizerFast:
