@@ -370,6 +370,8 @@ def serve(model_dir: str, *, slots: int = 8, seed: int = 0) -> Iterator[str]:
 
     models.quiet_libraries()
     model, tokenizer = models.load(model_dir)
+    if torch.cuda.is_available():  # a GPU answers the episodes' requests, as it trains
+        model.to("cuda")
     attention.use_grouped_query_sdpa(model)
     engine = Engine(
         model,
