@@ -70,12 +70,8 @@ def cli(*argv: str) -> None:
 
 
 def make_models(work: Path) -> dict[str, Any]:
-    from trl.chat_template_utils import qwen2_5_chat_template
-
     text = tiny_model.make(work / "text-model", ENV, REPLIES)
-    calls = [tiny_model.act_call(reply) for reply in REPLIES]
-    tiny_model.make(work / "tool-model", ENV, calls, chat_template=qwen2_5_chat_template,
-                    answer=str, window=48)  # fmt: skip
+    tiny_model.make_tool_caller(work / "tool-model", ENV, REPLIES)
     weights = (text / "model.safetensors").stat().st_size
     return {"model_bytes": weights, "replies": REPLIES}
 

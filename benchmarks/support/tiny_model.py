@@ -92,6 +92,17 @@ def make(
     return folder
 
 
+def make_tool_caller(folder: Path, env: str, commands: list[str], seed: int = 0) -> Path:
+    """Write a tiny model for `env` with Qwen 2.5's chat template as TRL ships it (tools
+    rendered) that answers every prompt by calling `act(command)` with one of `commands`,
+    as a model trained through `textenvs.adapters.trl` does."""
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    calls = [act_call(command) for command in commands]
+    return make(folder, env, calls, seed, chat_template=qwen2_5_chat_template, answer=str,
+                window=48)  # fmt: skip
+
+
 def untrained(
     tok: PreTrainedTokenizerFast, seed: int = 0, window: int | None = None
 ) -> PreTrainedModel:

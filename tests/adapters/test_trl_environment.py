@@ -162,12 +162,8 @@ REPLIES = ["north", "west"]
 def tool_caller(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny model whose chat template is Qwen 2.5's as TRL ships it (tool calling), and
     which answers every prompt with a call of `act` north or west."""
-    from trl.chat_template_utils import qwen2_5_chat_template
-
     folder = tmp_path_factory.mktemp("tool-caller") / "model"
-    calls = [tiny_model.act_call(reply) for reply in REPLIES]
-    return tiny_model.make(folder, "treasure-hunt", calls, chat_template=qwen2_5_chat_template,
-                           answer=str, window=48)  # fmt: skip
+    return tiny_model.make_tool_caller(folder, "treasure-hunt", REPLIES)
 
 
 @pytest.mark.slow

@@ -26,3 +26,10 @@ def tiny(tiny_dir: Path):
     from textenvs.inference import models
 
     return models.load(str(tiny_dir))
+
+
+@pytest.fixture(scope="session")
+def tool_caller_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model that calls `act(command)` north or west (Qwen 2.5's template)."""
+    folder = tmp_path_factory.mktemp("tool-caller") / "model"
+    return tiny_model.make_tool_caller(folder, "treasure-hunt", REPLIES)
