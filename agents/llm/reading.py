@@ -3,9 +3,9 @@
 Text mode reads the visible reply with the scenario's parser; tools mode reads the `act`
 call's arguments through the action schema, or a single `command` text with the parser
 (the `act(command)` tool of `textenvs.adapters.trl`, which a model trained with TRL
-calls); json mode reads the JSON object through the
-action schema (`json_mode.py`). A reply that carries nothing to read is classified as a
-fault (`faults.reply_fault`). Also here: the token figures a server reports for a reply.
+calls); json mode reads the JSON object through the action schema (`json_mode.py`). A
+reply that carries nothing to read is classified as a fault (`faults.reply_fault`). Also
+here: the token figures a server reports for a reply.
 """
 
 from __future__ import annotations

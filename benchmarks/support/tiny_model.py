@@ -1,4 +1,4 @@
-"""A tiny chat model made offline, for training and serving tests.
+"""A tiny chat model made offline, for training and serving tests and the GPU smoke.
 
 A byte-level BPE tokenizer trained on the rules texts, with a ChatML template, and a
 two-layer Llama at random initialisation, fine-tuned for a moment to answer every prompt
