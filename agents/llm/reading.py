@@ -1,9 +1,11 @@
 """Reading one reply of the `llm` agent: a command, or why there is none.
 
 Text mode reads the visible reply with the scenario's parser; tools mode reads the `act`
-call's arguments through the action schema; json mode reads the JSON object through the
-action schema (`json_mode.py`). A reply that carries nothing to read is classified as a
-fault (`faults.reply_fault`). Also here: the token figures a server reports for a reply.
+call's arguments through the action schema, or a single `command` text with the parser
+(the `act(command)` tool of `textenvs.adapters.trl`, which a model trained with TRL
+calls); json mode reads the JSON object through the action schema (`json_mode.py`). A
+reply that carries nothing to read is classified as a fault (`faults.reply_fault`). Also
+here: the token figures a server reports for a reply.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from textenvs.core.parsing import ParseError
 from textenvs.episodes.protocol import EpisodeContext
 
 TOOL_NAME = "act"
+#: the one argument of `textenvs.adapters.trl`'s `act(command)` (no action schema has it)
+COMMAND_ARGUMENT = "command"
 
 Message = dict[str, Any]
 
@@ -130,8 +134,13 @@ def read_tools(calls: Sequence[Any], context: EpisodeContext) -> tuple[str | Non
             return None, f"Unknown function {call.function.name!r}: call {TOOL_NAME!r}."
         try:
             arguments = json.loads(call.function.arguments or "{}")
-            command = context.command_for(arguments)
-            context.parse(command)
+            if _is_command_call(arguments):
+                command, problem = read_text(arguments[COMMAND_ARGUMENT], context)
+                if command is None:
+                    return None, problem
+            else:
+                command = context.command_for(arguments)
+                context.parse(command)
         except (json.JSONDecodeError, TypeError) as exc:
             return None, f"The function arguments are not a JSON object: {exc}"
         except ValidationError as exc:
@@ -142,6 +151,14 @@ def read_tools(calls: Sequence[Any], context: EpisodeContext) -> tuple[str | Non
     if len(set(commands)) > 1:
         return None, f"Call {TOOL_NAME!r} once per reply, not with {len(commands)} commands."
     return commands[0], None
+
+
+def _is_command_call(arguments: Any) -> bool:
+    return (
+        isinstance(arguments, dict)
+        and set(arguments) == {COMMAND_ARGUMENT}
+        and isinstance(arguments[COMMAND_ARGUMENT], str)
+    )
 
 
 def visible(raw: str) -> str:

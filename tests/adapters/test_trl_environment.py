@@ -14,9 +14,9 @@ import pytest
 
 pytest.importorskip("trl", reason="the train extra is not installed")
 
+from benchmarks.support import tiny_model
 from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, tool_call
 from tests.adapters.conftest import textenvs_eval
-from tests.support import tiny_model
 from textenvs.adapters.trl import (
     PROMPT,
     EnvironmentFactory,
@@ -158,22 +158,12 @@ def test_an_ended_episode_takes_no_more_commands():
 REPLIES = ["north", "west"]
 
 
-def act_call(command: str) -> str:
-    """A call of the `act` tool as Qwen's chat template writes one."""
-    arguments = json.dumps({"name": "act", "arguments": {"command": command}})
-    return f"<tool_call>\n{arguments}\n</tool_call>"
-
-
 @pytest.fixture(scope="module")
 def tool_caller(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny model whose chat template is Qwen 2.5's as TRL ships it (tool calling), and
     which answers every prompt with a call of `act` north or west."""
-    from trl.chat_template_utils import qwen2_5_chat_template
-
     folder = tmp_path_factory.mktemp("tool-caller") / "model"
-    calls = [act_call(reply) for reply in REPLIES]
-    return tiny_model.make(folder, "treasure-hunt", calls, chat_template=qwen2_5_chat_template,
-                           answer=str, window=48)  # fmt: skip
+    return tiny_model.make_tool_caller(folder, "treasure-hunt", REPLIES)
 
 
 @pytest.mark.slow

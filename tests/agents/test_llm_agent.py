@@ -197,6 +197,25 @@ def test_tools_mode(server: OpenAIServer) -> None:
     assert calls and sorted(calls) == sorted(answered)
 
 
+def test_tools_mode_reads_the_command_of_trls_act_tool(server: OpenAIServer) -> None:
+    """A model trained with `textenvs.adapters.trl` calls `act(command)`: the command text
+    is read by the scenario's parser, as in text mode."""
+    server.script(
+        tool_call({"command": "fly"}),  # no such command: re-asked with the parser's reason
+        tool_call({"command": "Action: east"}),
+        tool_call({"command": "north", "action": "west"}),  # neither form: not read
+        tool_call({"command": "north", "action": "west"}),
+    )
+    env = textenvs.make("treasure-hunt")
+    env.max_steps = 2
+    result = play(agent_for(server, action_mode="tools", reasks=1), seed=1, env=env)
+    assert result.turns[0].command == "east"
+    assert result.turns[0].reasks == 1 and not result.turns[0].invalid_action
+    assert result.turns[1].invalid_action
+    assert "could not be read" in server.requests[1].messages[-1]["content"]
+    assert "do not match the schema" in result.turns[1].record["parse_errors"][-1]
+
+
 @pytest.mark.parametrize(("mode", "per_turn"), [("text", 2), ("tools", 3)])
 def test_history_stays_bounded_over_a_40_step_episode(
     server: OpenAIServer, mode: str, per_turn: int

@@ -1,5 +1,5 @@
 """Training tests run with the real TRL, transformers and torch (the `train` extra) and a
-tiny chat model made on the spot (`tests/support/tiny_model.py`)."""
+tiny chat model made on the spot (`benchmarks/support/tiny_model.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("trl", reason="the train extra is not installed")
 
-from tests.support import tiny_model
+from benchmarks.support import tiny_model
 
 #: the tiny model answers `Action: north` or `Action: west`: from (0,0) the first is a
 #: new tile and the second a bump, so its Treasure Hunt episodes explore differently
@@ -26,3 +26,10 @@ def tiny(tiny_dir: Path):
     from textenvs.inference import models
 
     return models.load(str(tiny_dir))
+
+
+@pytest.fixture(scope="session")
+def tool_caller_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model that calls `act(command)` north or west (Qwen 2.5's template)."""
+    folder = tmp_path_factory.mktemp("tool-caller") / "model"
+    return tiny_model.make_tool_caller(folder, "treasure-hunt", REPLIES)

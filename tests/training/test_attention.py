@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-from tests.support import tiny_model
+from benchmarks.support import tiny_model
 from textenvs.inference.attention import grouped_query_sdpa, use_grouped_query_sdpa
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Sampling, Sequences

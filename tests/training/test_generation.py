@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.support import tiny_model
+from benchmarks.support import tiny_model
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Reply, Sampling, Sequences
 

@@ -20,9 +20,9 @@ scores the finished rollout.
 
 The rules are the system prompt `textenvs eval --agent llm --action-mode tools
 --reasks 0` sends (a command that cannot be read wastes the turn; nothing is re-asked).
-Episodes play in this process, or on a `textenvs serve` service (`env_url`). That eval
-mode declares `act` with the action schema's fields, not a `command`, so a checkpoint
-trained here is evaluated with this environment (TRL's `eval_dataset`) for now.
+Episodes play in this process, or on a `textenvs serve` service (`env_url`). A checkpoint
+trained here plays in `textenvs eval --model DIR --action-mode tools`, whose agent reads
+an `act(command)` call as it reads one with the action schema's fields.
 
     from trl import GRPOConfig, GRPOTrainer
     from textenvs.adapters.trl import EnvironmentFactory, episode_datasets

@@ -62,9 +62,11 @@ class ChatTokens:
             self._json_grammars = JsonGrammars(self.tokenizer)
         return self._json_grammars
 
-    def render(self, messages: list[Message], *, reply_next: bool) -> str:
+    def render(
+        self, messages: list[Message], *, reply_next: bool, tools: list[Message] | None = None
+    ) -> str:
         return self.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=reply_next
+            messages, tools=tools, tokenize=False, add_generation_prompt=reply_next
         )
 
     def encode(self, text: str) -> list[int]:

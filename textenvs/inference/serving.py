@@ -13,9 +13,10 @@ of a reply but the command) are read in one pass with the tokens before them, no
 sampled one pass each.
 
 Routes: `GET /v1/models` (the model and its context, `max_model_len`, which the agent's
-preflight reads), `POST /v1/chat/completions` (text replies, or JSON held to the schema of
-a `response_format`, in either form the `llm` agent sends; no streaming or tools: a
-request asking for them is refused with a 400 that says so).
+preflight reads), `POST /v1/chat/completions` (text replies, JSON held to the schema of
+a `response_format` in either form the `llm` agent sends, or calls of the request's
+`tools` where the chat template renders them (`tool_calls.py`); no streaming: a request
+asking for it is refused with a 400 that says so).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from transformers import PreTrainedModel
 
 from textenvs.agents.llm import json_mode
-from textenvs.inference import attention, models
+from textenvs.inference import attention, models, tool_calls
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Sampling, Sequences
 
@@ -120,12 +121,14 @@ class Engine:
         messages: list[dict[str, Any]],
         sampling: Sampling,
         schema: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
-        """The model's reply to `messages`, held to the JSON `schema` if one is given
-        (blocks until it is sampled)."""
+        """The model's reply to `messages`, held to the JSON `schema` if one is given, with
+        `tools` rendered by the chat template (blocks until it is sampled)."""
         if schema is not None:
             self.chat.json_grammars().for_schema(schema)  # a bad schema fails here
-        request = _Request(self.chat.render(messages, reply_next=True), sampling, schema)
+        prompt = self.chat.render(messages, reply_next=True, tools=tools)
+        request = _Request(prompt, sampling, schema)
         self._queue.put(request)
         return request.future.result()
 
@@ -282,7 +285,7 @@ class ChatRequest(BaseModel):
     stream: bool = False
 
 
-UNSUPPORTED = ("tools", "functions", "logit_bias")
+UNSUPPORTED = ("functions", "logit_bias")
 
 
 def _schema_of(extra: dict[str, Any]) -> dict[str, Any] | None:
@@ -297,6 +300,7 @@ def _schema_of(extra: dict[str, Any]) -> dict[str, Any] | None:
 
 def create_app(engine: Engine, model_name: str, *, default_max_tokens: int = 256) -> FastAPI:
     app = FastAPI(title="textenvs checkpoint server", docs_url=None, redoc_url=None)
+    tools_rendered = tool_calls.renders_tools(engine.chat)
 
     def refuse(status: int, message: str, code: str) -> JSONResponse:
         body = {"error": {"message": message, "type": "invalid_request_error", "code": code}}
@@ -326,6 +330,10 @@ def create_app(engine: Engine, model_name: str, *, default_max_tokens: int = 256
             schema = _schema_of(request.model_extra or {})
         except ValueError as exc:
             return refuse(400, f"response_format: {exc}", "unsupported")
+        try:
+            tools = tool_calls.requested(request.model_extra or {}, rendered=tools_rendered)
+        except tool_calls.ToolRequestError as exc:
+            return refuse(400, str(exc), "unsupported")
         sampling = Sampling(
             max_new_tokens=request.max_completion_tokens
             or request.max_tokens
@@ -334,11 +342,13 @@ def create_app(engine: Engine, model_name: str, *, default_max_tokens: int = 256
             top_p=1.0 if request.top_p is None else request.top_p,
         )
         try:
-            done = engine.complete(request.messages, sampling, schema)
+            messages = tool_calls.template_messages(request.messages)
+            done = engine.complete(messages, sampling, schema, tools)
         except ContextOverflow as exc:
             return refuse(400, str(exc), "context_length_exceeded")
         except ValueError as exc:  # a schema the grammar compiler cannot use
             return refuse(400, f"response_format: {exc}", "unsupported")
+        message, finish_reason = tool_calls.reply_message(done.text, done.finish_reason, tools)
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
@@ -347,8 +357,8 @@ def create_app(engine: Engine, model_name: str, *, default_max_tokens: int = 256
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": done.text},
-                    "finish_reason": done.finish_reason,
+                    "message": message,
+                    "finish_reason": finish_reason,
                 }
             ],
             "usage": {
@@ -370,6 +380,8 @@ def serve(model_dir: str, *, slots: int = 8, seed: int = 0) -> Iterator[str]:
 
     models.quiet_libraries()
     model, tokenizer = models.load(model_dir)
+    if torch.cuda.is_available():  # a GPU answers the episodes' requests, as it trains
+        model.to("cuda")
     attention.use_grouped_query_sdpa(model)
     engine = Engine(
         model,

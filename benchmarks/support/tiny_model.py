@@ -1,4 +1,4 @@
-"""A tiny chat model made offline, for training and serving tests.
+"""A tiny chat model made offline, for training and serving tests and the GPU smoke.
 
 A byte-level BPE tokenizer trained on the rules texts, with a ChatML template, and a
 two-layer Llama at random initialisation, fine-tuned for a moment to answer every prompt
@@ -15,6 +15,7 @@ long-rules prompt with tool schemas too).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,13 @@ CHATML = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def act_call(command: str) -> str:
+    """A call of the `act(command)` tool (`textenvs.adapters.trl`) as Qwen's chat template,
+    TRL's tool-calling ChatML, writes one."""
+    arguments = json.dumps({"name": "act", "arguments": {"command": command}})
+    return f"<tool_call>\n{arguments}\n</tool_call>"
 
 
 def tokenizer(texts: list[str], chat_template: str = CHATML) -> PreTrainedTokenizerFast:
@@ -82,6 +90,17 @@ def make(
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def make_tool_caller(folder: Path, env: str, commands: list[str], seed: int = 0) -> Path:
+    """Write a tiny model for `env` with Qwen 2.5's chat template as TRL ships it (tools
+    rendered) that answers every prompt by calling `act(command)` with one of `commands`,
+    as a model trained through `textenvs.adapters.trl` does."""
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    calls = [act_call(command) for command in commands]
+    return make(folder, env, calls, seed, chat_template=qwen2_5_chat_template, answer=str,
+                window=48)  # fmt: skip
 
 
 def untrained(

@@ -1,0 +1,228 @@
+"""A smoke of training on a GPU: each stage run once on a tiny model, timed, checked to
+have run on CUDA where there is one.
+
+Stages, on Treasure Hunt, in this process:
+
+- `grpo`: `textenvs train` (GRPO, transformers sampling, text mode), 2 steps of 4 episodes;
+- `sft`: `textenvs train --method sft`, 2 steps of the scripted agent's episodes;
+- `trl-env`: one step of TRL's own `GRPOTrainer(environment_factory=...)` on
+  `textenvs.adapters.trl` (the model calls the `act(command)` tool);
+- `eval`: `textenvs eval --agent llm --model` the GRPO run's final checkpoint on 2 seeds;
+- `eval-tools`: the same in `--action-mode tools`, of the `trl-env` stage's checkpoint.
+
+The models are made here (`benchmarks/support/tiny_model.py`: a two-layer model of a few
+hundred kB, its tokenizer trained on the rules, taught for a moment to answer), so no
+weights travel. On a machine with CUDA a stage counts as run there only if it allocated
+GPU memory (`--require-gpu` makes a CPU machine a failure). Writes `gpu_smoke.json`
+(versions, the card, each stage's seconds, peak GPU memory and figures) into `--out`;
+exits 1 if a stage failed. It runs on a CPU too, in minutes.
+
+    python -m benchmarks.gpu_smoke --out runs/gpu-smoke
+
+On the device machine the packages its image lacks are carried as wheels (this project's
+own among them), and this folder's copy is run from where it was carried:
+    pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl
+    cd .gpu/src && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 \\
+        python3 -m benchmarks.gpu_smoke --out "$OUT" --require-gpu
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchmarks.support import tiny_model
+
+ENV = "treasure-hunt"
+#: north explores and west bumps from the start corner: a group's episodes differ
+REPLIES = ["north", "west"]
+GRPO = ["--steps", "2", "--max-turns", "3", "--group-size", "4", "--seeds-per-step", "1",
+        "--micro-batch", "2", "--max-tokens", "10", "--learning-rate", "1e-2",
+        "--reward", "headline"]  # fmt: skip
+SFT = ["--method", "sft", "--steps", "2", "--seeds", "1000-1001", "--seeds-per-step", "1",
+       "--learning-rate", "3e-3"]  # fmt: skip
+EVAL = ["--seeds", "0-1", "--max-invalid", "3"]
+
+Stage = Callable[[Path], dict[str, Any]]
+
+
+def cli(*argv: str) -> None:
+    """One `textenvs` command in this process (its stdout kept off the log)."""
+    from textenvs.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(list(argv))
+    if code:
+        raise RuntimeError(f"textenvs {argv[0]} exited with {code}")
+
+
+def make_models(work: Path) -> dict[str, Any]:
+    text = tiny_model.make(work / "text-model", ENV, REPLIES)
+    tiny_model.make_tool_caller(work / "tool-model", ENV, REPLIES)
+    weights = (text / "model.safetensors").stat().st_size
+    return {"model_bytes": weights, "replies": REPLIES}
+
+
+def grpo(work: Path) -> dict[str, Any]:
+    from textenvs.training import curve
+
+    out = work / "grpo"
+    cli("train", "--env", ENV, "--model", str(work / "text-model"), "--out", str(out), *GRPO)
+    keep = ("step", "episodes", "reward", "invalid_rate", "generation_s", "update_s", "step_s")
+    return {"curve": [{k: row[k] for k in keep} for row in curve.read(out)]}
+
+
+def sft(work: Path) -> dict[str, Any]:
+    out = work / "sft"
+    cli("train", "--env", ENV, "--model", str(work / "text-model"), "--out", str(out), *SFT)
+    return {"final": (out / "final" / "model.safetensors").is_file()}
+
+
+def trl_environment(work: Path) -> dict[str, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from textenvs.adapters.trl import EnvironmentFactory, episode_datasets
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    folder = work / "tool-model"
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    data = episode_datasets(ENV, "1000-1003", "100-101")
+    args = GRPOConfig(
+        output_dir=str(work / "trl-env" / "checkpoints"), max_steps=1, learning_rate=1e-2,
+        beta=0.0, num_generations=4, per_device_train_batch_size=4,
+        gradient_accumulation_steps=2, generation_batch_size=8, max_completion_length=400,
+        max_tool_calling_iterations=4, temperature=1.0, use_cpu=not torch.cuda.is_available(),
+        bf16=False, report_to=[], logging_steps=1, save_strategy="no", disable_tqdm=True,
+        seed=0,
+    )  # fmt: skip
+    given = {"model": model, "args": args, "processing_class": tokenizer}
+    with EnvironmentFactory("headline") as envs:
+        trainer = GRPOTrainer(**given, train_dataset=data["train"], environment_factory=envs)
+        trainer.train()
+        commands = sorted(
+            {turn.command for e in trainer.environments if e.result for turn in e.result.turns}
+        )
+    trainer.save_model(str(work / "trl-env" / "final"))
+    tokenizer.save_pretrained(work / "trl-env" / "final")
+    logs = trainer.state.log_history[0]
+    wanted = ("reward", "tools/call_frequency", "tools/failure_frequency", "frac_reward_zero_std")
+    return {
+        "model_device": str(next(model.parameters()).device),
+        "log": {k: logs[k] for k in wanted if k in logs},
+        "commands": commands,
+    }
+
+
+def evaluate(work: Path, model: Path, name: str, *mode: str) -> dict[str, Any]:
+    out = work / name
+    cli("eval", "--env", ENV, "--agent", "llm", "--model", str(model), "--out", str(out),
+        *EVAL, *mode)  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())["by_env"][ENV]
+    keep = ("episodes", "mean_steps", "invalid_action_rate", "mean_return")
+    return {k: summary[k] for k in keep if k in summary}
+
+
+STAGES: dict[str, Stage] = {
+    "models": make_models,
+    "grpo": grpo,
+    "sft": sft,
+    "trl-env": trl_environment,
+    "eval": lambda work: evaluate(work, work / "grpo" / "final", "eval"),
+    "eval-tools": lambda work: evaluate(
+        work, work / "trl-env" / "final", "eval-tools", "--action-mode", "tools"
+    ),
+}
+
+
+def run_stage(name: str, stage: Stage, work: Path, cuda: bool) -> dict[str, Any]:
+    """Run one stage; its seconds, peak GPU memory, figures, or the error that ended it."""
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        allocations = _cuda_allocations()
+    started = time.perf_counter()
+    entry: dict[str, Any] = {"stage": name}
+    try:
+        entry.update(stage(work))
+        entry["ok"] = True
+    except (Exception, SystemExit) as exc:
+        traceback.print_exc()
+        entry.update(ok=False, error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+    if cuda:
+        torch.cuda.synchronize()
+        # what earlier stages left allocated counts in the peak, not in the allocations
+        entry["cuda_peak_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+        used_cuda = _cuda_allocations() > allocations
+        if name != "models" and entry["ok"] and not used_cuda:  # models are made on the CPU
+            entry.update(ok=False, error="ran without allocating GPU memory (not on CUDA)")
+    entry["seconds"] = round(time.perf_counter() - started, 2)
+    print(json.dumps(entry), file=sys.stderr, flush=True)
+    return entry
+
+
+def _cuda_allocations() -> int:
+    """How many GPU allocations this process has made so far."""
+    return int(torch.cuda.memory_stats().get("allocation.all.allocated", 0))
+
+
+def machine() -> dict[str, Any]:
+    cuda = torch.cuda.is_available()
+    packages = ("torch", "transformers", "trl", "accelerate", "datasets")
+    return {
+        "python": platform.python_version(),
+        **{name: version(name) for name in packages},
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "cuda_total_mib": round(torch.cuda.get_device_properties(0).total_memory / 2**20)
+        if cuda
+        else None,
+        "vllm": "installed" if _installed("vllm") else "not installed",
+    }
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, required=True, help="where gpu_smoke.json goes")
+    p.add_argument("--work", type=Path, default=None, help="run folders (default OUT/work)")
+    p.add_argument("--require-gpu", action="store_true", help="fail where CUDA is missing")
+    args = p.parse_args(argv)
+    cuda = torch.cuda.is_available()
+    if args.require_gpu and not cuda:
+        print("gpu_smoke: no CUDA device is visible", file=sys.stderr)
+        return 1
+    work = args.work or args.out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {"machine": machine(), "stages": []}
+    print(json.dumps(report["machine"]), file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    for name, stage in STAGES.items():
+        report["stages"].append(run_stage(name, stage, work, cuda))
+    report["seconds"] = round(time.perf_counter() - started, 2)
+    report["ok"] = all(entry["ok"] for entry in report["stages"])
+    (args.out / "gpu_smoke.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({"ok": report["ok"], "seconds": report["seconds"]}), file=sys.stderr)
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
