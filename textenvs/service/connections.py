@@ -257,9 +257,8 @@ class BoundedPipeline(httptools_impl.HttpToolsProtocol):
 
 def offering_park(app: ASGIApp, park: weakref.WeakMethod) -> ASGIApp:
     """`app` with `PARK` offered in each request's scope while the request runs: an
-    answer it parks is sent after the app has returned, so what a parked request holds
-    is its answer, not the app's handlers (a parked create held about 150 objects, and
-    256 of them made every garbage collection walk 40,000: pauses of 50-120 ms)."""
+    answer it parks is sent after the app has returned, so a parked request holds its
+    answer, not the app's handlers (their frames and the refusal's exception)."""
 
     async def with_park(scope: Scope, receive: Receive, send: Send) -> None:
         parked: list[tuple[float, Answer]] = []
@@ -268,7 +267,7 @@ def offering_park(app: ASGIApp, park: weakref.WeakMethod) -> ASGIApp:
         try:
             await app(scope, receive, send)
         finally:
-            del extensions[PARK]  # the scope outlives the request on its connection
+            del extensions[PARK]  # the scope would refer to its own answer: a cycle
         for seconds, answer in parked:
             connection = park()  # None once the connection is gone
             if connection is not None and await connection(seconds):
