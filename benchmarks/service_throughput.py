@@ -11,10 +11,15 @@ process (`--load-only`), each with its own WebSocket session, stepping random we
 commands as fast as answers come and resetting when an episode ends (resets are not
 timed). In process: as many envs as clients, stepped round-robin in this process with the
 same commands. Overhead is the in-process steps/s over the service's, and the service's
-p50 over the in-process p50. Every process shares the machine's cores.
+p50 over the in-process p50; episodes/s counts the episodes the clients finished (and
+reset) in the measured window. `--serve=OPTION` passes options to `textenvs serve` (with
+`--serve=--max-sessions=128` the reset allowance's burst, the client's session allowance,
+is spent within seconds). Every process shares the machine's cores.
 
     python -m benchmarks.service_throughput                  # every scenario, 64 and 256
     python -m benchmarks.service_throughput --envs treasure-hunt --clients 8 --duration 0.5
+    python -m benchmarks.service_throughput --envs treasure-hunt --clients 64 --duration 10 \
+        --serve=--max-sessions=128 --default-resets     # what the reset allowance costs
 """
 
 from __future__ import annotations
@@ -69,7 +74,13 @@ def in_process(scenario: str, envs: int, duration: float) -> dict[str, float]:
 
 
 async def _client(
-    url: str, scenario: str, seed: int, clients: int, window: tuple[float, float], times: list
+    url: str,
+    scenario: str,
+    seed: int,
+    clients: int,
+    window: tuple[float, float],
+    times: list[float],
+    episodes: list[int],
 ) -> None:
     from textenvs.service.openenv_client import TextenvsAction, TextenvsEnv
 
@@ -88,6 +99,7 @@ async def _client(
             if result.done:
                 seed += clients
                 info = (await env.reset(seed=seed)).observation.info
+                episodes[0] += started >= measure_from
 
 
 async def through_service(
@@ -98,13 +110,19 @@ async def through_service(
     import textenvs.service.openenv_client  # noqa: F401  (imported before the clock starts)
 
     times: list[float] = []
+    episodes = [0]  # finished (and reset) in the window
     start = time.perf_counter() + warmup
     window = (start, start + duration)
     await asyncio.gather(
-        *(_client(url, scenario, seed, clients, window, times) for seed in range(clients))
+        *(_client(url, scenario, seed, clients, window, times, episodes) for seed in range(clients))
     )
     p50, p99 = percentiles(times)
-    return {"steps_per_s": len(times) / duration, "p50_ms": p50, "p99_ms": p99}
+    return {
+        "steps_per_s": len(times) / duration,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "episodes_per_s": episodes[0] / duration,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,6 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=3.0, help="measured seconds a row (3)")
     p.add_argument("--warmup", type=float, default=1.0, help="seconds before measuring (1)")
     p.add_argument("--default-resets", action="store_true", help="keep the default reset allowance")
+    p.add_argument(
+        "--serve",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="an option for textenvs serve, repeatable (--serve=--max-sessions=128)",
+    )
     # the load generator's own process: URL, then one JSON line per row
     p.add_argument("--load-only", metavar="URL", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -126,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     local = {row: in_process(*row, args.duration) for row in rows}
     load = [sys.executable, "-m", "benchmarks.service_throughput", *(argv or sys.argv[1:])]
     loads = [os.getloadavg()[0]]
-    with serving(*([] if args.default_resets else ["--resets-per-minute", "0"])) as (url, _):
+    options = [*([] if args.default_resets else ["--resets-per-minute", "0"]), *args.serve]
+    with serving(*options) as (url, _):
         loads.append(os.getloadavg()[0])
         done = subprocess.run(
             [*load, "--load-only", url], cwd=ROOT, capture_output=True, text=True, check=False
@@ -140,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(f"load average (1 min) {' / '.join(f'{x:.1f}' for x in loads)} (start, serving, end)")
     header = ["scenario", "clients", "in-process steps/s", "p50 ms", "p99 ms"]
-    header += ["service steps/s", "p50 ms", "p99 ms", "overhead (steps/s, p50)"]
+    header += ["service steps/s", "p50 ms", "p99 ms", "overhead (steps/s, p50)", "episodes/s"]
     print(table(header, cells))
     return 0
 
@@ -158,6 +184,7 @@ def _cells(env: str, clients: int, local: dict[str, Any], served: dict[str, Any]
         f"{served['p50_ms']:.1f}",
         f"{served['p99_ms']:.1f}",
         f"x{slower:,.0f}, x{later:,.0f}",
+        f"{served['episodes_per_s']:,.0f}",
     ]
 
 

@@ -10,8 +10,10 @@ import statistics
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -86,25 +88,31 @@ def test_a_clients_requests_in_flight_take_only_its_share(url: str) -> None:
 
 def test_an_evicted_refusal_is_let_go_at_once() -> None:
     """Refused requests (a wrong token, 60 KB bodies) waiting out a minute's pause fill
-    the cap; newcomers evict them, and the server lets go of their work (the request and
-    its buffered body) at once, not after the pause: else a client opening connection
-    after connection would make it hold one of each per connection per pause."""
+    the cap; newcomers evict them, and the server lets go of them (the request and its
+    buffered body) at once, not after the pause: else a client opening connection after
+    connection would make it hold one of each per connection per pause. While they wait,
+    the app has already returned from each (a parked refusal holds its answer, not the
+    app's handlers)."""
     app = create_app(tokens=TOKENS, max_connections=CAP, refusal_pause=60)
     running = 0
+    requests: weakref.WeakSet[Any] = weakref.WeakSet()  # uvicorn's, with buffered bodies
 
     async def counted(scope: Scope, receive: Receive, send: Send) -> None:
         nonlocal running
+        if scope["type"] == "http":
+            requests.add(receive.__self__)  # type: ignore[attr-defined]
         running += scope["type"] == "http"
         try:
             await app(scope, receive, send)
         finally:
             running -= scope["type"] == "http"
 
-    def settle(expected: int) -> int:
+    def settle(expected: int) -> tuple[int, int]:
+        """(requests held, requests in the app), once they are (`expected`, 0) or 10 s on."""
         deadline = time.monotonic() + 10
-        while running != expected and time.monotonic() < deadline:
+        while (len(requests), running) != (expected, 0) and time.monotonic() < deadline:
             time.sleep(0.02)
-        return running
+        return len(requests), running
 
     with serve_in_thread(counted, **uvicorn_settings(max_connections=CAP)) as url:
         address = ("127.0.0.1", int(url.rsplit(":", 1)[1]))
@@ -114,13 +122,15 @@ def test_an_evicted_refusal_is_let_go_at_once() -> None:
         try:
             for sock in parked:
                 sock.sendall(refused)
-            assert settle(CAP) == CAP  # every refusal waits out its pause
+            assert settle(CAP) == (CAP, 0)  # every refusal waits out its pause, outside the app
             for _ in range(CAP):
                 newcomers.append(socket.create_connection(address, timeout=10))
                 newcomers[-1].sendall(request("GET", "/v1/health"))
                 assert read_response(newcomers[-1]).startswith(b"HTTP/1.1 200")
             assert read_all(parked, 5) == [b""] * CAP  # evicted unanswered
-            assert settle(0) == 0
+            for sock in newcomers:
+                sock.close()
+            assert settle(0) == (0, 0)
         finally:
             for sock in parked + newcomers:
                 sock.close()

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import uvicorn.protocols.http.h11_impl as h11_impl
@@ -45,9 +47,12 @@ from textenvs.service.ws_reading import OneMessageAtATime
 
 #: requests a connection may have read and waiting behind the one being answered
 MAX_PIPELINED = 8
-#: ASGI scope extension this protocol offers the app: `await park(seconds)` waits out a
-#: refused request's pause with the connection marked as holding only refused work
+#: ASGI scope extension this protocol offers the app: `park(seconds, answer)` answers a
+#: refused request later: once the app has returned, the connection waits out `seconds`
+#: marked as holding only refused work, then `await answer()` sends the answer
 PARK = "textenvs.park"
+#: what answers a parked request: sends the messages the app held back
+Answer = Callable[[], Awaitable[None]]
 
 
 def base_protocol(http: str) -> type[asyncio.Protocol]:
@@ -104,7 +109,9 @@ def guarded_protocol(
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.app = offering_park(self.app, self.park)
+            # weakly: a connection referring to itself would outlive its close until the
+            # garbage collector found the cycle (a flood of connections made it work hard)
+            self.app = offering_park(self.app, weakref.WeakMethod(self.park))
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -143,10 +150,10 @@ def guarded_protocol(
             if not self.transport.is_closing():
                 self._wait_for_request()
 
-        async def park(self, seconds: float) -> None:
+        async def park(self, seconds: float) -> bool:
             """Waits `seconds` before a refused request is answered; meanwhile this
             connection is the first to go when a newcomer finds the cap full (and then
-            the wait ends: nobody is left to answer)."""
+            the wait ends: nobody is left to answer). Whether it is still open."""
             parked[self] = None
             self._unparked = self.loop.create_future()
             timer = self.loop.call_later(seconds, self._unpark)
@@ -155,6 +162,7 @@ def guarded_protocol(
             finally:
                 timer.cancel()
                 parked.pop(self, None)
+            return not self.transport.is_closing()
 
         def _unpark(self) -> None:
             if self._unparked is not None and not self._unparked.done():
@@ -247,12 +255,23 @@ class BoundedPipeline(httptools_impl.HttpToolsProtocol):
             self.flow.pause_reading()
 
 
-def offering_park(app: ASGIApp, park: Any) -> ASGIApp:
-    """`app` with `park` offered in each request's scope (`scope["extensions"][PARK]`)."""
+def offering_park(app: ASGIApp, park: weakref.WeakMethod) -> ASGIApp:
+    """`app` with `PARK` offered in each request's scope while the request runs: an
+    answer it parks is sent after the app has returned, so a parked request holds its
+    answer, not the app's handlers (their frames and the refusal's exception)."""
 
     async def with_park(scope: Scope, receive: Receive, send: Send) -> None:
-        scope.setdefault("extensions", {})[PARK] = park
-        await app(scope, receive, send)
+        parked: list[tuple[float, Answer]] = []
+        extensions = scope.setdefault("extensions", {})
+        extensions[PARK] = lambda seconds, answer: parked.append((seconds, answer))
+        try:
+            await app(scope, receive, send)
+        finally:
+            del extensions[PARK]  # the scope would refer to its own answer: a cycle
+        for seconds, answer in parked:
+            connection = park()  # None once the connection is gone
+            if connection is not None and await connection(seconds):
+                await answer()
 
     return with_park
 

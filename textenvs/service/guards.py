@@ -16,7 +16,9 @@
   answered after a pause (`REFUSAL_PAUSE_S`), their body never read, and meanwhile the
   connection is marked as holding only refused work (the connection cap evicts it first,
   see `connections.py`) and no longer counts as in flight: a flood of refusals costs the
-  server one answer per connection per pause, and takes no room from anyone. An answer
+  server one answer per connection per pause, and takes no room from anyone. The pause
+  starts once the app has returned (a parked refusal holds its answer, not the app's
+  handlers), and refusals whose pauses end together are answered one a turn. An answer
   given before its request's body was read closes the connection (the rest of the body
   would arrive where the next request's head is read).
 - Bodies over `max_bytes` get a 413 before any parsing, chunked uploads included, and
@@ -32,7 +34,7 @@ import asyncio
 import logging
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
 from fastapi.responses import JSONResponse
@@ -157,7 +159,7 @@ class Guard:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})  # the server sends 403
                 return
-            await service_error_response(exc)(scope, receive, self._pausing(scope, send))
+            await self._refuse(service_error_response(exc), scope, receive, send, PUBLIC)
             return
         scope[CLIENT] = client
         if scope["type"] == "websocket":  # counted by the socket's route (sockets.py)
@@ -166,35 +168,43 @@ class Guard:
         if not self.in_flight.take(client):
             message = f"this client has its {self.in_flight.per_client} requests in flight"
             refusal = error_response(429, "too_many_requests", message, headers=RETRY)
-            await refusal(scope, receive, self._pausing(scope, send))
+            await self._refuse(refusal, scope, receive, send, client)
             return
         await self.turns.take(client)
-        done = False
-
-        def release() -> None:
-            nonlocal done
-            if not done:
-                done = True
-                self.in_flight.release(client)
-
+        holding_send, held = holding_refusals(send)
         try:
-            await self._sized(scope, receive, self._pausing(scope, send, release))
+            await self._sized(scope, receive, holding_send)
         finally:
-            release()
+            self.in_flight.release(client)
+        if held:
+            await self._answer_after_pause(scope, send, held, client)
 
-    def _pausing(self, scope: Scope, send: Send, release: Callable[[], None] | None = None) -> Send:
-        """`send`, but a refusal (`PAUSED_STATUSES`) waits `pause` seconds first, with its
-        connection parked and its place in flight given back (`release`)."""
+    async def _refuse(
+        self, refusal: ASGIApp, scope: Scope, receive: Receive, send: Send, client: str
+    ) -> None:
+        holding_send, held = holding_refusals(send)
+        await refusal(scope, receive, holding_send)
+        await self._answer_after_pause(scope, send, held, client)
 
-        async def pausing_send(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] in PAUSED_STATUSES:
-                if release is not None:
-                    release()
-                park = scope.get("extensions", {}).get(PARK)
-                await (park(self.pause) if park else asyncio.sleep(self.pause))
-            await send(message)
+    async def _answer_after_pause(
+        self, scope: Scope, send: Send, held: list[Message], client: str
+    ) -> None:
+        """Sends a refusal's `held` messages `pause` seconds on, with its connection parked
+        meanwhile (after the app has returned: `connections.offering_park`). Refusals
+        parked together end together: they are answered one a turn per client, as
+        requests start."""
 
-        return pausing_send
+        async def answer() -> None:
+            await self.turns.take(client)
+            for message in held:
+                await send(message)
+
+        park = scope.get("extensions", {}).get(PARK)
+        if park is not None:
+            park(self.pause, answer)
+        else:  # a server without the guarded protocol (tests)
+            await asyncio.sleep(self.pause)
+            await answer()
 
     async def _sized(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -275,6 +285,21 @@ class Guard:
     def _too_big(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         message = f"request bodies are limited to {self.max_bytes} bytes"
         return error_response(413, "payload_too_large", message)(scope, receive, send)
+
+
+def holding_refusals(send: Send) -> tuple[Send, list[Message]]:
+    """`send`, but a refusal's messages (a response with a status in `PAUSED_STATUSES`)
+    are put in the list instead, to be sent after the pause."""
+    held: list[Message] = []
+
+    async def holding_send(message: Message) -> None:
+        refused = message["type"] == "http.response.start" and message["status"] in PAUSED_STATUSES
+        if held or refused:
+            held.append(message)
+        else:
+            await send(message)
+
+    return holding_send, held
 
 
 def closing_when_unread(scope: Scope, receive: Receive, send: Send) -> tuple[Receive, Send]:
