@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
-from transformers import DynamicCache, PreTrainedModel
+from transformers import PreTrainedModel
+
+from textenvs.inference.cache import InPlaceCache
 
 
 @dataclass
@@ -88,7 +90,7 @@ class Sequences:
         self.stop_ids = stop_ids
         self.pad_id = pad_id
         self.generator = generator
-        self.cache = DynamicCache()
+        self.cache = InPlaceCache()
         # transformers 5.x renamed the forward argument (`past_key_values` -> `cache`)
         parameters = inspect.signature(model.forward).parameters
         self.cache_argument = "cache" if "cache" in parameters else "past_key_values"
@@ -152,12 +154,7 @@ class Sequences:
             if len(kept):
                 index[place, width - len(kept) :] = kept
                 mask[place, width - len(kept) :] = 1
-        for layer in self.cache.layers:
-            gather = index[:, None, :, None].expand(
-                -1, layer.keys.shape[1], -1, layer.keys.shape[3]
-            )
-            layer.keys = layer.keys.gather(2, gather)
-            layer.values = layer.values.gather(2, gather)
+        self.cache.select_columns(index)
         self.mask = mask
 
     @torch.inference_mode()
