@@ -2,8 +2,9 @@
 
 The directory is served on loopback by the checkpoint server (`inference/serving.py`)
 exactly as the command does it; this runs the command in-process over the first
-`--episodes` seeds and reports episodes a minute, replies a minute, the tokens of a
-reply and the process's peak resident memory (the server's included: it runs here). A
+`--episodes` seeds (or `--seeds`) and reports episodes a minute, replies a minute, the
+tokens of a reply, the process's CPU seconds (wall time on a shared machine measures the
+other tenants too) and its peak resident memory (the server's included: it runs here). A
 trained checkpoint's own settings apply; a plain model directory plays Treasure Hunt in
 json mode with observations as changes (the recipe of docs/training.md).
 
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", required=True, help="a transformers model directory")
     p.add_argument("--env", default="treasure-hunt", help="scenario (treasure-hunt)")
     p.add_argument("--episodes", type=int, default=16, help="seeds 0..N-1 (16)")
+    p.add_argument("--seeds", help="the seeds instead (e.g. 1,2,6 or 0-23)")
     p.add_argument("--threads", type=int, default=2, help="torch threads (2)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -43,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         command = ["eval", "--env", args.env, "--agent", "llm", "--model", args.model]
-        command += ["--seeds", f"0-{args.episodes - 1}", "--out", str(out), *settings]
+        seeds = args.seeds or f"0-{args.episodes - 1}"
+        command += ["--seeds", seeds, "--out", str(out), *settings]
         started = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
             code = cli_main(command)
@@ -51,12 +54,14 @@ def main(argv: list[str] | None = None) -> int:
         if code:
             raise SystemExit(f"textenvs eval exited with {code}")
         stats = json.loads((out / run_folder.SUMMARY).read_text())["by_env"][args.env]
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    peak_mb = usage.ru_maxrss / 1024  # KiB on Linux
     replies = stats["mean_steps"] * stats["episodes"] + stats["reasks"]
     rows = [
         [
             f"{stats['episodes']}",
             f"{wall:.0f}",
+            f"{usage.ru_utime + usage.ru_stime:.0f}",
             f"{60 * stats['episodes'] / wall:.2f}",
             f"{60 * replies / wall:.1f}",
             f"{stats['tokens']['completion'] / replies:.1f}",
@@ -67,7 +72,15 @@ def main(argv: list[str] | None = None) -> int:
         f"textenvs eval --model {args.model} on {args.env} (model load included, "
         f"{args.threads} threads)"
     )
-    headers = ["episodes", "wall s", "episodes/min", "replies/min", "tokens/reply", "peak MB"]
+    headers = [
+        "episodes",
+        "wall s",
+        "CPU s",
+        "episodes/min",
+        "replies/min",
+        "tokens/reply",
+        "peak MB",
+    ]
     print(table(headers, rows))
     return 0
 

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
-from transformers import DynamicCache, PreTrainedModel
+from transformers import PreTrainedModel
 
 from textenvs.inference import models
+from textenvs.inference.cache import InPlaceCache
 
 
 @dataclass
@@ -89,7 +90,7 @@ class Sequences:
         self.stop_ids = stop_ids
         self.pad_id = pad_id
         self.generator = generator
-        self.cache = DynamicCache()
+        self.cache = InPlaceCache()
         self.cache_argument = models.cache_argument(model)
         self.mask = torch.zeros((rows, 0), dtype=torch.long, device=self.device)
         #: each row's tokens in order (what the cache holds, plus `pending`)
@@ -151,12 +152,7 @@ class Sequences:
             if len(kept):
                 index[place, width - len(kept) :] = kept
                 mask[place, width - len(kept) :] = 1
-        for layer in self.cache.layers:
-            gather = index[:, None, :, None].expand(
-                -1, layer.keys.shape[1], -1, layer.keys.shape[3]
-            )
-            layer.keys = layer.keys.gather(2, gather)
-            layer.values = layer.values.gather(2, gather)
+        self.cache.select_columns(index)
         self.mask = mask
 
     @torch.inference_mode()
