@@ -180,3 +180,27 @@ def test_habit_share_trains_the_turns_that_change_the_command_and_a_share_of_the
     assert len(changes) < len(half.sequences) < len(commands)
     again = demonstrate(spec, "reactive", textenvs.make, settings, chat, habit_share=0.5)
     assert [s.ids for s in again.sequences] == [s.ids for s in half.sequences]
+
+
+def test_demonstration_noise_plays_random_turns_untrained_and_the_agent_answers_after(tiny):
+    from textenvs.agents.scripted.reactive import em_anomaly
+
+    _, tokenizer = tiny
+    chat = ChatTokens(tokenizer)
+    settings = conversation_settings(prompt_budget=7000, history=0)
+    spec = EpisodeSpec("em-anomaly", 6)
+    noisy = demonstrate(spec, "reactive", textenvs.make, settings, chat, noise=0.4)
+    again = demonstrate(spec, "reactive", textenvs.make, settings, chat, noise=0.4)
+    assert [s.ids for s in again.sequences] == [s.ids for s in noisy.sequences]
+    env = textenvs.make("em-anomaly")
+    _, info = env.reset(seed=6)
+    trained = set()
+    for turn in noisy.result.turns:
+        trained.add(reply_for(em_anomaly(info["observation"])))
+        info = env.step(turn.command)[4]
+    replies = {
+        chat.decode([t for t, lab in zip(s.ids, s.labels, strict=True) if lab >= 0])
+        for s in noisy.sequences
+    }
+    assert 0 < len(noisy.sequences) < len(noisy.result.turns)  # the random turns dropped
+    assert {reply.removesuffix("<|im_end|>") for reply in replies} <= trained

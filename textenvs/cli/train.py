@@ -77,6 +77,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "more (default 1: all)",
     )
     p.add_argument(
+        "--demonstration-noise",
+        type=bounded(float, 0, 1),
+        default=0.0,
+        metavar="F",
+        help="--method sft: play a random command instead of the demonstrator's on this "
+        "share of the turns (never trained on), so the demonstrations show the way out of "
+        "states a model's mistakes lead to (default 0)",
+    )
+    p.add_argument(
         "--only-success",
         action="store_true",
         help="--method sft: imitate only the episodes the agent won",
@@ -269,6 +278,7 @@ def run(args: argparse.Namespace) -> int:
             demonstrations=args.demonstrations,
             only_success=args.only_success,
             habit_share=args.habit_share,
+            demonstration_noise=args.demonstration_noise,
             options=env_options_from_args(args),
             group_size=args.group_size,
             seeds_per_step=args.seeds_per_step,

@@ -19,6 +19,14 @@ Most turns of an episode repeat the command before (going on straight), and a fe
 the repeating turns' replies trained on (a fixed draw per seed and turn), so the
 decisions the observation makes weigh more. A sequence left with nothing to train on is
 dropped.
+
+A demonstrator never in trouble shows no way out of it: the reactive agent turns before
+a wall, so a model that once walks into one has never seen what to do next.
+`noise` plays a random command instead of the agent's on that share of the turns (a
+fixed draw per seed); the agent then answers the states that come of it, and those
+answers are trained on, the random turns never (DART: Laskey et al., 2017). It suits a
+memoryless agent best: one that tracks its own moves is misled by commands it did not
+choose.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from textenvs.agents import make_agent
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.conversation import Conversation
 from textenvs.episodes.loop import context_for, run_episode
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 from textenvs.episodes.record import EpisodeResult
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference.chat import ChatTokens, GrowingChat
@@ -69,6 +78,27 @@ class Demonstration:
         return sum(label != IGNORED for s in self.sequences for label in s.labels)
 
 
+class NoisyAgent(Agent):
+    """Plays `agent`, but a random command on `noise` of the turns, and remembers which."""
+
+    def __init__(self, agent: Agent, noise: float, seed: int) -> None:
+        self.agent, self.noise = agent, noise
+        self.rng = np.random.default_rng([seed, 17])
+        self.name = agent.name
+        #: per turn, whether the command played was the random one
+        self.random_turns: list[bool] = []
+
+    def reset(self, context: EpisodeContext) -> None:
+        super().reset(context)
+        self.agent.reset(context)
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        decision = await self.agent.act(observation, info)
+        scrambled = self.noise > 0 and self.rng.random() < self.noise
+        self.random_turns.append(scrambled)
+        return Decision(self.context.random_command(info, self.rng)) if scrambled else decision
+
+
 def reply_for(command: str) -> str:
     """The reply the rules prompt teaches for `command`."""
     return f"Action: {command}"
@@ -81,14 +111,15 @@ def demonstrate(
     settings: LLMConfig,
     chat: ChatTokens,
     habit_share: float = 1.0,
+    noise: float = 0.0,
 ) -> Demonstration:
     """`agent_name`'s episode of `spec`, as the model's conversation in tokens, with
-    `habit_share` of the replies that repeat the command before trained on."""
+    `habit_share` of the replies that repeat the command before trained on and a random
+    command played on `noise` of the turns (never trained on)."""
     env = make_env(spec.env)
     try:
-        result = asyncio.run(
-            run_episode(env, make_agent(agent_name), spec.seed, options=spec.options)
-        )
+        agent = NoisyAgent(make_agent(agent_name), noise, spec.seed)
+        result = asyncio.run(run_episode(env, agent, spec.seed, options=spec.options))
         commands = [turn.command for turn in result.turns]
         conversation = Conversation.for_context(context_for(env, spec.seed, spec.options), settings)
         growing: GrowingChat | None = None  # the sequence being written
@@ -97,7 +128,8 @@ def demonstrate(
         observation, info = env.reset(seed=spec.seed, options=spec.options)
         draws = np.random.default_rng([spec.seed, len(commands)]).random(len(commands))
         for turn, command in enumerate(commands):
-            trained = turn == 0 or command != commands[turn - 1] or draws[turn] < habit_share
+            habit = turn > 0 and command == commands[turn - 1] and draws[turn] >= habit_share
+            trained = not habit and not agent.random_turns[turn]
             conversation.observe(observation, info)
             request = conversation.request()
             if growing is None or not growing.extends(request):  # the prompt was cut
@@ -130,12 +162,13 @@ def demonstrations(
     *,
     only_success: bool = False,
     habit_share: float = 1.0,
+    noise: float = 0.0,
     on_episode: Callable[[Demonstration], Any] | None = None,
 ) -> list[Demonstration]:
     """One demonstration per spec (with `only_success`, those of won episodes only)."""
     kept: list[Demonstration] = []
     for spec in specs:
-        demonstration = demonstrate(spec, agent_name, make_env, settings, chat, habit_share)
+        demonstration = demonstrate(spec, agent_name, make_env, settings, chat, habit_share, noise)
         if on_episode is not None:
             on_episode(demonstration)
         if demonstration.result.success or not only_success:

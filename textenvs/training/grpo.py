@@ -61,6 +61,8 @@ class TrainSettings:
     only_success: bool = False
     #: --method sft: the share of the replies repeating the command before trained on
     habit_share: float = 1.0
+    #: --method sft: the share of turns the demonstrator plays a random command on
+    demonstration_noise: float = 0.0
     options: dict[str, Any] = field(default_factory=dict)
     #: episodes per seed in a step (GRPO's group), and seeds per step
     group_size: int = 4

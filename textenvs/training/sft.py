@@ -69,6 +69,7 @@ def demonstration_dataset(
         ChatTokens(tokenizer),
         only_success=settings.only_success,
         habit_share=settings.habit_share,
+        noise=settings.demonstration_noise,
         on_episode=on_episode,
     )
     if not kept:
