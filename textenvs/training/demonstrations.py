@@ -42,7 +42,7 @@ from textenvs.agents import make_agent
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.conversation import Conversation
 from textenvs.episodes.loop import context_for, run_episode
-from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
+from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.episodes.record import EpisodeResult
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference.chat import ChatTokens, GrowingChat
@@ -97,6 +97,9 @@ class NoisyAgent(Agent):
         scrambled = self.noise > 0 and self.rng.random() < self.noise
         self.random_turns.append(scrambled)
         return Decision(self.context.random_command(info, self.rng)) if scrambled else decision
+
+    def end_episode(self, observation: str, info: dict[str, Any], end: EpisodeEnd) -> None:
+        self.agent.end_episode(observation, info, end)
 
 
 def reply_for(command: str) -> str:
