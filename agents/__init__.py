@@ -38,4 +38,17 @@ def make_agent(name: str, **options: Any) -> Agent:
     raise ValueError(f"unknown agent '{name}'. Known: {', '.join(AGENTS)}")
 
 
-__all__ = ["AGENTS", "Agent", "Decision", "EpisodeContext", "make_agent"]
+def agent_problem(name: str, env_name: str) -> str | None:
+    """Why the agent `name` cannot play `env_name`, in one line (None: it can)."""
+    if name == "reactive":
+        from textenvs.agents.scripted.reactive import POLICIES as plays
+    elif name == "learner":
+        from textenvs.agents.scripted.learners import LEARNERS as plays
+    else:
+        return None
+    if env_name in plays:
+        return None
+    return f"--agent {name} plays {', '.join(plays)}, not {env_name}; give --env one of them"
+
+
+__all__ = ["AGENTS", "Agent", "Decision", "EpisodeContext", "agent_problem", "make_agent"]

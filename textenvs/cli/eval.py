@@ -17,6 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from textenvs.agents import agent_problem
 from textenvs.agents.llm.config import strip_credentials
 from textenvs.cli import checkpoint
 from textenvs.cli.common import (
@@ -227,6 +228,9 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
         )
         check_trials(len(plan.seeds), plan.trials)
         check_reset_options(plan.envs, plan.env_options)
+        problem = next(filter(None, (agent_problem(args.agent, env) for env in plan.envs)), None)
+        if problem:
+            raise ValueError(problem)
         if args.retry_errors and not args.resume:
             raise ValueError("--retry-errors continues a run; add --resume")
         if args.backend != "ray" and (args.ray_address or args.ray_actors):
