@@ -59,6 +59,11 @@ class TokenSequence:
     ids: list[int] = field(default_factory=list)
     labels: list[int] = field(default_factory=list)
 
+    @property
+    def trained(self) -> int:
+        """Its tokens trained on (the replies')."""
+        return sum(label != IGNORED for label in self.labels)
+
 
 @dataclass
 class Demonstration:
@@ -75,7 +80,7 @@ class Demonstration:
     @property
     def trained(self) -> int:
         """Its tokens trained on (the replies')."""
-        return sum(label != IGNORED for s in self.sequences for label in s.labels)
+        return sum(sequence.trained for sequence in self.sequences)
 
 
 class NoisyAgent(Agent):
@@ -150,7 +155,7 @@ def demonstrate(
             sequence.labels += reply_ids if trained else [IGNORED] * len(reply_ids)
             observation, _, _, _, info = env.step(read)
         conversation.finish(info)
-        sequences = [s for s in sequences if any(label != IGNORED for label in s.labels)]
+        sequences = [sequence for sequence in sequences if sequence.trained]
         return Demonstration(spec, result, sequences)
     finally:
         env.close()

@@ -41,7 +41,7 @@ def sft_config(
     """One optimizer step per `seeds_per_step` sequences (whole episodes, or turns when
     the conversation is a window), one sequence a pass."""
     return SFTConfig(
-        per_device_train_batch_size=1,  # episodes differ in length: no padding
+        per_device_train_batch_size=1,  # sequences differ in length: no padding
         gradient_accumulation_steps=settings.seeds_per_step,
         max_length=None,
         **grpo.trainer_arguments(settings, out, keep_checkpoints),
@@ -104,6 +104,7 @@ class SharedPrefixTrainer(SFTTrainer):
     def __init__(self, *args: Any, prefix: list[int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.prefix = prefix
+        self.cache_argument = models.cache_argument(self.model)
         if prefix:  # the loss below is a sequence's mean: average it over accumulation
             self.loss_is_scaled_for_ga = False
         self.prefix_cache: tuple[int, DynamicCache] | None = None  # (step, cache)
@@ -129,7 +130,7 @@ class SharedPrefixTrainer(SFTTrainer):
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         cut = len(self.prefix)
         ids, labels = inputs["input_ids"], inputs["labels"]
-        cache = {models.cache_argument(model): self.cache_for_step(model)}
+        cache = {self.cache_argument: self.cache_for_step(model)}
         outputs = model(input_ids=ids[:, cut:], **cache)
         # logits at position i predict token i + 1; the first fed token is never trained
         logits = outputs.logits[:, :-1]
