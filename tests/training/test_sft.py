@@ -120,7 +120,9 @@ def test_sft_steps_make_the_demonstrations_more_likely(tiny_dir, tiny, tmp_path,
          "--learning-rate", "3e-3", "--save-every", "2", "--out", str(out)]
     )  # fmt: skip
     assert code == 0, capsys.readouterr().err
-    assert "2 demonstrations" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "2 demonstrations" in err
+    assert "step 4/4  loss" in err  # not a terminal: a line a step
     record = models.read_record(out / "final")
     assert record["method"] == "sft" and record["demonstrations"] == "scripted"
     # a checkpoint carries the run's settings, so eval plays it with the same reply limit
@@ -182,9 +184,27 @@ def test_habit_share_trains_the_turns_that_change_the_command_and_a_share_of_the
     assert [s.ids for s in again.sequences] == [s.ids for s in half.sequences]
 
 
-def test_demonstration_noise_plays_random_turns_untrained_and_the_agent_answers_after(tiny):
+def _answers(spec, turns):
+    """The reactive agent's answer to each state the episode's commands lead through."""
     from textenvs.agents.scripted.reactive import em_anomaly
 
+    env = textenvs.make(spec.env)
+    _, info = env.reset(seed=spec.seed)
+    answers = []
+    for turn in turns:
+        answers.append(em_anomaly(info["observation"]))
+        info = env.step(turn.command)[4]
+    return answers
+
+
+def _trained_replies(chat, sequences):
+    return [
+        chat.decode([t for t, lab in zip(s.ids, s.labels, strict=True) if lab >= 0])
+        for s in sequences
+    ]
+
+
+def test_demonstration_noise_plays_random_turns_and_trains_the_agent_answer_on_each(tiny):
     _, tokenizer = tiny
     chat = ChatTokens(tokenizer)
     settings = conversation_settings(prompt_budget=7000, history=0)
@@ -192,15 +212,28 @@ def test_demonstration_noise_plays_random_turns_untrained_and_the_agent_answers_
     noisy = demonstrate(spec, "reactive", textenvs.make, settings, chat, noise=0.4)
     again = demonstrate(spec, "reactive", textenvs.make, settings, chat, noise=0.4)
     assert [s.ids for s in again.sequences] == [s.ids for s in noisy.sequences]
-    env = textenvs.make("em-anomaly")
-    _, info = env.reset(seed=6)
-    trained = set()
-    for turn in noisy.result.turns:
-        trained.add(reply_for(em_anomaly(info["observation"])))
-        info = env.step(turn.command)[4]
-    replies = {
-        chat.decode([t for t, lab in zip(s.ids, s.labels, strict=True) if lab >= 0])
-        for s in noisy.sequences
-    }
-    assert 0 < len(noisy.sequences) < len(noisy.result.turns)  # the random turns dropped
-    assert {reply.removesuffix("<|im_end|>") for reply in replies} <= trained
+    answers = _answers(spec, noisy.result.turns)
+    played = [turn.command for turn in noisy.result.turns]
+    assert sum(a != c for a, c in zip(answers, played, strict=True)) >= 3  # random turns
+    # one sequence a turn, each trained on the agent's answer, not the command played
+    replies = _trained_replies(chat, noisy.sequences)
+    assert replies == [reply_for(answer) + "<|im_end|>" for answer in answers]
+
+
+def test_a_random_turn_ends_a_growing_sequence_and_the_next_goes_on_with_the_command_played(
+    tiny,
+):
+    _, tokenizer = tiny
+    chat = ChatTokens(tokenizer)
+    spec = EpisodeSpec("em-anomaly", 6)
+    noisy = demonstrate(spec, "reactive", textenvs.make, SETTINGS, chat, noise=0.4)
+    answers = _answers(spec, noisy.result.turns)
+    played = [turn.command for turn in noisy.result.turns]
+    branches = [i for i, (a, c) in enumerate(zip(answers, played, strict=True)) if a != c]
+    assert len(noisy.sequences) == 1 + len([i for i in branches if i < len(played) - 1])
+    assert "".join(_trained_replies(chat, noisy.sequences)) == "".join(
+        reply_for(answer) + "<|im_end|>" for answer in answers
+    )
+    # the sequence after a random turn shows the command played there, untrained
+    second = chat.decode(noisy.sequences[1].ids)
+    assert f"Action: {played[branches[0]]}<|im_end|>" in second

@@ -23,8 +23,10 @@ dropped.
 A demonstrator never in trouble shows no way out of it: the reactive agent turns before
 a wall, so a model that once walks into one has never seen what to do next.
 `noise` plays a random command instead of the agent's on that share of the turns (a
-fixed draw per seed); the agent then answers the states that come of it, and those
-answers are trained on, the random turns never (DART: Laskey et al., 2017). It suits a
+fixed draw per seed), and every turn is trained on the agent's own answer, the random
+turns too (DART: Laskey et al., 2017): the agent then answers the states that come of
+them, walls included. A random turn's sequence ends with the agent's answer and the
+conversation goes on, in a new sequence, with the command that was played. It suits a
 memoryless agent best: one that tracks its own moves is misled by commands it did not
 choose.
 """
@@ -84,14 +86,15 @@ class Demonstration:
 
 
 class NoisyAgent(Agent):
-    """Plays `agent`, but a random command on `noise` of the turns, and remembers which."""
+    """Plays `agent`, but a random command on `noise` of the turns, and remembers the
+    agent's own answer every turn."""
 
     def __init__(self, agent: Agent, noise: float, seed: int) -> None:
         self.agent, self.noise = agent, noise
         self.rng = np.random.default_rng([seed, 17])
         self.name = agent.name
-        #: per turn, whether the command played was the random one
-        self.random_turns: list[bool] = []
+        #: per turn, the command the agent chose (played or not)
+        self.answers: list[str] = []
 
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
@@ -100,7 +103,7 @@ class NoisyAgent(Agent):
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         decision = await self.agent.act(observation, info)
         scrambled = self.noise > 0 and self.rng.random() < self.noise
-        self.random_turns.append(scrambled)
+        self.answers.append(decision.command)
         return Decision(self.context.random_command(info, self.rng)) if scrambled else decision
 
     def end_episode(self, observation: str, info: dict[str, Any], end: EpisodeEnd) -> None:
@@ -123,7 +126,7 @@ def demonstrate(
 ) -> Demonstration:
     """`agent_name`'s episode of `spec`, as the model's conversation in tokens, with
     `habit_share` of the replies that repeat the command before trained on and a random
-    command played on `noise` of the turns (never trained on)."""
+    command played on `noise` of the turns (the agent's answer trained on instead)."""
     env = make_env(spec.env)
     try:
         agent = NoisyAgent(make_agent(agent_name), noise, spec.seed)
@@ -136,8 +139,8 @@ def demonstrate(
         observation, info = env.reset(seed=spec.seed, options=spec.options)
         draws = np.random.default_rng([spec.seed, len(commands)]).random(len(commands))
         for turn, command in enumerate(commands):
-            habit = turn > 0 and command == commands[turn - 1] and draws[turn] >= habit_share
-            trained = not habit and not agent.random_turns[turn]
+            answer = agent.answers[turn]
+            habit = turn > 0 and answer == commands[turn - 1] and draws[turn] >= habit_share
             conversation.observe(observation, info)
             request = conversation.request()
             if growing is None or not growing.extends(request):  # the prompt was cut
@@ -148,11 +151,18 @@ def demonstrate(
             read = conversation.read(reply)
             if read is None:
                 raise ValueError(f"{spec.id}: the reader does not read {reply!r}")
-            reply_ids = [*chat.encode(reply), stop]
-            growing.replied(reply, reply_ids)
-            sequence.ids += segment + reply_ids
+            sequence.ids += segment
             sequence.labels += [IGNORED] * len(segment)
-            sequence.labels += reply_ids if trained else [IGNORED] * len(reply_ids)
+            if answer != command and not habit:  # a random turn: the answer ends this one
+                answer_ids = [*chat.encode(reply_for(answer)), stop]
+                sequence.ids += answer_ids
+                sequence.labels += answer_ids
+                growing = None
+            else:
+                reply_ids = [*chat.encode(reply), stop]
+                growing.replied(reply, reply_ids)
+                sequence.ids += reply_ids
+                sequence.labels += [IGNORED] * len(reply_ids) if habit else reply_ids
             observation, _, _, _, info = env.step(read)
         conversation.finish(info)
         sequences = [sequence for sequence in sequences if sequence.trained]
