@@ -63,6 +63,10 @@ CASES: dict[str, Case] = {
     "eval: a seed named twice": (None, [*EVAL, "--seeds", "0-99,50", "--out", "r"],
                                  "textenvs eval: error: seed 50 is named twice in "
                                  "'0-99,50'; name each once"),
+    "run: an agent for other scenarios": (None, ["run", "squad-recon", "--agent", "learner"],
+                                          "textenvs run: error: --agent learner plays "
+                                          "magnetic-field, em-anomaly, not "
+                                          "squad-recon; give --env one of them"),
     "eval: an agent for other scenarios": (None, [*EVAL, "--agent", "reactive", "--out", "r"],
                                            "textenvs eval: error: --agent reactive plays "
                                            "em-anomaly, not treasure-hunt; give --env one of "

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import sys
 
+from textenvs.agents import agent_problem
 from textenvs.cli import checkpoint
 from textenvs.cli.common import (
     EXIT_AGENT_ERRORS,
@@ -15,6 +16,7 @@ from textenvs.cli.common import (
     checked_env_options,
     env_option_argument,
     env_url_argument,
+    fail,
     positive,
     preflight,
     print_outcome,
@@ -78,6 +80,9 @@ def _run_on_env(args: argparse.Namespace) -> int:
 
 def _play(args: argparse.Namespace) -> int:
     scenario = registry.get(args.env)
+    problem = agent_problem(args.agent, scenario.name)
+    if problem:
+        raise fail(args, problem)
     seed = seed_from_args(args.seed)
     if args.env_url:
         from textenvs.service.client import remote_env_factory
