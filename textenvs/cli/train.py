@@ -26,15 +26,18 @@ DEFAULT_EVAL_SEEDS = "0-99"
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
-        help="train a model on a scenario with reinforcement learning (TRL's GRPO)",
+        help="train a model on a scenario: reinforcement (TRL's GRPO) or supervised (SFT)",
         description="Train a model on one scenario with TRL's GRPOTrainer, multi-turn: one "
         "rollout is one whole episode, each turn's prompt the conversation 'textenvs eval "
         "--agent llm' sends, the reward the scenario's own return. Only the model's own "
-        "tokens are trained on. Writes OUT/checkpoints/ (the last one kept, resumable), "
-        "OUT/final (a transformers directory 'textenvs eval --model' plays), OUT/curve.csv, "
-        "OUT/figures/ (the training curve) and OUT/base (the starting weights: a link to "
-        "--model DIR, a copy with --save-base). Needs pip install 'textenvs[train]'; runs "
-        "on a CPU (the model samples with transformers) or a GPU.",
+        "tokens are trained on. Or, with --method sft, with TRL's SFTTrainer on another "
+        "agent's episodes written as that same conversation. Writes OUT/checkpoints/ (the "
+        "last one kept, resumable), OUT/final (a transformers directory 'textenvs eval "
+        "--model' plays), OUT/base (the starting weights: a link to --model DIR, a copy "
+        "with --save-base) and, for GRPO, OUT/curve.csv, OUT/figures/ (the training curve) "
+        "and OUT/rollouts.jsonl (every step's episodes: commands and rewards). Needs pip "
+        "install 'textenvs[train]'; runs on a CPU (the model samples with transformers) or "
+        "a GPU.",
         epilog="Evaluate before and after on held-out seeds with the same harness: "
         "textenvs eval --env ENV --agent llm --model OUT/base --seeds 0-99 --out runs/before "
         "(with --model local, train with --save-base to have OUT/base); "
@@ -82,8 +85,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=0.0,
         metavar="F",
         help="--method sft: play a random command instead of the demonstrator's on this "
-        "share of the turns (never trained on), so the demonstrations show the way out of "
-        "states a model's mistakes lead to (default 0)",
+        "share of the turns (the demonstrator's own answer is trained on there), so the "
+        "demonstrations show the way out of states a model's mistakes lead to (default 0)",
     )
     p.add_argument(
         "--only-success",

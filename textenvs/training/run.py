@@ -166,14 +166,17 @@ def train(
 
     def on_step(row: dict[str, Any]) -> None:
         if settings.method == "sft":
-            progress.update(task, completed=row["step"], status=f"loss {row['loss']:.3g}")
-            return
-        invalid = row.get("invalid_rate")
-        invalid_text = "-" if invalid is None else f"{invalid:.0%}"
-        status = f"return {row['return']:.3g}  invalid {invalid_text}"
+            status = f"loss {row['loss']:.3g}"
+        else:
+            invalid = row.get("invalid_rate")
+            invalid_text = "-" if invalid is None else f"{invalid:.0%}"
+            status = f"return {row['return']:.3g}  invalid {invalid_text}"
+            level = episode_level(settings.env, settings.options)
+            curve.write_charts(out, settings.env, level)  # a run stopped early keeps its curve
         progress.update(task, completed=row["step"], status=status)
-        level = episode_level(settings.env, settings.options)
-        curve.write_charts(out, settings.env, level)  # a run stopped early keeps its curve
+        if not console.is_terminal:  # a log file gets a line a step, not one bar at the end
+            elapsed = progress.tasks[task].elapsed or 0.0
+            console.print(f"step {row['step']}/{settings.steps}  {status}  {elapsed / 60:.1f} min")
 
     if settings.method == "sft":
         trainer = _sft_trainer(settings, model, tokenizer, out, on_step, console, keep_checkpoints)
