@@ -8,13 +8,16 @@ import sys
 import pytest
 
 from benchmarks import (
+    blind_policies,
     env_breakdown,
     env_throughput,
     magnetic_field_shortcut,
     megacity_reward_probe,
     observation_tokens,
     prompt_cache,
+    reading_counts,
 )
+from textenvs.cli import main as textenvs_main
 
 
 def _run(main: object, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,3 +110,32 @@ def test_parse_worst_case_prints_every_scenario(
     assert "reply length: 400 characters" in out
     for name in parse_worst_case.SCENARIOS:
         assert f"\n{name} " in out
+
+
+@pytest.fixture(scope="module")
+def reactive_run(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("runs") / "reactive"
+    argv = ["eval", "--env", "em-anomaly", "--agent", "reactive", "--seeds", "0-11"]
+    assert textenvs_main([*argv, "--out", str(out)]) == 0
+    return out
+
+
+def test_reading_counts_find_the_reactive_agent_agreeing_with_itself_on_every_state(
+    reactive_run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tally = reading_counts.counts(reactive_run)
+    assert tally["totals"]["episodes"] == 12 and tally["totals"]["blocked"] == 0
+    assert tally["agree"] == tally["states"] and set(tally["states"]) >= {"straight", "turn"}
+    assert tally["totals"]["marks_on_2_3"] == tally["totals"]["won"] > 0
+    reading_counts.main([str(reactive_run)])
+    assert "BLOCKED after 0 of" in capsys.readouterr().out
+
+
+def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strongest(
+    reactive_run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blind_policies.main([str(reactive_run), "--env", "em-anomaly", "--seeds", "0-11",
+                         "--length", "1"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert out.startswith("8 blind policies on 12 seeds of em-anomaly")  # 7 forms, random
+    assert re.search(r"reactive: headline 0\.\d+ on 12 paired seeds; against the hardest", out)

@@ -36,12 +36,22 @@ CORNERS = {
 TURNS = (0, 1, 3, 2)
 
 
+#: why the reactive agent chose a command (`em_anomaly_decision`)
+MARK, CLIMB, STRAIGHT, TURN = "mark", "climb", "straight", "turn"
+
+
 def em_anomaly(observation: dict[str, Any]) -> str:
     """The reactive EM Anomaly command for `observation` (the env's observation dict)."""
+    return em_anomaly_decision(observation)[0]
+
+
+def em_anomaly_decision(observation: dict[str, Any]) -> tuple[str, str]:
+    """The reactive EM Anomaly command for `observation` and why: MARK, CLIMB (towards a
+    higher reading), STRAIGHT (on in the facing direction) or TURN (away from a wall)."""
     view = observation["view"]
     here = view[1][1]
     if here >= 2:
-        return "mark"
+        return "mark", MARK
 
     def reading(side: str) -> int | None:
         row, column = SIDE[side]
@@ -51,7 +61,7 @@ def em_anomaly(observation: dict[str, Any]) -> str:
     free = [side for side in CLOCKWISE if reading(side) is not None]
     higher = [side for side in free if reading(side) > here]  # type: ignore[operator]
     if higher:
-        return max(higher, key=lambda side: reading(side))  # type: ignore[arg-type,return-value]
+        return max(higher, key=lambda side: reading(side)), CLIMB  # type: ignore[arg-type]
     corners = [
         (value, sides)
         for (row, column), sides in CORNERS.items()
@@ -61,13 +71,13 @@ def em_anomaly(observation: dict[str, Any]) -> str:
         _, sides = max(corners, key=lambda corner: corner[0])
         for side in sides:
             if side in free:
-                return side
+                return side, CLIMB
     facing = CLOCKWISE.index(observation["facing"])
     for turn in TURNS:
         side = CLOCKWISE[(facing + turn) % 4]
         if side in free:
-            return side
-    return "mark"  # walled in on every side: nothing left to explore
+            return side, STRAIGHT if turn == 0 else TURN
+    return "mark", MARK  # walled in on every side: nothing left to explore
 
 
 POLICIES = {"em-anomaly": em_anomaly}

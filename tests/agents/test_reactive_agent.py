@@ -8,7 +8,7 @@ import pytest
 
 import textenvs
 from textenvs.agents import make_agent
-from textenvs.agents.scripted.reactive import em_anomaly
+from textenvs.agents.scripted.reactive import em_anomaly, em_anomaly_decision
 from textenvs.episodes.loop import run_episode
 
 
@@ -27,16 +27,20 @@ def _observation(view, facing="north"):
     return {"view": view, "facing": facing}
 
 
-def test_it_marks_climbs_and_turns_at_walls():
+def test_it_marks_climbs_and_turns_at_walls_and_says_why():
+    def decide(view, facing="north"):
+        return em_anomaly_decision(_observation(view, facing))
+
     free = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
-    assert em_anomaly(_observation([[0, 0, 0], [0, 2, 0], [0, 0, 0]])) == "mark"
-    assert em_anomaly(_observation([[0, 0, 0], [0, 1, 2], [0, 0, 0]])) == "east"
-    assert em_anomaly(_observation([[0, 0, 0], [0, 0, 0], [1, 0, 0]])) == "south"
-    assert em_anomaly(_observation(free, "west")) == "west"
+    assert decide([[0, 0, 0], [0, 2, 0], [0, 0, 0]]) == ("mark", "mark")
+    assert decide([[0, 0, 0], [0, 1, 2], [0, 0, 0]]) == ("east", "climb")
+    assert decide([[0, 0, 0], [0, 0, 0], [1, 0, 0]]) == ("south", "climb")
+    assert decide(free, "west") == ("west", "straight")
     walled = [[0, "wall", 0], [0, 0, 0], [0, 0, 0]]
-    assert em_anomaly(_observation(walled, "north")) == "east"  # ahead blocked: right
+    assert decide(walled, "north") == ("east", "turn")  # ahead blocked: right
     cornered = [[0, "outside", 0], [0, 0, "wall"], [0, 0, 0]]
-    assert em_anomaly(_observation(cornered, "north")) == "west"  # then left
+    assert decide(cornered, "north") == ("west", "turn")  # then left
+    assert em_anomaly(_observation(cornered, "north")) == "west"
 
 
 def test_it_plays_only_the_scenarios_it_has_a_policy_for():
