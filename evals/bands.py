@@ -252,7 +252,7 @@ def report_band(name: str, band: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     import textenvs
-    from textenvs.evals.runner import parse_seeds, resolve_envs
+    from textenvs.episodes.specs import parse_seeds, resolve_envs
 
     parser = argparse.ArgumentParser(
         prog="python -m textenvs.evals.bands",

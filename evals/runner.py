@@ -17,7 +17,6 @@ from typing import Any
 
 from textenvs.core.redact import redact_data
 from textenvs.episodes.record import EpisodeResult
-from textenvs.episodes.specs import parse_seeds, resolve_envs
 from textenvs.evals import run_folder, store, trials
 from textenvs.evals.failures import FailFast
 from textenvs.evals.learning import learning_curves
@@ -48,8 +47,6 @@ __all__ = [
     "build_config",
     "default_command",
     "episode_record",
-    "parse_seeds",
-    "resolve_envs",
     "run_eval",
     "write_summary",
 ]

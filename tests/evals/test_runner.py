@@ -12,6 +12,7 @@ import pytest
 
 from textenvs.agents import make_agent
 from textenvs.episodes.protocol import Agent, Decision
+from textenvs.episodes.specs import parse_seeds, resolve_envs
 from textenvs.evals import run_folder, runner, store
 from textenvs.evals.metrics import key_of
 
@@ -30,26 +31,26 @@ def run(tmp: Path, factory: Any, resume: bool = False, **plan: Any) -> dict[str,
 
 
 def test_parse_seeds() -> None:
-    assert runner.parse_seeds("0-3") == [0, 1, 2, 3]
-    assert runner.parse_seeds("5") == [5]
-    assert runner.parse_seeds("10, 0-2") == [0, 1, 2, 10]
+    assert parse_seeds("0-3") == [0, 1, 2, 3]
+    assert parse_seeds("5") == [5]
+    assert parse_seeds("10, 0-2") == [0, 1, 2, 10]
     for bad in ("3-1", "a", "1-", "", "0-2,1"):
         with pytest.raises(ValueError):
-            runner.parse_seeds(bad)
+            parse_seeds(bad)
 
 
 def test_seed_ranges_are_read_back_as_the_same_seeds() -> None:
     from textenvs.episodes.specs import seed_ranges
 
     for seeds in ([0, 1, 2, 5], [7], [1, 3, 5, 6], list(range(1000, 10000))):
-        assert runner.parse_seeds(seed_ranges(seeds)) == seeds
+        assert parse_seeds(seed_ranges(seeds)) == seeds
     assert seed_ranges([5, 0, 1, 2, 2]) == "0-2,5"
 
 
 def test_all_means_every_registered_scenario() -> None:
     import textenvs
 
-    assert runner.resolve_envs("all") == textenvs.names()
+    assert resolve_envs("all") == textenvs.names()
 
 
 def test_files_and_summary(tmp_path: Path) -> None:

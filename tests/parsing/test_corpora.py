@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import textenvs
-from tests.parsing.corpora import ENVS, canonical, load_corpus, reading_of
+from tests.parsing.corpora import ENVS, load_corpus, reading_of
+from tests.parsing.strategies import commands
 from textenvs.core.parsing import ParseError
 from textenvs.scenarios.megacity.state import MATERIALS
 
@@ -127,45 +128,13 @@ TWO = [
     "I think {c}, and {d}.",
 ]
 
-_CELLS = [f"{col}{row}" for col in "ABCDE" for row in range(1, 6)]
-
-
-def _megacity_commands() -> st.SearchStrategy[str]:
-    cell = st.sampled_from(_CELLS)
-    direction = st.sampled_from(["north", "south", "east", "west"])
-    return st.one_of(
-        st.sampled_from(["research", "scan", "wait"]),
-        st.builds("excavate {}".format, cell),
-        st.builds("district {}".format, cell),
-        st.builds("support {} {}".format, cell, st.sampled_from(MATERIALS)),
-        st.builds("vent {} {}".format, cell, direction),
-        st.builds(lambda c: f"conduit {c}", st.sampled_from(["B2", "B2 B3", "B2 B3 C3", "E5 E4"])),
-    )
-
-
-def _squad_commands() -> st.SearchStrategy[str]:
-    orders = ["north", "south", "east", "west", "hold", "attack"]
-    groups = ["A", "B", "C", "A+B", "A and B", "B, C", "all"]
-    one = st.builds("{} {}".format, st.sampled_from(groups), st.sampled_from(orders))
-    return st.one_of(one, st.sampled_from(["A north; B east; C attack", "A west; C hold"]))
-
-
-def _commands(env_name: str) -> st.SearchStrategy[str]:
-    if env_name == "megacity":
-        return _megacity_commands()
-    if env_name == "squad-recon":
-        return _squad_commands()
-    env = textenvs.make(env_name)
-    actions = list(type(env.parse("north" if env_name != "magnetic-field" else "submit")))
-    return st.sampled_from([canonical(env_name)(a) for a in actions])
-
 
 @pytest.mark.parametrize("env_name", ENVS)
 @settings(max_examples=150, deadline=None)
 @given(data=st.data())
 def test_prose_around_a_command_reads_as_the_command(env_name: str, data: st.DataObject) -> None:
     env = textenvs.make(env_name)
-    command = data.draw(_commands(env_name))
+    command = data.draw(commands(env_name))
     template = data.draw(st.sampled_from(ONE))
     assert env.parse(template.format(c=command)) == env.parse(command)
 
@@ -175,8 +144,8 @@ def test_prose_around_a_command_reads_as_the_command(env_name: str, data: st.Dat
 @given(data=st.data())
 def test_two_different_commands_are_rejected(env_name: str, data: st.DataObject) -> None:
     env = textenvs.make(env_name)
-    first = data.draw(_commands(env_name))
-    second = data.draw(_commands(env_name))
+    first = data.draw(commands(env_name))
+    second = data.draw(commands(env_name))
     if env_name == "squad-recon":
         # orders for different squads make one command: give squad A two different orders
         first, second = f"A {first.split()[-1]}", f"A {second.split()[-1]}"

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import textenvs
 from tests.parsing.corpora import ENVS, canonical
-from tests.parsing.test_corpora import _commands
+from tests.parsing.strategies import commands
 from textenvs.core.parsing import ParseError
 from textenvs.scenarios.megacity.state import MATERIALS
 
@@ -79,8 +79,8 @@ def _two(env_name: str, data: st.DataObject) -> tuple[str, str]:
             f"{second} {data.draw(st.sampled_from(orders))}",
         )
     env = textenvs.make(env_name)
-    c = data.draw(_commands(env_name))
-    d = data.draw(_commands(env_name).filter(lambda d: env.parse(d) != env.parse(c)))
+    c = data.draw(commands(env_name))
+    d = data.draw(commands(env_name).filter(lambda d: env.parse(d) != env.parse(c)))
     return c, d
 
 
@@ -116,7 +116,7 @@ DESCRIPTIONS = {
 @given(data=st.data())
 def test_a_description_in_a_reason_stays_a_reason(env_name: str, data: st.DataObject) -> None:
     env = textenvs.make(env_name)
-    c = data.draw(_commands(env_name))
+    c = data.draw(commands(env_name))
     reason = data.draw(st.sampled_from(DESCRIPTIONS[env_name]))
     word = data.draw(st.sampled_from(["because", "since", ", because", ", since"]))
     prefix = data.draw(st.sampled_from(["Action: ", "**Action:** ", "Final answer: "]))
@@ -131,7 +131,7 @@ def test_an_order_followed_by_a_condition_is_not_executed(
     env_name: str, data: st.DataObject
 ) -> None:
     env = textenvs.make(env_name)
-    c = data.draw(_commands(env_name))
+    c = data.draw(commands(env_name))
     q = data.draw(st.sampled_from(CONDITIONS))
     template = data.draw(st.sampled_from(AFTER_ORDER))
     reply = template.format(c=c, q=q, Q=q[0].upper() + q[1:])
@@ -219,7 +219,7 @@ def test_a_harmless_remark_after_the_action_line_still_reads(
     env_name: str, data: st.DataObject
 ) -> None:
     env = textenvs.make(env_name)
-    c = data.draw(_commands(env_name))
+    c = data.draw(commands(env_name))
     form = data.draw(st.sampled_from(MARKS))
     remark = data.draw(st.sampled_from(HARMLESS))
     reply = _marked(c, form) + data.draw(st.sampled_from(GAPS)) + remark
@@ -251,7 +251,7 @@ WRAPPED = [
 @given(data=st.data())
 def test_honest_wrappers_read_as_the_command(env_name: str, data: st.DataObject) -> None:
     env = textenvs.make(env_name)
-    c = data.draw(_commands(env_name))
+    c = data.draw(commands(env_name))
     reply = data.draw(st.sampled_from(WRAPPED)).format(c=c)
     assert _parse(env, env_name, reply) == canonical(env_name)(env.parse(c)), reply
 

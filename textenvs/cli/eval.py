@@ -38,7 +38,7 @@ from textenvs.cli.eval_output import closing_verdict, continue_command, results_
 from textenvs.cli.tables import stdout_console
 from textenvs.core.redact import redact_argv, redact_url, scrub_logs
 from textenvs.episodes.protocol import AGENT_ERROR
-from textenvs.episodes.specs import check_reset_options
+from textenvs.episodes.specs import check_reset_options, parse_seeds, resolve_envs
 from textenvs.evals import failures, runner
 from textenvs.evals.failures import FailFast
 from textenvs.evals.metrics import Record
@@ -207,7 +207,7 @@ def agent_options(args: argparse.Namespace) -> dict[str, Any]:
 def _eval(args: argparse.Namespace) -> int:
     local_model = plan_local_servers(args)
     try:
-        seeds = runner.parse_seeds(args.seeds)
+        seeds = parse_seeds(args.seeds)
     except ValueError:
         seeds = []  # told below, with the other option errors
     with checkpoint.served(args, seeds, slots=args.concurrency):
@@ -218,8 +218,8 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
     console = Console(stderr=True)
     try:
         plan = runner.EvalPlan(
-            envs=runner.resolve_envs(args.env),
-            seeds=runner.parse_seeds(args.seeds),
+            envs=resolve_envs(args.env),
+            seeds=parse_seeds(args.seeds),
             episodes_per_seed=args.episodes_per_seed,
             max_invalid=args.max_invalid,
             concurrency=args.concurrency,

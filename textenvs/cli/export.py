@@ -68,8 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from textenvs.episodes.specs import parse_seeds
     from textenvs.evals.export import ExportFilter, export
-    from textenvs.evals.runner import parse_seeds
     from textenvs.evals.store import RunDirError
 
     out = args.out or Path("exports") / f"{args.dirs[0].resolve().name or 'run'}-{args.fmt}"

@@ -46,6 +46,7 @@ from pydantic_core import to_json
 
 from textenvs.core import registry
 from textenvs.episodes.loop import run_episode
+from textenvs.episodes.specs import parse_seeds
 from textenvs.evals import store
 from textenvs.evals.metrics import Key
 from textenvs.evals.runner import (
@@ -53,7 +54,6 @@ from textenvs.evals.runner import (
     build_config,
     default_command,
     episode_record,
-    parse_seeds,
     write_summary,
 )
 from textenvs.service.sessions import ServiceError, Session
