@@ -124,11 +124,11 @@ def test_reading_counts_find_the_reactive_agent_agreeing_with_itself_on_every_st
     reactive_run, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tally = reading_counts.counts(reactive_run)
-    assert tally["totals"]["episodes"] == 12 and tally["totals"]["blocked"] == 0
+    assert tally["totals"]["episodes"] == 12 and tally["totals"]["blocked"] > 0  # it bumps
     assert tally["agree"] == tally["states"] and set(tally["states"]) >= {"straight", "turn"}
     assert tally["totals"]["marks_on_2_3"] == tally["totals"]["won"] > 0
     reading_counts.main([str(reactive_run)])
-    assert "BLOCKED after 0 of" in capsys.readouterr().out
+    assert "marks on 2-3: 3 of 3" in capsys.readouterr().out
 
 
 def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strongest(

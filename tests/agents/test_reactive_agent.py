@@ -18,18 +18,18 @@ def test_it_wins_em_anomaly_by_reading_alone_and_plays_the_same_episode_twice():
         for seed in range(40)
     ]
     wins = sum(r.success for r in results)
-    assert 8 <= wins <= 24  # 36% over seeds 0-999; blind policies win 0-4 of 100
+    assert 6 <= wins <= 18  # 23% over seeds 0-999; blind policies win 0-4 of 100
     again = asyncio.run(run_episode(textenvs.make("em-anomaly"), make_agent("reactive"), 7))
     assert [t.command for t in again.turns] == [t.command for t in results[7].turns]
 
 
-def _observation(view, facing="north"):
-    return {"view": view, "facing": facing}
+def _observation(view, facing="north", last_result="moved"):
+    return {"view": view, "facing": facing, "last_result": last_result}
 
 
 def test_it_marks_climbs_and_turns_at_walls_and_says_why():
-    def decide(view, facing="north"):
-        return em_anomaly_decision(_observation(view, facing))
+    def decide(view, facing="north", last_result="moved"):
+        return em_anomaly_decision(_observation(view, facing, last_result))
 
     free = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
     assert decide([[0, 0, 0], [0, 2, 0], [0, 0, 0]]) == ("mark", "mark")
@@ -37,10 +37,11 @@ def test_it_marks_climbs_and_turns_at_walls_and_says_why():
     assert decide([[0, 0, 0], [0, 0, 0], [1, 0, 0]]) == ("south", "climb")
     assert decide(free, "west") == ("west", "straight")
     walled = [[0, "wall", 0], [0, 0, 0], [0, 0, 0]]
-    assert decide(walled, "north") == ("east", "turn")  # ahead blocked: right
+    assert decide(walled, "north") == ("north", "straight")  # it bumps: the cue is one word
+    assert decide(walled, "north", "blocked_by_wall") == ("east", "turn")  # then right
     cornered = [[0, "outside", 0], [0, 0, "wall"], [0, 0, 0]]
-    assert decide(cornered, "north") == ("west", "turn")  # then left
-    assert em_anomaly(_observation(cornered, "north")) == "west"
+    assert decide(cornered, "east", "blocked_by_wall") == ("south", "turn")
+    assert em_anomaly(_observation(cornered, "west", "blocked_by_edge")) == "north"
 
 
 def test_it_plays_only_the_scenarios_it_has_a_policy_for():
