@@ -28,10 +28,16 @@ except ImportError:  # not POSIX: runs are not locked
     fcntl = None  # type: ignore[assignment]
 
 # Config entries that may change between a run and its resume (they do not change
-# what an episode is).
+# what an episode is): top-level keys, and the embedded model's threads wherever recorded.
 VOLATILE_CONFIG_KEYS = frozenset(
     {"created_at", "concurrency", "command", "env_url", "session_label"}
 )
+VOLATILE_CONFIG_LEAVES = frozenset({"local_threads"})
+
+
+def _volatile(key: str) -> bool:
+    parts = key.split(".")
+    return parts[0] in VOLATILE_CONFIG_KEYS or parts[-1] in VOLATILE_CONFIG_LEAVES
 
 
 def _umask() -> int:
@@ -84,8 +90,8 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 
 def config_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """The dotted keys whose values differ (volatile entries ignored)."""
-    a = {k: v for k, v in flatten(old).items() if k.split(".")[0] not in VOLATILE_CONFIG_KEYS}
-    b = {k: v for k, v in flatten(new).items() if k.split(".")[0] not in VOLATILE_CONFIG_KEYS}
+    a = {k: v for k, v in flatten(old).items() if not _volatile(k)}
+    b = {k: v for k, v in flatten(new).items() if not _volatile(k)}
     return sorted(k for k in a.keys() | b.keys() if a.get(k, object()) != b.get(k, object()))
 
 

@@ -103,6 +103,14 @@ def test_resume_refuses_a_different_config(tmp_path: Path) -> None:
     run(tmp_path, lambda: make_agent("random"), resume=True, seeds=[0], concurrency=3)
 
 
+def test_the_embedded_models_threads_are_not_part_of_a_runs_identity() -> None:
+    old = {"agent": {"local_threads": 1, "temperature": 0.0}, "agent_options": {"local_threads": 1}}
+    new = {"agent": {"local_threads": 2, "temperature": 0.0}, "agent_options": {"local_threads": 2}}
+    assert store.config_differences(old, new) == []
+    new["agent"]["temperature"] = 1.0
+    assert store.config_differences(old, new) == ["agent.temperature"]
+
+
 class Garbage(Agent):
     name = "garbage"
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import textenvs
 from tests.parsing.corpora import ENVS
-from tests.parsing.test_corpora import _commands
+from tests.parsing.strategies import commands
 from textenvs.core.parsing import ParseError
 
 CORE = Path(textenvs.__file__).parent / "core"
@@ -67,7 +67,7 @@ def test_a_command_with_an_unknown_word_inserted_is_rejected(
     env_name: str, data: st.DataObject
 ) -> None:
     env = textenvs.make(env_name)
-    command = data.draw(_commands(env_name))
+    command = data.draw(commands(env_name))
     env.parse(command)  # the command alone is read
     word = data.draw(_unknown_words(env_name, command))
     words = command.split()
