@@ -37,8 +37,6 @@ CORNERS = {
     (2, 0): ("south", "west"),
     (2, 2): ("south", "east"),
 }
-#: the order sides are tried in when exploring: ahead, right, left, back
-TURNS = (0, 1, 3, 2)
 
 
 #: why the reactive agent chose a command (`em_anomaly_decision`)
