@@ -133,6 +133,10 @@ class Sequences:
         """Cache columns that no row reads (padding, and restarted rows' old tokens)."""
         return int(self.mask.numel() - self.mask.sum())
 
+    def width(self) -> int:
+        """The cache's columns: what every row attends over."""
+        return int(self.mask.shape[1])
+
     def longest(self) -> int:
         """The most columns any row reads: the cache's width once compacted."""
         return int(self.mask.sum(dim=1).max()) if self.mask.numel() else 0

@@ -5,7 +5,8 @@ this server on loopback and plays through the same runner, agent, parser and rep
 The requests of the episodes in flight are answered together: the engine keeps one
 cache row ("slot") per conversation, so a request that extends a slot's last prompt
 feeds only its new tokens (as prefix-caching servers do), and the replies of one round
-are sampled in one batch (`generation.Sequences`); a round waits for the conversations of
+are sampled in one batch, the round's new tokens packed into one sequence with no
+padding (`ragged.RaggedSequences`); a round waits for the conversations of
 the last rounds (`LOCKSTEP_WAIT_S`). A request that extends no slot takes the slot used
 longest ago and keeps the tokens it shares with the slot's last conversation (the rules
 every episode of a scenario starts with). In json mode the tokens the schema forces (all
@@ -39,9 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from transformers import PreTrainedModel
 
 from textenvs.agents.llm import json_mode
-from textenvs.inference import attention, models, tool_calls
+from textenvs.inference import models, ragged, tool_calls
 from textenvs.inference.chat import ChatTokens
-from textenvs.inference.generation import Sampling, Sequences
+from textenvs.inference.generation import Sampling
 
 #: how long the engine waits for more requests to join a round (seconds)
 ROUND_WAIT_S = 0.02
@@ -105,12 +106,8 @@ class Engine:
         self.chat = chat
         self.context_window = context_window
         self.slots = [_Slot() for _ in range(slots)]
-        self.sequences = Sequences(
-            model,
-            slots,
-            stop_ids=chat.stop_ids,
-            pad_id=chat.tokenizer.pad_token_id,
-            generator=torch.Generator().manual_seed(seed),
+        self.sequences = ragged.sequences_for(
+            model, slots, stop_ids=chat.stop_ids, pad_id=chat.tokenizer.pad_token_id, seed=seed
         )
         self._queue: queue.Queue[_Request | None] = queue.Queue()
         self._thread = threading.Thread(target=self._serve, name="textenvs-engine", daemon=True)
@@ -212,8 +209,7 @@ class Engine:
                     cached_tokens=cached,
                 )
             )
-        longest = self.sequences.longest()
-        if self.sequences.mask.shape[1] > (1 + COMPACT_SLACK) * longest:
+        if self.sequences.width() > (1 + COMPACT_SLACK) * self.sequences.longest():
             self.sequences.compact()
         return set(taken)
 
@@ -382,7 +378,6 @@ def serve(model_dir: str, *, slots: int = 8, seed: int = 0) -> Iterator[str]:
     model, tokenizer = models.load(model_dir)
     if torch.cuda.is_available():  # a GPU answers the episodes' requests, as it trains
         model.to("cuda")
-    attention.use_grouped_query_sdpa(model)
     engine = Engine(
         model,
         ChatTokens(tokenizer),
