@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--episodes", type=int, default=16, help="seeds 0..N-1 (16)")
     p.add_argument("--seeds", help="the seeds instead (e.g. 1,2,6 or 0-23)")
     p.add_argument("--threads", type=int, default=2, help="torch threads (2)")
+    p.add_argument(
+        "--concurrency", type=int, default=8, help="episodes at once: the server's slots (8)"
+    )
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     trained = (Path(args.model) / RECORD_FILE).is_file()
@@ -46,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(tmp) / "run"
         command = ["eval", "--env", args.env, "--agent", "llm", "--model", args.model]
         seeds = args.seeds or f"0-{args.episodes - 1}"
-        command += ["--seeds", seeds, "--out", str(out), *settings]
+        command += ["--seeds", seeds, "--concurrency", str(args.concurrency), "--out", str(out)]
+        command += settings
         started = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
             code = cli_main(command)
@@ -70,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(
         f"textenvs eval --model {args.model} on {args.env} (model load included, "
-        f"{args.threads} threads)"
+        f"{args.threads} threads, {args.concurrency} at once)"
     )
     headers = [
         "episodes",
