@@ -5,7 +5,6 @@ Every test talks to a real HTTP server on loopback (benchmarks/support/openai_se
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -20,36 +19,9 @@ from benchmarks.support.openai_server import (
     tool_call,
 )
 from tests.agents.conftest import KEY
-from textenvs.agents import make_agent
+from tests.agents.llm_support import LongHunt, agent_for, play
 from textenvs.agents.llm import LLMAgent
-from textenvs.episodes.loop import run_episode
-from textenvs.episodes.record import EpisodeResult
 from textenvs.prompts import Mode, system_prompt
-from textenvs.scenarios.treasure_hunt.env import TreasureHuntEnv
-
-FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.02, "read_timeout_s": 5.0}
-
-
-def agent_for(server: OpenAIServer, **options: Any) -> LLMAgent:
-    agent = make_agent("llm", model="test-model", base_url=server.base_url, **{**FAST, **options})
-    assert isinstance(agent, LLMAgent)
-    return agent
-
-
-def play(agent: LLMAgent, seed: int = 0, env: Any = None) -> EpisodeResult:
-    async def go() -> EpisodeResult:
-        try:
-            return await run_episode(env or textenvs.make("treasure-hunt"), agent, seed)
-        finally:
-            await agent.aclose()
-
-    return asyncio.run(go())
-
-
-class LongHunt(TreasureHuntEnv):
-    """Treasure Hunt with a 40-step budget, for the bounded-history test."""
-
-    max_steps = 40
 
 
 def test_text_mode_prompt_and_request_fields(server: OpenAIServer) -> None:

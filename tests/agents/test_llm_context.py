@@ -10,7 +10,7 @@ import pytest
 
 import textenvs
 from benchmarks.support.openai_server import OpenAIServer, text
-from tests.agents.test_llm_agent import LongHunt, agent_for, play
+from tests.agents.llm_support import LongHunt, agent_for, play
 from textenvs.agents.llm import context
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.preflight import PreflightError, check_learning, first_prompt_fits

@@ -18,7 +18,7 @@ import pytest
 
 import textenvs
 from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
-from tests.agents.test_llm_agent import FAST, LongHunt, agent_for, play
+from tests.agents.llm_support import FAST, LongHunt, agent_for, play
 from textenvs.agents.llm import LLMAgent, LLMConfig, local
 from textenvs.agents.llm.agent import LOCAL_MAX_TOKENS
 from textenvs.agents.llm.history import History, PastTurn, TokenGauge

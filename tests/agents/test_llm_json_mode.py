@@ -13,7 +13,7 @@ import pytest
 
 import textenvs
 from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
-from tests.agents.test_llm_agent import agent_for, play
+from tests.agents.llm_support import agent_for, play
 from textenvs.agents.llm import json_mode
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.preflight import check_learning

@@ -10,8 +10,8 @@ from typing import Any
 
 import textenvs
 from benchmarks.support.openai_server import OpenAIServer, text
-from tests.agents.test_llm_agent import agent_for, play
-from tests.agents.test_observation_view import rebuild
+from tests.agents.llm_support import agent_for, play
+from tests.agents.view_reader import rebuild
 from textenvs.agents.llm import LLMConfig
 from textenvs.agents.llm.observation_view import VIEW_NOTE
 
