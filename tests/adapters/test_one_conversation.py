@@ -14,17 +14,11 @@ import pytest
 pytest.importorskip("inspect_ai")
 pytest.importorskip("verifiers", minversion="0.3.1")
 
-from inspect_ai import eval as inspect_eval
-from inspect_ai.model import get_model
 
-import textenvs
 from benchmarks.support.openai_server import OpenAIServer, RecordedRequest
-from benchmarks.support.verifiers_eval import vf_eval
 from tests.adapters.conftest import textenvs_eval
-from textenvs.adapters.inspect import scenario_task
+from tests.adapters.harnesses import via_inspect, via_verifiers
 from textenvs.agents.llm.observation_view import VIEW_NOTE
-
-MODEL = "openai-api/loopback/test-model"
 
 Request = list[tuple[str, str]]
 
@@ -46,25 +40,6 @@ def episodes(requests: list[RecordedRequest]) -> list[list[Request]]:
             out.append([])
         out[-1].append(request)
     return sorted(out)
-
-
-def via_inspect(server: OpenAIServer, tmp: Path, envs: str, seeds: str,
-                settings: dict[str, Any]) -> None:  # fmt: skip
-    task = scenario_task(envs, seeds, **settings)  # type: ignore[arg-type]
-    # a model of its own: Inspect keeps models by name, and an earlier server is gone
-    model = get_model(MODEL, base_url=server.base_url, api_key="test-key", memoize=False)
-    (log,) = inspect_eval(task, model=model, log_dir=str(tmp), display="none", max_samples=1)
-    assert log.status == "success"
-
-
-def via_verifiers(server: OpenAIServer, tmp: Path, envs: str, seeds: str,
-                  settings: dict[str, Any]) -> None:  # fmt: skip
-    env = textenvs.load_environment(env=envs, seeds=seeds, **settings)
-    # in-process: the requests are the same in verifiers' worker pool, and
-    # test_verifiers.py plays through the pool
-    episodes = vf_eval(env.config, server, tmp, concurrency=1, served=False)
-    assert len(episodes) == len(list(env.taskset))
-    assert all(trace.ok for episode in episodes for trace in episode.traces)
 
 
 # (scenarios, seeds, episodes, harness settings, `textenvs eval` flags)

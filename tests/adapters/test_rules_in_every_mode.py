@@ -40,7 +40,7 @@ pytest.importorskip("verifiers", minversion="0.3.1")
 import textenvs
 from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, Reply, text
 from tests.adapters.conftest import textenvs_eval
-from tests.adapters.test_one_conversation import via_inspect, via_verifiers
+from tests.adapters.harnesses import via_inspect, via_verifiers
 from textenvs.agents.llm.conversation import Conversation, conversation_settings
 from textenvs.episodes.loop import context_for
 from textenvs.prompts import Mode, prompt_name, resolve, rules_text, system_prompt
