@@ -7,6 +7,8 @@ import pytest
 import torch
 
 from benchmarks.support import tiny_model
+from tests.training import replies_alone
+from tests.training.replies_alone import same
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Reply, Sampling, Sequences
 
@@ -22,28 +24,7 @@ def untrained(tiny):
 
 
 def alone(model, chat: ChatTokens, ids: list[int]) -> Reply:
-    """Greedy tokens after `ids`, and their log-probabilities, with no cache at all (the
-    whole sequence read again for every token)."""
-    out = Reply()
-    sequence = list(ids)
-    with torch.inference_mode():
-        for _ in range(GREEDY.max_new_tokens):
-            logits = model(input_ids=torch.tensor([sequence])).logits[0, -1]
-            token = int(logits.argmax())
-            out.ids.append(token)
-            out.logprobs.append(float(torch.log_softmax(logits, dim=-1)[token]))
-            sequence.append(token)
-            if token in chat.stop_ids:
-                break
-    return out
-
-
-def same(reply: Reply, expected: Reply) -> bool:
-    """The same tokens with the same log-probabilities (a position off by one changes
-    them even where it leaves the greedy choice alone)."""
-    return reply.ids == expected.ids and torch.allclose(
-        torch.tensor(reply.logprobs), torch.tensor(expected.logprobs), atol=1e-4
-    )
+    return replies_alone.alone(model, chat.stop_ids, ids, GREEDY.max_new_tokens)
 
 
 def prompts(tokenizer, count: int) -> list[list[int]]:

@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from benchmarks.support import tiny_model
+from tests.training import replies_alone
+from tests.training.replies_alone import same
 from textenvs.inference import ragged
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Reply, Sampling, Sequences
@@ -29,26 +31,8 @@ def made(tokenizer, rows: int, *, window: int | None = None, seed: int = 0) -> S
     )
 
 
-def alone(sequences: Sequences, ids: list[int], limit: int = GREEDY.max_new_tokens) -> Reply:
-    """Greedy tokens after `ids` with no cache at all (the whole sequence read again for
-    every token, through transformers' own masks)."""
-    out, sequence = Reply(), list(ids)
-    with torch.inference_mode():
-        for _ in range(limit):
-            logits = sequences.model(input_ids=torch.tensor([sequence])).logits[0, -1]
-            token = int(logits.argmax())
-            out.ids.append(token)
-            out.logprobs.append(float(torch.log_softmax(logits, dim=-1)[token]))
-            sequence.append(token)
-            if token in sequences.stop_ids:
-                break
-    return out
-
-
-def same(reply: Reply, expected: Reply) -> bool:
-    return reply.ids == expected.ids and torch.allclose(
-        torch.tensor(reply.logprobs), torch.tensor(expected.logprobs), atol=1e-4
-    )
+def alone(sequences: Sequences, ids: list[int]) -> Reply:
+    return replies_alone.alone(sequences.model, sequences.stop_ids, ids, GREEDY.max_new_tokens)
 
 
 def history(sequences: Sequences, row: int, reply: Reply) -> list[int]:

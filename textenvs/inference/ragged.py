@@ -18,6 +18,7 @@ and the replies are those of each row alone (`tests/training/test_ragged.py`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from transformers import AttentionInterface, PreTrainedModel
@@ -184,16 +185,8 @@ class RaggedSequences(Sequences):
     """`Sequences` with each row stored alone and the rows' new tokens packed into one
     sequence a call (the model must attend with `ragged_attention`)."""
 
-    def __init__(
-        self,
-        model: PreTrainedModel,
-        rows: int,
-        *,
-        stop_ids: set[int],
-        pad_id: int,
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__(model, rows, stop_ids=stop_ids, pad_id=pad_id, generator=generator)
+    def __init__(self, model: PreTrainedModel, rows: int, **given: Any) -> None:
+        super().__init__(model, rows, **given)
         self.row_cache = RowCache(model)
         #: each row's tokens in its cache (its `tokens` but the `pending` ones)
         self.lengths = [0] * rows
