@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from benchmarks._common import table
+from textenvs.cli.common import positive
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", help="the seeds instead (e.g. 1,2,6 or 0-23)")
     p.add_argument("--threads", type=int, default=2, help="torch threads (2)")
     p.add_argument(
-        "--concurrency", type=int, default=8, help="episodes at once: the server's slots (8)"
+        "--concurrency", type=positive, default=8, help="episodes at once: the server's slots (8)"
     )
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
