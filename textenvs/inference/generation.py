@@ -109,25 +109,25 @@ class Sequences:
             self.mask = self.mask[places]
         self.rows = list(rows)
 
-    @torch.inference_mode()
     def restart(self, row: int) -> None:
         """Empty `row` for a new sequence: its old tokens stay in the cache, hidden."""
-        self.mask[self.rows.index(row)] = 0
-        self.tokens[row] = []
-        self.pending[row] = []
+        self.rewind(row, len(self.tokens[row]))
 
-    @torch.inference_mode()
     def rewind(self, row: int, count: int) -> None:
         """Take back `row`'s last `count` tokens (a reply to be read in another form):
         they stay in the cache, hidden, and the row goes on from before them."""
-        pending = len(self.pending[row])
-        cached = count - pending
+        cached = count - len(self.pending[row])  # the rest were never fed
         if cached > 0:
-            place = self.rows.index(row)
-            columns = self.mask[place].nonzero().squeeze(-1)[-cached:]
-            self.mask[place, columns] = 0
+            self._forget(row, cached)
         del self.tokens[row][-count:]
         self.pending[row] = []
+
+    @torch.inference_mode()
+    def _forget(self, row: int, count: int) -> None:
+        """Hide the last `count` tokens `row` has in the cache."""
+        place = self.rows.index(row)
+        columns = self.mask[place].nonzero().squeeze(-1)[-count:]
+        self.mask[place, columns] = 0
 
     def holes(self) -> int:
         """Cache columns that no row reads (padding, and restarted rows' old tokens)."""

@@ -17,7 +17,8 @@ and the replies are those of each row alone (`tests/training/test_ragged.py`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -102,6 +103,15 @@ class Layout:
     counts: list[int]
     #: each row's tokens in its cache before this call
     cached: list[int]
+    #: each row's attention mask by sliding window: the same in every layer, made once
+    masks: dict[tuple[int, object], torch.Tensor | None] = field(default_factory=dict)
+
+    def mask(self, place: int, window: object, device: torch.device) -> torch.Tensor | None:
+        """The mask of the row at `place` in this call (`_mask`)."""
+        if (place, window) not in self.masks:
+            count, cached = self.counts[place], self.cached[place]
+            self.masks[place, window] = _mask(count, cached, window, device)
+        return self.masks[place, window]
 
 
 def ragged_attention(
@@ -127,8 +137,8 @@ def ragged_attention(
     layer = module.layer_idx  # type: ignore[attr-defined]
     window = kwargs.get("sliding_window")
     out = torch.empty_like(query)
-    for row, start, count, cached in zip(
-        layout.rows, layout.starts, layout.counts, layout.cached, strict=True
+    for place, (row, start, count, cached) in enumerate(
+        zip(layout.rows, layout.starts, layout.counts, layout.cached, strict=True)
     ):
         new = slice(start, start + count)
         layout.cache.write(layer, row, cached, key[0, :, new], value[0, :, new])
@@ -137,7 +147,7 @@ def ragged_attention(
             query[:, :, new],
             keys.unsqueeze(0),
             values.unsqueeze(0),
-            attn_mask=_mask(count, cached, window, query.device),
+            attn_mask=layout.mask(place, window, query.device),
             scale=scaling,
             enable_gqa=keys.shape[0] != query.shape[1],
         )
@@ -196,14 +206,8 @@ class RaggedSequences(Sequences):
             self.row_cache.drop(row)
         self.rows = list(rows)
 
-    def restart(self, row: int) -> None:
-        self.tokens[row], self.pending[row], self.lengths[row] = [], [], 0
-        self.row_cache.shrink(row, 0)
-
-    def rewind(self, row: int, count: int) -> None:
-        self.lengths[row] -= max(0, count - len(self.pending[row]))
-        del self.tokens[row][-count:]
-        self.pending[row] = []
+    def _forget(self, row: int, count: int) -> None:
+        self.lengths[row] -= count
         self.row_cache.shrink(row, self.lengths[row])
 
     def holes(self) -> int:
@@ -223,7 +227,7 @@ class RaggedSequences(Sequences):
         fed row's last token, by place (zeros for the rows that sat out)."""
         fed = [row for row in self.rows if feeds.get(row)]
         counts = [len(feeds[row]) for row in fed]
-        starts = [sum(counts[:i]) for i in range(len(fed))]
+        starts = [0, *itertools.accumulate(counts)][:-1]
         cached = [self.lengths[row] for row in fed]
         ids = [token for row in fed for token in feeds[row]]
         # a row's positions go on from its own cached tokens
