@@ -11,12 +11,10 @@ HTTP protocol class (httptools or h11) so that:
   over the cap evicts a connection holding only a refused request (one waiting out its
   pause before a 401 or 429, see `park`), else the one that has waited longest for its
   request (a silent or dripping one), and when every connection is busy with accepted
-  work it is itself closed. One that would evict a refused request first waits
-  `NEWCOMER_HOLD_S` unread, so refused connections that reconnect at once come back
-  once a second, not as fast as the server can read them. So neither a flood of silent
-  connections nor one of refused requests can lock out `/v1/health` or anyone else
-  (the app keeps a quarter of the cap free of WebSockets, see `sockets.py`, and each
-  client's requests in flight to its share, see `guards.py`);
+  work it is itself closed. So neither a flood of silent connections nor one of refused
+  requests can lock out `/v1/health` or anyone else (the app keeps a quarter of the cap
+  free of WebSockets, see `sockets.py`, and each client's requests in flight to its
+  share, see `guards.py`);
 - a request line and headers over `max_header_bytes` get `431` and the connection closes
   (httptools would otherwise buffer a header of any size); only the head counts, not
   body bytes that arrive in the same read;
@@ -49,11 +47,6 @@ from textenvs.service.ws_reading import OneMessageAtATime
 
 #: requests a connection may have read and waiting behind the one being answered
 MAX_PIPELINED = 8
-#: how long a newcomer over a cap that holds parked refusals waits, unread, before it
-#: takes the place of one: a client whose parked connections are closed and reopen at
-#: once would otherwise have the server read a refused request per reconnection, as fast
-#: as it can reconnect (a quarter of the cap may wait so; the rest close one at once)
-NEWCOMER_HOLD_S = 1.0
 #: ASGI scope extension this protocol offers the app: `park(seconds, answer)` answers a
 #: refused request later: once the app has returned, the connection waits out `seconds`
 #: marked as holding only refused work, then `await answer()` sends the answer
@@ -107,15 +100,12 @@ def guarded_protocol(
     # flood of connections came in.)
     parked: dict[asyncio.Protocol, None] = {}
     waiting: dict[asyncio.Protocol, None] = {}
-    held: dict[asyncio.Protocol, asyncio.TimerHandle] = {}  # newcomers not yet read
-    most_held = max(1, max_connections // 4)
 
     class GuardedProtocol(*bases):  # type: ignore[misc]
         _unparked: asyncio.Future[None] | None = None  # set when a parked wait is over
         _read_timer: asyncio.TimerHandle | None = None
         _header_bytes = 0  # of the request being read, before its headers are complete
         _head_tail = b""  # the last bytes of that head so far (its end may span two reads)
-        _early = b""  # what a held newcomer sent (one read at most)
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -126,35 +116,11 @@ def guarded_protocol(
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._wait_for_request()
-            if len(self.connections) <= max_connections:
-                return
-            if parked and len(held) < most_held:
-                self.flow.pause_reading()
-                held[self] = self.loop.call_later(NEWCOMER_HOLD_S, self._take_a_place)
-                return
-            self._make_room()
-
-        def _take_a_place(self) -> None:
-            held.pop(self, None)
             if len(self.connections) > max_connections:
-                self._make_room()
-            if not self.transport.is_closing():
-                self.flow.resume_reading()
-                early, self._early = self._early, b""
-                if early:
-                    self.data_received(early)
-
-        def _make_room(self) -> None:
-            victim = next(iter(parked), None) or next(iter(waiting), self)
-            victim.transport.close()  # type: ignore[attr-defined]
-            # no longer a victim for the next newcomer: it is only lost on the next turn
-            victim._forget()  # type: ignore[attr-defined]
+                victim = next(iter(parked), None) or next(iter(waiting), self)
+                victim.transport.close()  # type: ignore[attr-defined]
 
         def data_received(self, data: bytes) -> None:
-            if self in held:  # uvloop reads once connection_made returns, paused or not
-                self._early += data
-                self.flow.pause_reading()
-                return
             cycle = self.cycle
             if cycle is None or cycle.response_complete:  # still reading a request head
                 self._header_bytes += self._head_part(data)
@@ -213,8 +179,6 @@ def guarded_protocol(
         def _forget(self) -> None:
             self._stop_waiting()
             parked.pop(self, None)
-            if (timer := held.pop(self, None)) is not None:
-                timer.cancel()
             self._unpark()
 
         def _wait_for_request(self) -> None:
