@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
@@ -46,9 +47,22 @@ def agent_problem(name: str, env_name: str) -> str | None:
         from textenvs.agents.scripted.learners import LEARNERS as plays
     else:
         return None
-    if env_name in plays:
-        return None
-    return f"--agent {name} plays {', '.join(plays)}, not {env_name}; give --env one of them"
+    problem = not_played(name, plays, env_name)
+    return problem and f"{problem}; give --env one of them"
 
 
-__all__ = ["AGENTS", "Agent", "Decision", "EpisodeContext", "agent_problem", "make_agent"]
+def not_played(name: str, plays: Iterable[str], env_name: str) -> str | None:
+    """The line saying that agent `name` plays only `plays` (None when it plays `env_name`)."""
+    plays = list(plays)
+    return None if env_name in plays else f"--agent {name} plays {', '.join(plays)}, not {env_name}"
+
+
+__all__ = [
+    "AGENTS",
+    "Agent",
+    "Decision",
+    "EpisodeContext",
+    "agent_problem",
+    "make_agent",
+    "not_played",
+]

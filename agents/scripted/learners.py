@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from textenvs.agents import not_played
 from textenvs.agents.scripted.em_anomaly import EMAnomalyPolicy
 from textenvs.agents.scripted.magnetic_field import messages, next_command, window_keys
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd
@@ -159,9 +160,8 @@ class LearnerAgent(Agent):
         self._learner: Learner | None = None
 
     def reset(self, context: EpisodeContext) -> None:
-        if context.env_name not in LEARNERS:
-            names = ", ".join(LEARNERS)
-            raise ValueError(f"the learner agent plays {names}, not {context.env_name}")
+        if problem := not_played(self.name, LEARNERS, context.env_name):
+            raise ValueError(problem)
         super().reset(context)
         if self._learner is None or context.trial == 1:  # a new group starts ignorant
             self._learner = LEARNERS[context.env_name]()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from textenvs.agents import not_played
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 CLOCKWISE = ("north", "east", "south", "west")
@@ -90,9 +91,8 @@ class ReactiveAgent(Agent):
     name = "reactive"
 
     def reset(self, context: EpisodeContext) -> None:
-        if context.env_name not in POLICIES:
-            names = ", ".join(POLICIES)
-            raise ValueError(f"the reactive agent plays {names}, not {context.env_name}")
+        if problem := not_played(self.name, POLICIES, context.env_name):
+            raise ValueError(problem)
         super().reset(context)
         self._policy = POLICIES[context.env_name]
 
