@@ -12,9 +12,9 @@ import concurrent.futures
 import pytest
 
 from benchmarks.support import tiny_model
-from textenvs.inference import budget, ragged
+from textenvs.inference import budget
 from textenvs.inference.chat import ChatTokens
-from textenvs.inference.engine import COMPACT_SLACK, Engine
+from textenvs.inference.engine import Engine
 from textenvs.inference.generation import Sampling
 
 GREEDY = Sampling(max_new_tokens=6, temperature=0)
@@ -83,24 +83,6 @@ def test_conversations_past_the_budget_wait_and_reply_as_with_room_for_all(model
     assert all(total <= 200 or total == longest for total, longest in tight.budget.kept)
     assert max(total for total, _ in tight.budget.kept) > 100  # the budget was used
     assert tight.budget.emptied  # rows were emptied to keep it
-
-
-def test_the_padded_batch_keeps_the_budget_too(tiny, chat, monkeypatch):
-    """Model families `ragged.py` does not know are served in one padded batch, compacted
-    as rows are emptied; the budget and the replies are the same."""
-    monkeypatch.setattr(ragged, "SUPPORTED", frozenset())
-    model = tiny_model.untrained(tiny[1], seed=3)  # its own: the padded batch's attention
-    ample = Engine(model, chat, slots=6)
-    tight = Engine(model, chat, slots=6)
-    tight.budget = Recording(tokens=200)
-    try:
-        assert not isinstance(tight.sequences, ragged.RaggedSequences)
-        assert played(tight, range(4)) == played(ample, range(4))
-    finally:
-        ample.close()
-        tight.close()
-    assert tight.budget.emptied
-    assert tight.sequences.width() <= (1 + COMPACT_SLACK) * max(1, tight.sequences.longest())
 
 
 def test_a_conversation_alone_is_served_whatever_its_length(model, chat):

@@ -16,8 +16,7 @@ all its rows within a budget (`CacheBudget`), as paged inference servers do:
   row was emptied reads its whole prompt again when it comes back, and waits for room
   as a new one does.
 
-A reply does not depend on the budget, only when it is computed: a row read again is read
-as a fresh server reads the request (`tests/training/test_cache_budget.py`).
+The replies are the same whatever the budget: only when each is computed changes.
 """
 
 from __future__ import annotations
@@ -32,24 +31,18 @@ from transformers import PreTrainedModel
 
 #: the cache's default size on a CPU (MB): with SmolLM2-135M's float32 weights this
 #: keeps an evaluation within 1.5 GB resident; on a GPU, half its free memory
-DEFAULT_CPU_MB = 256
+DEFAULT_CPU_MB = 384
 #: a row unused this long no longer counts as a conversation in flight (seconds): the
 #: clients of an evaluation are back within a round, or have ended their episodes
 IDLE_S = 1.0
 
 
-def key_value_shape(model: PreTrainedModel) -> tuple[int, int, int]:
-    """(layers, key/value heads, head dim) of `model`'s cache."""
+def bytes_per_token(model: PreTrainedModel) -> int:
+    """The keys and values one token keeps in every layer."""
     config = model.config
     heads = config.num_key_value_heads or config.num_attention_heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    return config.num_hidden_layers, heads, head_dim
-
-
-def bytes_per_token(model: PreTrainedModel) -> int:
-    """The keys and values one token keeps in every layer."""
-    layers, heads, head_dim = key_value_shape(model)
-    return layers * 2 * heads * head_dim * model.dtype.itemsize
+    return config.num_hidden_layers * 2 * heads * head_dim * model.dtype.itemsize
 
 
 def default_mb(device: torch.device) -> int:

@@ -25,17 +25,14 @@ import torch
 from transformers import AttentionInterface, PreTrainedModel
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from textenvs.inference import budget
 from textenvs.inference.attention import grouped_query_sdpa, use_grouped_query_sdpa
 from textenvs.inference.generation import Sequences
 
 NAME = "textenvs_ragged"
 #: the forward keyword that carries a call's `Layout` down to the attention
 LAYOUT = "textenvs_layout"
-#: the least room a row's buffers gain when they grow (tokens): a short row grows every
-#: turn or two (a copy of a few megabytes); 256 tokens of room in each of 8 rows were
-#: 90 MB of an evaluation's memory
-MIN_ROOM = 64
+#: the least room a row's buffers gain when they grow (tokens)
+MIN_ROOM = 256
 
 
 class RowCache:
@@ -47,8 +44,12 @@ class RowCache:
     a buffer a layer, the evaluation's resident memory grew by half the cache again)."""
 
     def __init__(self, model: PreTrainedModel) -> None:
-        layers, heads, head_dim = budget.key_value_shape(model)
-        self.shape = (layers, 2, heads, head_dim)
+        config = model.config
+        heads = config.num_key_value_heads or config.num_attention_heads
+        head_dim = (
+            getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        )
+        self.shape = (config.num_hidden_layers, 2, heads, head_dim)
         self.dtype, self.device = model.dtype, model.device
         self.buffers: dict[int, torch.Tensor] = {}
 
