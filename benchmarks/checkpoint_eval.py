@@ -42,11 +42,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--concurrency", type=positive, default=8, help="episodes at once: the server's slots (8)"
     )
-    p.add_argument(
-        "--cache-mb",
-        type=positive,
-        help="the server's key/value cache, all conversations together (eval's default)",
-    )
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     trained = (Path(args.model) / RECORD_FILE).is_file()
@@ -57,8 +52,6 @@ def main(argv: list[str] | None = None) -> int:
         seeds = args.seeds or f"0-{args.episodes - 1}"
         command += ["--seeds", seeds, "--concurrency", str(args.concurrency), "--out", str(out)]
         command += settings
-        if args.cache_mb:
-            command += ["--cache-mb", str(args.cache_mb)]
         started = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
             code = cli_main(command)
@@ -82,8 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(
         f"textenvs eval --model {args.model} on {args.env} (model load included, "
-        f"{args.threads} threads, {args.concurrency} at once, "
-        f"cache {args.cache_mb or 'default'} MB)"
+        f"{args.threads} threads, {args.concurrency} at once)"
     )
     headers = [
         "episodes",

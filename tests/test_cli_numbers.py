@@ -30,7 +30,6 @@ RUN = ["eval", "--env", "treasure-hunt", "--seeds", "0", "--agent"]
         (["serve", "--keep-alive-timeout", "0"], "--keep-alive-timeout"),
         ([*RUN, "llm", "--model", "m", "--temperature", "nan"], "--temperature: must be finite"),
         ([*RUN, "llm", "--model", "m", "--temperature", "3"], "--temperature: must be at least 0"),
-        ([*RUN, "llm", "--model", "m", "--cache-mb", "0"], "--cache-mb: must be at least 1"),
         ([*RUN, "llm", "--model", "m", "--base-url", "http://[::1"], "bad base URL"),
         ([*RUN, "llm", "--model", "m", "--base-url", "http://h:99999/v1"], "bad base URL"),
         ([*RUN, "llm", "--model", "m", "--base-url", "ftp://h/v1"], "bad base URL"),

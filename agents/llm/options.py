@@ -111,10 +111,6 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--local-threads", type=int, metavar="N",
                    help="--model local: CPU threads in all, shared by its servers (every "
                    "core)")  # fmt: skip
-    g.add_argument("--cache-mb", type=bounded(int, 1), metavar="MB",
-                   help="--model DIR: most memory the served model keeps its conversations' "
-                   "keys and values in, all together (384 on a CPU, half a GPU's free "
-                   "memory); past it, new episodes wait their turn")  # fmt: skip
     g.add_argument("--agent-config", metavar="FILE",
                    help="TOML file of LLM settings (flags override it)")  # fmt: skip
 

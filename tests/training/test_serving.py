@@ -132,13 +132,12 @@ def test_a_waiting_long_conversation_costs_a_short_one_nothing(tiny):
     tokens only (`ragged.py`: no padding for the rows that sit a round out), and the
     answers are those of a fresh server."""
     from textenvs.inference.chat import ChatTokens
-    from textenvs.inference.engine import Engine
     from textenvs.inference.generation import Sampling
 
     model, tokenizer = tiny
     greedy = Sampling(max_new_tokens=8, temperature=0)
-    engine = Engine(model, ChatTokens(tokenizer), slots=2)
-    fresh = Engine(model, ChatTokens(tokenizer), slots=1)
+    engine = serving.Engine(model, ChatTokens(tokenizer), slots=2)
+    fresh = serving.Engine(model, ChatTokens(tokenizer), slots=1)
     try:
         engine.complete([SYSTEM, {"role": "user", "content": "Position: x=0, y=0 " * 40}], greedy)
         short = [SYSTEM, {"role": "user", "content": "Position: x=1"}]

@@ -114,9 +114,7 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
             setattr(args, name, value)
     print(f"note: serving {args.model} on loopback ({slots} conversation slots)", file=sys.stderr)
     try:
-        with serving.serve(
-            args.model, slots=slots, cache_mb=getattr(args, "cache_mb", None)
-        ) as url:
+        with serving.serve(args.model, slots=slots) as url:
             args.base_url = [url]
             args.served_on_loopback = url
             try:
