@@ -45,5 +45,5 @@ def test_it_marks_climbs_and_turns_at_walls_and_says_why():
 
 
 def test_it_plays_only_the_scenarios_it_has_a_policy_for():
-    with pytest.raises(ValueError, match="the reactive agent plays em-anomaly"):
+    with pytest.raises(ValueError, match="--agent reactive plays em-anomaly, not treasure-hunt"):
         asyncio.run(run_episode(textenvs.make("treasure-hunt"), make_agent("reactive"), 0))

@@ -155,3 +155,39 @@ def test_a_waiting_long_conversation_costs_a_short_one_nothing(tiny):
     for row in range(2):
         assert sequences.lengths[row] + len(sequences.pending[row]) == len(sequences.tokens[row])
     assert sequences.width() == sequences.longest()
+
+
+def test_other_model_families_share_one_padded_batch_compacted_as_rows_restart(
+    tiny_dir, monkeypatch
+):
+    """A model family `ragged.py` does not know is served in one padded batch: a new
+    conversation in a long one's row hides the long one's columns, the batch is compacted
+    once it is wider than its longest row by `COMPACT_SLACK`, and the answers are those of
+    a fresh server."""
+    from textenvs.inference import models, ragged
+    from textenvs.inference.chat import ChatTokens
+    from textenvs.inference.generation import Sampling
+
+    monkeypatch.setattr(ragged, "SUPPORTED", frozenset())
+    model, tokenizer = models.load(str(tiny_dir))  # its own: the padded batch's attention
+    greedy = Sampling(max_new_tokens=8, temperature=0)
+    engine = serving.Engine(model, ChatTokens(tokenizer), slots=1)
+    fresh = serving.Engine(model, ChatTokens(tokenizer), slots=1)
+    try:
+        assert not isinstance(engine.sequences, ragged.RaggedSequences)
+        engine.complete([SYSTEM, {"role": "user", "content": "Position: x=0, y=0 " * 40}], greedy)
+        long_width = engine.sequences.width()
+        short = [SYSTEM, {"role": "user", "content": "Position: x=1"}]
+        for turn in range(3):
+            done = engine.complete(short, greedy)
+            short += [
+                {"role": "assistant", "content": done.text},
+                {"role": "user", "content": f"Position: x={turn}, y={turn}"},
+            ]
+        assert done.text == fresh.complete(short[:-2], greedy).text
+    finally:
+        engine.close()
+        fresh.close()
+    sequences = engine.sequences
+    assert sequences.width() < long_width  # compacted: the long conversation's columns went
+    assert sequences.width() <= (1 + serving.COMPACT_SLACK) * sequences.longest()
