@@ -127,6 +127,23 @@ def test_a_response_format_holds_the_reply_to_the_schema(endpoint, form):
         assert json.loads(reply)["action"] in {"north", "south", "east", "west", "reveal", "wait"}
 
 
+LONG = [SYSTEM, {"role": "user", "content": "Position: x=0, y=0 " * 40}]
+
+
+def short_conversation(engine, greedy, turns: int) -> tuple[str, list[dict]]:
+    """A short conversation of `turns` turns on `engine`: its last reply, and the
+    messages it was the reply to."""
+    short = [SYSTEM, {"role": "user", "content": "Position: x=1"}]
+    for turn in range(turns):
+        reply = engine.complete(short, greedy).text
+        asked = list(short)
+        short += [
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": f"Position: x={turn}, y={turn}"},
+        ]
+    return reply, asked
+
+
 def test_a_waiting_long_conversation_costs_a_short_one_nothing(tiny):
     """A long conversation waits while a short one goes on alone: each row holds its own
     tokens only (`ragged.py`: no padding for the rows that sit a round out), and the
@@ -139,15 +156,9 @@ def test_a_waiting_long_conversation_costs_a_short_one_nothing(tiny):
     engine = serving.Engine(model, ChatTokens(tokenizer), slots=2)
     fresh = serving.Engine(model, ChatTokens(tokenizer), slots=1)
     try:
-        engine.complete([SYSTEM, {"role": "user", "content": "Position: x=0, y=0 " * 40}], greedy)
-        short = [SYSTEM, {"role": "user", "content": "Position: x=1"}]
-        for turn in range(12):
-            done = engine.complete(short, greedy)
-            short += [
-                {"role": "assistant", "content": done.text},
-                {"role": "user", "content": f"Position: x={turn}, y={turn}"},
-            ]
-        assert done.text == fresh.complete(short[:-2], greedy).text
+        engine.complete(LONG, greedy)
+        reply, asked = short_conversation(engine, greedy, turns=12)
+        assert reply == fresh.complete(asked, greedy).text
     finally:
         engine.close()
         fresh.close()
@@ -175,16 +186,10 @@ def test_other_model_families_share_one_padded_batch_compacted_as_rows_restart(
     fresh = serving.Engine(model, ChatTokens(tokenizer), slots=1)
     try:
         assert not isinstance(engine.sequences, ragged.RaggedSequences)
-        engine.complete([SYSTEM, {"role": "user", "content": "Position: x=0, y=0 " * 40}], greedy)
+        engine.complete(LONG, greedy)
         long_width = engine.sequences.width()
-        short = [SYSTEM, {"role": "user", "content": "Position: x=1"}]
-        for turn in range(3):
-            done = engine.complete(short, greedy)
-            short += [
-                {"role": "assistant", "content": done.text},
-                {"role": "user", "content": f"Position: x={turn}, y={turn}"},
-            ]
-        assert done.text == fresh.complete(short[:-2], greedy).text
+        reply, asked = short_conversation(engine, greedy, turns=3)
+        assert reply == fresh.complete(asked, greedy).text
     finally:
         engine.close()
         fresh.close()
