@@ -124,3 +124,13 @@ def test_a_row_started_over_gives_its_room_back(tokenizer):
     assert sequences.row_cache.nbytes() < held / 2
     reply = sequences.extend_and_sample({0: [5, 6]}, GREEDY)[0]
     assert same(reply, alone(sequences, [5, 6]))
+
+
+def test_a_row_that_outgrows_its_buffers_keeps_what_it_read(tokenizer):
+    """Buffers grow a layer at a time: each layer's tokens are copied to the larger one."""
+    sequences = made(tokenizer, 2)
+    sequences.extend_and_sample({0: tokenizer.encode(TEXTS[0]), 1: [5]}, GREEDY)
+    room = sequences.row_cache.buffers[0][0].shape[2]
+    reply = sequences.extend_and_sample({0: tokenizer.encode(TEXTS[1] * 40)}, GREEDY)[0]
+    assert sequences.row_cache.buffers[0][0].shape[2] > room
+    assert same(reply, alone(sequences, history(sequences, 0, reply)))

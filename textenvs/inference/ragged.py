@@ -18,6 +18,8 @@ and the replies are those of each row alone (`tests/training/test_ragged.py`).
 from __future__ import annotations
 
 import itertools
+import math
+import mmap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,12 +38,14 @@ MIN_ROOM = 256
 
 
 class RowCache:
-    """Each row's keys and values for every layer in one buffer of its own, (layers, 2,
-    key/value heads, capacity, head dim), the first `length` columns written (the
-    length is the caller's to keep). One buffer a row, not one a layer: a row's buffer
-    is tens of megabytes, which the C allocator maps and unmaps whole, so a row that
-    shrinks gives its memory back to the system instead of leaving it in the heap (with
-    a buffer a layer, the evaluation's resident memory grew by half the cache again)."""
+    """Each row's keys and values, a buffer a layer, (2, key/value heads, capacity, head
+    dim), the first `length` columns written (the length is the caller's to keep).
+
+    A row's buffers grow layer by layer, so growing holds one layer twice, not the whole
+    row (a row of 5,000 tokens is over 200 MB in float32: grown whole, the old and the new
+    copy were the evaluation's peak). On a CPU each buffer is an anonymous mapping of its
+    own, unmapped when it is dropped: buffers of a few megabytes from the C allocator stay
+    in its heap once freed, and the evaluation's resident memory grew by half the cache."""
 
     def __init__(self, model: PreTrainedModel) -> None:
         config = model.config
@@ -49,47 +53,63 @@ class RowCache:
         head_dim = (
             getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         )
-        self.shape = (config.num_hidden_layers, 2, heads, head_dim)
+        self.layers = config.num_hidden_layers
+        self.shape = (2, heads, head_dim)
         self.dtype, self.device = model.dtype, model.device
-        self.buffers: dict[int, torch.Tensor] = {}
+        self.buffers: dict[int, list[torch.Tensor]] = {}
 
     def reserve(self, row: int, length: int, end: int) -> None:
-        """Make room for `end` columns in the row's buffer, its first `length` kept."""
+        """Make room for `end` columns in the row's buffers, their first `length` kept."""
         held = self.buffers.get(row)
-        if held is not None and held.shape[3] >= end:
+        if held is not None and held[0].shape[2] >= end:
             return
-        layers, pair, heads, dim = self.shape
-        room = end + max(MIN_ROOM, end // 8)
-        grown = torch.empty((layers, pair, heads, room, dim), dtype=self.dtype, device=self.device)
-        if held is not None and length:
-            grown[:, :, :, :length] = held[:, :, :, :length]
-        self.buffers[row] = grown
+        self._move(row, length, end + max(MIN_ROOM, end // 8))
 
     def write(
         self, layer: int, row: int, at: int, keys: torch.Tensor, values: torch.Tensor
     ) -> None:
         """Write `keys`/`values` (heads, count, dim) at column `at` (room reserved)."""
         end = at + keys.shape[1]
-        self.buffers[row][layer, 0, :, at:end] = keys
-        self.buffers[row][layer, 1, :, at:end] = values
+        self.buffers[row][layer][0, :, at:end] = keys
+        self.buffers[row][layer][1, :, at:end] = values
 
     def read(self, layer: int, row: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The row's first `end` keys and values in `layer` (views, no copy)."""
-        held = self.buffers[row][layer, :, :, :end]
+        held = self.buffers[row][layer][:, :, :end]
         return held[0], held[1]
 
     def shrink(self, row: int, length: int) -> None:
         """Give back the room of a row cut to `length` tokens, when it is most of it (a
         long episode's row taken by a new one keeps only the shared rules)."""
         held = self.buffers.get(row)
-        if held is not None and held.shape[3] > 2 * (length + MIN_ROOM):
-            self.buffers[row] = held[:, :, :, : length + MIN_ROOM].clone()
+        if held is not None and held[0].shape[2] > 2 * (length + MIN_ROOM):
+            self._move(row, length, length + MIN_ROOM)
 
     def drop(self, row: int) -> None:
         self.buffers.pop(row, None)
 
     def nbytes(self) -> int:
-        return sum(buffer.nbytes for buffer in self.buffers.values())
+        return sum(buffer.nbytes for held in self.buffers.values() for buffer in held)
+
+    def _move(self, row: int, length: int, room: int) -> None:
+        """Give the row buffers of `room` columns, its first `length` copied, a layer at a
+        time (each old buffer is freed as soon as it is copied)."""
+        held = self.buffers.setdefault(row, [])
+        for layer in range(self.layers):
+            moved = self._buffer(room)
+            if layer < len(held):
+                moved[:, :, :length] = held[layer][:, :, :length]
+                held[layer] = moved
+            else:
+                held.append(moved)
+
+    def _buffer(self, room: int) -> torch.Tensor:
+        shape = (self.shape[0], self.shape[1], room, self.shape[2])
+        if self.device.type != "cpu":
+            return torch.empty(shape, dtype=self.dtype, device=self.device)
+        size = math.prod(shape) * self.dtype.itemsize
+        # the tensor holds the mapping: it is unmapped when the last view is gone
+        return torch.frombuffer(mmap.mmap(-1, size), dtype=self.dtype).view(shape)
 
 
 @dataclass
