@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", help="the seeds instead (e.g. 1,2,6 or 0-23)")
     p.add_argument("--threads", type=int, default=2, help="torch threads (2)")
     p.add_argument(
-        "--concurrency", type=positive, default=8, help="episodes at once: the server's slots (8)"
+        "--concurrency",
+        type=positive,
+        help="episodes at once: the server's conversations (the command's default: 1 on a CPU)",
     )
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -50,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(tmp) / "run"
         command = ["eval", "--env", args.env, "--agent", "llm", "--model", args.model]
         seeds = args.seeds or f"0-{args.episodes - 1}"
-        command += ["--seeds", seeds, "--concurrency", str(args.concurrency), "--out", str(out)]
+        command += ["--seeds", seeds, "--out", str(out)]
+        command += ["--concurrency", str(args.concurrency)] if args.concurrency else []
         command += settings
         started = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
@@ -75,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(
         f"textenvs eval --model {args.model} on {args.env} (model load included, "
-        f"{args.threads} threads, {args.concurrency} at once)"
+        f"{args.threads} threads, {args.concurrency or 'the default'} at once)"
     )
     headers = [
         "episodes",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from safetensors.torch import load_file
 
 from textenvs.cli import main
@@ -75,7 +76,10 @@ def test_the_checkpoint_plays_through_eval_on_held_out_seeds(trained, tmp_path, 
     config = json.loads((run / "config.json").read_text())
     # the checkpoint's own settings: the reply limit it was trained with
     assert config["agent"]["max_tokens"] == 10
-    assert "serving" in capsys.readouterr().err
+    # on a CPU the server holds one conversation at a time (each holds its cache)
+    at_once = "8 conversations" if torch.cuda.is_available() else "1 conversation"
+    assert f"on loopback ({at_once} at a time)" in capsys.readouterr().err
+    assert config["concurrency"] == int(at_once[0])
     # a resumed run serves the checkpoint on another port: it continues all the same
     lines = (run / "episodes.jsonl").read_text().splitlines(keepends=True)
     (run / "episodes.jsonl").write_text(lines[0])  # as if killed after one episode

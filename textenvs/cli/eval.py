@@ -111,7 +111,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="C",
         help="episodes (with --trials, trial groups) in flight (8; with --model local, 1: "
-        "one embedded-model server per episode in flight, sharing --local-threads)",
+        "one embedded-model server per episode in flight, sharing --local-threads; with "
+        "--model DIR served on a CPU, 1: each conversation in flight holds its cache)",
     )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run in DIR")

@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from textenvs.agents.llm.config import LLMConfig
+from textenvs.cli import checkpoint
 from textenvs.cli.common import scrubber_for
 from textenvs.cli.eval_output import say
 from textenvs.evals import runner, store
@@ -20,7 +21,8 @@ from textenvs.service.models import SESSION_ID_PATTERN
 
 
 def plan_local_servers(args: argparse.Namespace) -> bool:
-    """Settle --concurrency (8; 1 for the embedded model) and, for the embedded model,
+    """Settle --concurrency (8; 1 for the embedded model and a model directory served on a
+    CPU) and, for the embedded model,
     plan one server per episode in flight. True when the agent is the embedded model."""
     local_model = False
     if args.agent == "llm" and args.backend == "local":
@@ -28,7 +30,7 @@ def plan_local_servers(args: argparse.Namespace) -> bool:
 
         local_model = llm_config_from_args(args).is_local
     if args.concurrency is None:
-        args.concurrency = 1 if local_model else 8
+        args.concurrency = 1 if local_model else checkpoint.default_concurrency(args) or 8
     if local_model:
         from textenvs.agents.llm import local
 
