@@ -48,10 +48,10 @@ def url() -> Iterator[str]:
 def test_refused_requests_filling_the_cap_lock_no_one_out(url: str) -> None:
     """Alice holds her one session and sends creates from twice the cap's connections:
     each is refused (429) after a second's pause; Bob's fresh requests are served. (Her
-    refused requests, waiting out their pause, do not count as in flight: most are
-    refused for her session limit. Each refusal closes its connection, since its body
-    is unread, so hers reconnect and evict one another; the ones arriving at once past
-    her share of the cap are refused for that.)"""
+    first ones are refused for her session limit; those refusals count in her requests
+    in flight until answered, so past her share of the cap she is refused at the door,
+    before the app. Each refusal closes its connection, since its body is unread, so hers
+    reconnect and evict one another.)"""
     alice = TOKENS["alice"]
     body = json.dumps({"env": ENV}).encode()
     headers = {"Authorization": f"Bearer {alice}"}
@@ -59,9 +59,40 @@ def test_refused_requests_filling_the_cap_lock_no_one_out(url: str) -> None:
     with Flood(url, request("POST", "/v1/sessions", body, alice), 2 * CAP) as flood:
         served = fresh_requests(url, 20)
     assert flood.answers and set(flood.answers) == {429}
-    assert b"too_many_sessions" in flood.codes
+    assert b"too_many_requests" in flood.codes
     assert flood.codes <= {b"too_many_sessions", b"too_many_requests"}
     assert served >= SERVED_TARGET, f"{served:.0%} of fresh requests served"
+
+
+def test_refused_requests_count_in_the_clients_share_until_answered() -> None:
+    """Alice's creates refused for her session limit fill her share while they wait out
+    their pause: one more is refused at the door (too_many_requests), and once they are
+    answered her share is hers again (the next is refused by the app once more)."""
+    app = create_app(
+        tokens=TOKENS, max_connections=CAP, limits=ClientLimits(max_sessions=1), refusal_pause=1
+    )
+    share = CAP * 3 // 4 // len(TOKENS)
+    create = request("POST", "/v1/sessions", json.dumps({"env": ENV}).encode(), TOKENS["alice"])
+    with serve_in_thread(app, **uvicorn_settings(max_connections=CAP)) as base:
+        port = int(base.rsplit(":", 1)[1])
+        headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
+        held = httpx.post(f"{base}/v1/sessions", json={"env": ENV}, headers=headers)
+        assert held.status_code == 201
+        refused = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(share)]
+        try:
+            for sock in refused:
+                sock.sendall(create)
+            time.sleep(0.3)  # all parked
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as extra:
+                extra.sendall(create)
+                assert b"too_many_requests" in read_response(extra)
+            assert all(b"too_many_sessions" in read_response(sock) for sock in refused)
+        finally:
+            for sock in refused:
+                sock.close()
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as again:
+            again.sendall(create)
+            assert b"too_many_sessions" in read_response(again)
 
 
 def test_a_clients_requests_in_flight_take_only_its_share(url: str) -> None:

@@ -49,10 +49,11 @@ from textenvs.service.ws_reading import OneMessageAtATime
 MAX_PIPELINED = 8
 #: ASGI scope extension this protocol offers the app: `park(seconds, answer)` answers a
 #: refused request later: once the app has returned, the connection waits out `seconds`
-#: marked as holding only refused work, then `await answer()` sends the answer
+#: marked as holding only refused work, then `await answer(still_open)`
 PARK = "textenvs.park"
-#: what answers a parked request: sends the messages the app held back
-Answer = Callable[[], Awaitable[None]]
+#: what answers a parked request: sends the messages the app held back when the
+#: connection is still open; called once either way (an evicted connection's too)
+Answer = Callable[[bool], Awaitable[None]]
 
 
 def base_protocol(http: str) -> type[asyncio.Protocol]:
@@ -264,14 +265,19 @@ def offering_park(app: ASGIApp, park: weakref.WeakMethod) -> ASGIApp:
         parked: list[tuple[float, Answer]] = []
         extensions = scope.setdefault("extensions", {})
         extensions[PARK] = lambda seconds, answer: parked.append((seconds, answer))
+        returned = False
         try:
             await app(scope, receive, send)
+            returned = True
         finally:
             del extensions[PARK]  # the scope would refer to its own answer: a cycle
-        for seconds, answer in parked:
-            connection = park()  # None once the connection is gone
-            if connection is not None and await connection(seconds):
-                await answer()
+            for seconds, answer in parked:  # each answered once, whatever happens
+                connection = park() if returned else None  # None once it is gone
+                still_open = False
+                try:
+                    still_open = connection is not None and await connection(seconds)
+                finally:
+                    await answer(still_open)
 
     return with_park
 
