@@ -21,9 +21,9 @@ from textenvs.service.models import SESSION_ID_PATTERN
 
 
 def plan_local_servers(args: argparse.Namespace) -> bool:
-    """Settle --concurrency (8; 1 for the embedded model and a model directory served on a
-    CPU) and, for the embedded model,
-    plan one server per episode in flight. True when the agent is the embedded model."""
+    """Settle --concurrency (8; 1 for the embedded model and for a model directory served
+    on a CPU) and, for the embedded model, plan one server per episode in flight. True
+    when the agent is the embedded model."""
     local_model = False
     if args.agent == "llm" and args.backend == "local":
         from textenvs.agents.llm.options import llm_config_from_args
