@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from textenvs.inference import serving
+from textenvs.inference.generation import Sequences
 
 SYSTEM = {"role": "system", "content": "You play Treasure Hunt."}
 
@@ -130,39 +131,40 @@ def test_a_response_format_holds_the_reply_to_the_schema(endpoint, form):
 LONG = [SYSTEM, {"role": "user", "content": "Position: x=0, y=0 " * 40}]
 
 
-def short_conversation(engine, greedy, turns: int) -> tuple[str, list[dict]]:
-    """A short conversation of `turns` turns on `engine`: its last reply, and the
-    messages it was the reply to."""
-    short = [SYSTEM, {"role": "user", "content": "Position: x=1"}]
-    for turn in range(turns):
-        reply = engine.complete(short, greedy).text
-        asked = list(short)
-        short += [
-            {"role": "assistant", "content": reply},
-            {"role": "user", "content": f"Position: x={turn}, y={turn}"},
-        ]
-    return reply, asked
+def beside_a_long_conversation(model, tokenizer, slots: int, turns: int) -> tuple[Sequences, int]:
+    """`LONG`, then a short conversation of `turns` turns, greedy on an engine of `slots`;
+    the short one's last answer must be a fresh server's. The engine's sequences, and
+    their width after `LONG`."""
+    from textenvs.inference.chat import ChatTokens
+    from textenvs.inference.generation import Sampling
+
+    greedy = Sampling(max_new_tokens=8, temperature=0)
+    engine = serving.Engine(model, ChatTokens(tokenizer), slots=slots)
+    fresh = serving.Engine(model, ChatTokens(tokenizer), slots=1)
+    try:
+        engine.complete(LONG, greedy)
+        long_width = engine.sequences.width()
+        short = [SYSTEM, {"role": "user", "content": "Position: x=1"}]
+        for turn in range(turns):
+            reply = engine.complete(short, greedy).text
+            asked = list(short)
+            short += [
+                {"role": "assistant", "content": reply},
+                {"role": "user", "content": f"Position: x={turn}, y={turn}"},
+            ]
+        assert reply == fresh.complete(asked, greedy).text
+    finally:
+        engine.close()
+        fresh.close()
+    return engine.sequences, long_width
 
 
 def test_a_waiting_long_conversation_costs_a_short_one_nothing(tiny):
     """A long conversation waits while a short one goes on alone: each row holds its own
     tokens only (`ragged.py`: no padding for the rows that sit a round out), and the
     answers are those of a fresh server."""
-    from textenvs.inference.chat import ChatTokens
-    from textenvs.inference.generation import Sampling
-
     model, tokenizer = tiny
-    greedy = Sampling(max_new_tokens=8, temperature=0)
-    engine = serving.Engine(model, ChatTokens(tokenizer), slots=2)
-    fresh = serving.Engine(model, ChatTokens(tokenizer), slots=1)
-    try:
-        engine.complete(LONG, greedy)
-        reply, asked = short_conversation(engine, greedy, turns=12)
-        assert reply == fresh.complete(asked, greedy).text
-    finally:
-        engine.close()
-        fresh.close()
-    sequences = engine.sequences
+    sequences, _ = beside_a_long_conversation(model, tokenizer, slots=2, turns=12)
     for row in range(2):
         assert sequences.lengths[row] + len(sequences.pending[row]) == len(sequences.tokens[row])
     assert sequences.width() == sequences.longest()
@@ -176,23 +178,10 @@ def test_other_model_families_share_one_padded_batch_compacted_as_rows_restart(
     once it is wider than its longest row by `COMPACT_SLACK`, and the answers are those of
     a fresh server."""
     from textenvs.inference import models, ragged
-    from textenvs.inference.chat import ChatTokens
-    from textenvs.inference.generation import Sampling
 
     monkeypatch.setattr(ragged, "SUPPORTED", frozenset())
     model, tokenizer = models.load(str(tiny_dir))  # its own: the padded batch's attention
-    greedy = Sampling(max_new_tokens=8, temperature=0)
-    engine = serving.Engine(model, ChatTokens(tokenizer), slots=1)
-    fresh = serving.Engine(model, ChatTokens(tokenizer), slots=1)
-    try:
-        assert not isinstance(engine.sequences, ragged.RaggedSequences)
-        engine.complete(LONG, greedy)
-        long_width = engine.sequences.width()
-        reply, asked = short_conversation(engine, greedy, turns=3)
-        assert reply == fresh.complete(asked, greedy).text
-    finally:
-        engine.close()
-        fresh.close()
-    sequences = engine.sequences
+    sequences, long_width = beside_a_long_conversation(model, tokenizer, slots=1, turns=3)
+    assert not isinstance(sequences, ragged.RaggedSequences)
     assert sequences.width() < long_width  # compacted: the long conversation's columns went
     assert sequences.width() <= (1 + serving.COMPACT_SLACK) * sequences.longest()
