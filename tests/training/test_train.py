@@ -109,6 +109,10 @@ def test_resume_goes_on_from_the_last_checkpoint(tiny_dir, tmp_path):
     with pytest.raises(SystemExit) as refused:
         train(tiny_dir, out)  # the folder holds a run
     assert refused.value.code == 2
+    # a run of an older version, without a setting added since, resumes at its default
+    saved = json.loads((out / "settings.json").read_text())
+    del saved["earlier_seeds"]
+    (out / "settings.json").write_text(json.dumps(saved))
     assert train(tiny_dir, out, "--steps", "3", "--resume") == 0
     rows = curve.read(out)
     assert [r["step"] for r in rows] == [1.0, 2.0, 3.0]

@@ -84,15 +84,6 @@ def model_path_mistake(model: str) -> str | None:
     return None
 
 
-def trained_seeds(record: dict[str, Any]) -> list[int]:
-    """The seeds a checkpoint's record says it trained on (ranges, or a list in early
-    records)."""
-    from textenvs.episodes.specs import parse_seeds
-
-    seeds = record.get("seeds") or []
-    return parse_seeds(seeds) if isinstance(seeds, str) else list(seeds)
-
-
 @contextlib.contextmanager
 def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[None]:
     """Serve `--model DIR` while the block runs (when `wanted`), with the checkpoint's
@@ -111,7 +102,7 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
             f"({exc.name} is missing): pip install 'textenvs[train]'"
         ) from None  # fmt: skip
     record = models.read_record(args.model) or {}
-    trained_on = sorted(set(trained_seeds(record)) & set(seeds))
+    trained_on = sorted(set(models.trained_seeds(record)) & set(seeds))
     if trained_on:
         shown = ", ".join(map(str, trained_on[:5])) + (" ..." if len(trained_on) > 5 else "")
         raise fail(

@@ -16,10 +16,9 @@ from textenvs.cli.common import (
     positive,
 )
 from textenvs.core.numbers import bounded, positive_float
-from textenvs.episodes.specs import seed_ranges
+from textenvs.episodes.specs import TRAINING_SEEDS, seed_ranges
 from textenvs.evals import run_folder
 
-DEFAULT_SEEDS = "1000-9999"
 DEFAULT_EVAL_SEEDS = "0-99"
 
 
@@ -68,7 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="AGENT",
         help="--method sft: the agent whose episodes are imitated (default scripted: it "
         "reads only what the observation shows; reactive: em-anomaly, acts on the current "
-        "observation alone, for a model trained with --history 0)",
+        "observation alone, for a model trained with --history 0), or a 'textenvs eval' "
+        "run folder whose episodes are replayed: the model's own run, sampled at a "
+        "temperature, with --only-success is expert iteration (docs/training.md)",
     )
     p.add_argument(
         "--habit-share",
@@ -96,9 +97,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
-        default=DEFAULT_SEEDS,
+        default=None,
         metavar="SEEDS",
-        help=f"training seeds, e.g. 1000-9999 (default {DEFAULT_SEEDS})",
+        help=f"training seeds, e.g. 1000-9999 (default {TRAINING_SEEDS}; with --demonstrations "
+        "RUN, the run's seeds)",
     )
     p.add_argument(
         "--eval-seeds",

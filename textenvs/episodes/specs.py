@@ -18,6 +18,8 @@ from textenvs.core.parsing import excerpt
 
 Seeds = str | int | Sequence[int]
 
+#: `textenvs train`'s training seeds when none are given (held out of every eval default)
+TRAINING_SEEDS = "1000-9999"
 MAX_SEEDS = 1_000_000  # a run of more would not finish; its seed list alone is 8 MB+
 MAX_SEED = 2**63 - 1
 

@@ -22,6 +22,7 @@ from transformers import logging as transformers_logging
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from textenvs.agents.llm.local_weights import PackagedModelMissing, packaged_gguf
+from textenvs.episodes.specs import parse_seeds
 
 LOCAL = "local"
 #: written beside a checkpoint's weights: how it was trained (`TrainingRecord`)
@@ -128,6 +129,16 @@ def read_record(folder: str | Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     return json.loads(path.read_text())
+
+
+def trained_seeds(record: dict[str, Any]) -> list[int]:
+    """The seeds a checkpoint's record says it and the model it started from trained on
+    (ranges, or lists in early records)."""
+    found: set[int] = set()
+    for name in ("seeds", "earlier_seeds"):
+        seeds = record.get(name) or []
+        found.update(parse_seeds(seeds) if isinstance(seeds, str) else seeds)
+    return sorted(found)
 
 
 def cache_argument(model: PreTrainedModel) -> str:

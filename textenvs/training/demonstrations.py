@@ -34,8 +34,10 @@ choose.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +49,7 @@ from textenvs.episodes.loop import context_for, run_episode
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.episodes.record import EpisodeResult
 from textenvs.episodes.specs import EpisodeSpec
+from textenvs.evals import store
 from textenvs.inference.chat import ChatTokens, GrowingChat
 from textenvs.training.rollouts import EnvFactory
 
@@ -110,6 +113,65 @@ class NoisyAgent(Agent):
         self.agent.end_episode(observation, info, end)
 
 
+class ReplayedAgent(Agent):
+    """Plays the commands an earlier run recorded for one episode, in turn."""
+
+    name = "replayed"
+
+    def __init__(self, commands: Sequence[str]) -> None:
+        self.commands = list(commands)
+        self.turn = 0
+
+    def reset(self, context: EpisodeContext) -> None:
+        super().reset(context)
+        self.turn = 0
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        self.turn += 1
+        return Decision(self.commands[self.turn - 1])
+
+
+@dataclass(frozen=True)
+class RecordedEpisode:
+    """An episode an eval run recorded: what replays it and how it ended."""
+
+    spec: EpisodeSpec
+    commands: tuple[str, ...]
+    success: bool
+    total_reward: float
+
+
+def is_recorded_run(path: str) -> bool:
+    """Whether `path` is a `textenvs eval` run folder (it has an episodes file)."""
+    return (Path(path) / store.EPISODES).is_file()
+
+
+def recorded_episodes(
+    run: Path, env: str, options: dict[str, Any] | None = None
+) -> tuple[list[RecordedEpisode], int]:
+    """The episodes of `env` the eval run folder `run` recorded, in order; and how many
+    were left out because a reply in them was unreadable (it has no command to write as
+    the reply the rules teach)."""
+    kept: list[RecordedEpisode] = []
+    unreadable = 0
+    for record in store.read_episodes(run):
+        if record["env"] != env:
+            continue
+        turns = json.loads((run / record["trajectory"]).read_text())["turns"]
+        if any(turn["invalid_action"] or not turn["command"] for turn in turns):
+            unreadable += 1
+            continue
+        kept.append(
+            RecordedEpisode(
+                EpisodeSpec(env, record["seed"], options or None),
+                tuple(turn["command"] for turn in turns),
+                bool(record["success"]),
+                float(record["return"]),
+            )
+        )
+    return kept, unreadable
+
+
 def reply_for(command: str) -> str:
     """The reply the rules prompt teaches for `command`."""
     return f"Action: {command}"
@@ -117,20 +179,21 @@ def reply_for(command: str) -> str:
 
 def demonstrate(
     spec: EpisodeSpec,
-    agent_name: str,
+    agent: str | Agent,
     make_env: EnvFactory,
     settings: LLMConfig,
     chat: ChatTokens,
     habit_share: float = 1.0,
     noise: float = 0.0,
 ) -> Demonstration:
-    """`agent_name`'s episode of `spec`, as the model's conversation in tokens, with
-    `habit_share` of the replies that repeat the command before trained on and a random
-    command played on `noise` of the turns (the agent's answer trained on instead)."""
+    """`agent`'s episode of `spec` (an agent or its name), as the model's conversation in
+    tokens, with `habit_share` of the replies that repeat the command before trained on
+    and a random command played on `noise` of the turns (the agent's answer trained on
+    instead)."""
     env = make_env(spec.env)
     try:
-        agent = NoisyAgent(make_agent(agent_name), noise, spec.seed)
-        result = asyncio.run(run_episode(env, agent, spec.seed, options=spec.options))
+        noisy = NoisyAgent(make_agent(agent) if isinstance(agent, str) else agent, noise, spec.seed)
+        result = asyncio.run(run_episode(env, noisy, spec.seed, options=spec.options))
         commands = [turn.command for turn in result.turns]
         conversation = Conversation.for_context(context_for(env, spec.seed, spec.options), settings)
         growing: GrowingChat | None = None  # the sequence being written
@@ -139,7 +202,7 @@ def demonstrate(
         observation, info = env.reset(seed=spec.seed, options=spec.options)
         draws = np.random.default_rng([spec.seed, len(commands)]).random(len(commands))
         for turn, command in enumerate(commands):
-            answer = agent.answers[turn]
+            answer = noisy.answers[turn]
             habit = turn > 0 and answer == commands[turn - 1] and draws[turn] >= habit_share
             conversation.observe(observation, info)
             request = conversation.request()
@@ -173,7 +236,7 @@ def demonstrate(
 
 def demonstrations(
     specs: Sequence[EpisodeSpec],
-    agent_name: str,
+    agents: str | Sequence[Agent],
     make_env: EnvFactory,
     settings: LLMConfig,
     chat: ChatTokens,
@@ -183,12 +246,45 @@ def demonstrations(
     noise: float = 0.0,
     on_episode: Callable[[Demonstration], Any] | None = None,
 ) -> list[Demonstration]:
-    """One demonstration per spec (with `only_success`, those of won episodes only)."""
+    """One demonstration per spec (with `only_success`, those of won episodes only), played
+    by the agent named `agents` or by the agent given for each spec."""
     kept: list[Demonstration] = []
-    for spec in specs:
-        demonstration = demonstrate(spec, agent_name, make_env, settings, chat, habit_share, noise)
+    for number, spec in enumerate(specs):
+        agent = agents if isinstance(agents, str) else agents[number]
+        demonstration = demonstrate(spec, agent, make_env, settings, chat, habit_share, noise)
         if on_episode is not None:
             on_episode(demonstration)
         if demonstration.result.success or not only_success:
             kept.append(demonstration)
     return kept
+
+
+def replayed_demonstrations(
+    episodes: Sequence[RecordedEpisode],
+    make_env: EnvFactory,
+    settings: LLMConfig,
+    chat: ChatTokens,
+    *,
+    habit_share: float = 1.0,
+    on_episode: Callable[[Demonstration], Any] | None = None,
+) -> list[Demonstration]:
+    """The recorded `episodes` replayed as demonstrations, each checked to end as it was
+    recorded (another version of the scenario, or other reset options, would not)."""
+    shown = demonstrations(
+        [episode.spec for episode in episodes],
+        [ReplayedAgent(episode.commands) for episode in episodes],
+        make_env,
+        settings,
+        chat,
+        habit_share=habit_share,
+        on_episode=on_episode,
+    )
+    for episode, demonstration in zip(episodes, shown, strict=True):
+        replayed = demonstration.result
+        if (replayed.success, replayed.total_reward) != (episode.success, episode.total_reward):
+            raise ValueError(
+                f"{episode.spec.id}: replayed, its commands end otherwise than recorded "
+                f"(return {replayed.total_reward:g}, recorded {episode.total_reward:g}): was "
+                "the run played on another version of the scenario or other --env-option?"
+            )
+    return shown

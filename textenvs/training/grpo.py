@@ -53,6 +53,9 @@ class TrainSettings:
     steps: int
     seeds: list[int]
     eval_seeds: list[int]
+    #: the seeds the starting model was trained on (its record's), so `textenvs eval`
+    #: refuses them for this run's checkpoints too
+    earlier_seeds: list[int] = field(default_factory=list)
     #: "grpo" (reinforcement from the scenario's reward) or "sft" (imitate the episodes
     #: of the agent `demonstrations` on the training seeds: `sft.py`)
     method: str = "grpo"
@@ -99,7 +102,7 @@ class TrainSettings:
     def record(self) -> dict[str, Any]:
         """The settings as JSON, seeds as ranges (`parse_seeds` reads them back)."""
         fields = asdict(self)
-        for name in ("seeds", "eval_seeds"):
+        for name in ("seeds", "eval_seeds", "earlier_seeds"):
             fields[name] = seed_ranges(fields[name])
         return {"textenvs_training": 1, **fields}
 

@@ -24,15 +24,21 @@ import textenvs
 from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.core.redact import redact_url
 from textenvs.core.registry import episode_level
-from textenvs.episodes.specs import check_reset_options, parse_seeds, resolve_envs
-from textenvs.evals import run_folder
+from textenvs.episodes.specs import (
+    TRAINING_SEEDS,
+    check_reset_options,
+    parse_seeds,
+    resolve_envs,
+)
+from textenvs.evals import run_folder, store
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens, TemplateError
 from textenvs.training import curve, grpo
+from textenvs.training.demonstrations import is_recorded_run, recorded_episodes
 from textenvs.training.grpo import TrainSettings
 from textenvs.training.rollouts import EnvFactory
 
-#: agents whose episodes `--method sft` can imitate
+#: agents whose episodes `--method sft` can imitate (or a recorded eval run's)
 DEMONSTRATORS = ("scripted", "reactive", "learner", "random")
 
 
@@ -41,10 +47,11 @@ class TrainingError(ValueError):
 
 
 def settings_from(
-    *, env: str, model: str, seeds: str, eval_seeds: str, **given: Any
+    *, env: str, model: str, seeds: str | None, eval_seeds: str, **given: Any
 ) -> TrainSettings:
     """Checked settings: one scenario, seeds that parse and do not overlap, options the
-    scenario takes, conversation settings `textenvs eval` takes."""
+    scenario takes, conversation settings `textenvs eval` takes. `seeds` None: the
+    recorded run's seeds when the demonstrations are one, else `TRAINING_SEEDS`."""
     if model != models.LOCAL and not models.is_model_dir(model):
         raise TrainingError(
             f"--model {model}: not 'local' nor a transformers model directory (a folder "
@@ -53,21 +60,40 @@ def settings_from(
     names = resolve_envs(env)
     if len(names) != 1:
         raise TrainingError("--env: train on one scenario at a time")
+    demonstrator = given.get("demonstrations", TrainSettings.demonstrations)
+    recorded = is_recorded_run(demonstrator)
+    if not recorded and demonstrator not in DEMONSTRATORS:
+        raise TrainingError(
+            f"--demonstrations {demonstrator}: one of {', '.join(DEMONSTRATORS)} (an agent "
+            "that plays in-process) or a 'textenvs eval' run folder (its episodes replayed)"
+        )
     try:
-        train_seeds, held_out = parse_seeds(seeds), parse_seeds(eval_seeds)
+        train_seeds, held_out = parse_seeds(seeds or TRAINING_SEEDS), parse_seeds(eval_seeds)
     except ValueError as exc:
         raise TrainingError(str(exc)) from None
+    if recorded:
+        played = {episode["seed"] for episode in store.read_episodes(Path(demonstrator))}
+        train_seeds = sorted(played & set(train_seeds)) if seeds else sorted(played)
+        if not train_seeds:
+            raise TrainingError(f"--demonstrations {demonstrator}: no episode on --seeds {seeds}")
     overlap = sorted(set(train_seeds) & set(held_out))
     if overlap:
         shown = ", ".join(map(str, overlap[:5])) + (" ..." if len(overlap) > 5 else "")
         raise TrainingError(f"--seeds and --eval-seeds overlap ({shown}): hold the eval seeds out")
     settings = TrainSettings(
-        env=names[0], model=model, seeds=train_seeds, eval_seeds=held_out, **given
+        env=names[0],
+        model=model,
+        seeds=train_seeds,
+        eval_seeds=held_out,
+        earlier_seeds=models.trained_seeds(models.read_record(model) or {}),
+        **given,
     )
-    if settings.demonstrations not in DEMONSTRATORS:
+    if recorded and settings.method != "sft":
+        raise TrainingError("--demonstrations RUN: a run's episodes are imitated with --method sft")
+    if recorded and settings.demonstration_noise:
         raise TrainingError(
-            f"--demonstrations {settings.demonstrations}: one of {', '.join(DEMONSTRATORS)} "
-            "(an agent that plays in-process)"
+            "--demonstration-noise: a recorded run's commands are replayed as they were; "
+            "leave it out"
         )
     if settings.method == "sft" and settings.action_mode != "text":
         raise TrainingError(
@@ -208,12 +234,24 @@ def _sft_trainer(
     """The SFT trainer on `settings.demonstrations`' episodes of the training seeds."""
     from textenvs.training import sft
 
-    console.print(
-        f"playing {len(settings.seeds)} demonstration episodes ({settings.demonstrations})"
-    )
+    recorded = None
+    if is_recorded_run(settings.demonstrations):
+        recorded, unreadable = recorded_episodes(
+            Path(settings.demonstrations), settings.env, settings.options
+        )
+        console.print(
+            f"replaying the episodes of {settings.demonstrations} on {len(settings.seeds)} "
+            f"seeds ({unreadable} left out: a reply in them was unreadable)"
+        )
+    else:
+        console.print(
+            f"playing {len(settings.seeds)} demonstration episodes ({settings.demonstrations})"
+        )
     try:
         # demonstrations play in-process: the agent reads its own env's observation
-        dataset, kept = sft.demonstration_dataset(settings, tokenizer, model, textenvs.make)
+        dataset, kept = sft.demonstration_dataset(
+            settings, tokenizer, model, textenvs.make, recorded=recorded
+        )
     except (ValueError, TemplateError) as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None
     won = sum(d.result.success for d in kept)
@@ -240,10 +278,9 @@ def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
             raise TrainingError(f"--resume: {out} holds no training run")
         before = json.loads(saved.read_text())
         # a setting the run's version did not have yet counts as its default
+        defaults = TrainSettings(env="", model="", steps=0, seeds=[], eval_seeds=[]).record()
         changed = sorted(
-            k
-            for k in record
-            if k != "steps" and before.get(k, getattr(TrainSettings, k, None)) != record[k]
+            k for k in record if k != "steps" and before.get(k, defaults[k]) != record[k]
         )
         if changed:
             raise TrainingError(

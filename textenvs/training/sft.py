@@ -29,7 +29,13 @@ from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.training import grpo
-from textenvs.training.demonstrations import IGNORED, Demonstration, demonstrations
+from textenvs.training.demonstrations import (
+    IGNORED,
+    Demonstration,
+    RecordedEpisode,
+    demonstrations,
+    replayed_demonstrations,
+)
 from textenvs.training.rollouts import EnvFactory
 
 __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
@@ -54,28 +60,46 @@ def demonstration_dataset(
     model: PreTrainedModel,
     make_env: EnvFactory,
     on_episode: Callable[[Demonstration], Any] | None = None,
+    recorded: list[RecordedEpisode] | None = None,
 ) -> tuple[Dataset, list[Demonstration]]:
     """The demonstrations of the training seeds as a tokenized dataset (`input_ids`,
     `labels`), in the conversation `textenvs eval` holds for this model (its prompt
-    budget, the run's conversation settings, text mode)."""
+    budget, the run's conversation settings, text mode). With `recorded` (the episodes
+    of the eval run `settings.demonstrations`), those of the training seeds are replayed
+    instead of played."""
     # text mode: `settings_from` refuses --method sft with another action mode
     conversation = grpo.run_conversation(settings, grpo.model_prompt_budget(settings, model))
-    specs = [EpisodeSpec(settings.env, seed, settings.options or None) for seed in settings.seeds]
-    kept = demonstrations(
-        specs,
-        settings.demonstrations,
-        make_env,
-        conversation,
-        ChatTokens(tokenizer),
-        only_success=settings.only_success,
-        habit_share=settings.habit_share,
-        noise=settings.demonstration_noise,
-        on_episode=on_episode,
-    )
+    chat = ChatTokens(tokenizer)
+    if recorded is not None:
+        seeds = set(settings.seeds)
+        chosen = [
+            episode
+            for episode in recorded
+            if episode.spec.seed in seeds and (episode.success or not settings.only_success)
+        ]
+        kept = replayed_demonstrations(
+            chosen, make_env, conversation, chat, habit_share=settings.habit_share,
+            on_episode=on_episode,
+        )  # fmt: skip
+    else:
+        specs = [
+            EpisodeSpec(settings.env, seed, settings.options or None) for seed in settings.seeds
+        ]
+        kept = demonstrations(
+            specs,
+            settings.demonstrations,
+            make_env,
+            conversation,
+            chat,
+            only_success=settings.only_success,
+            habit_share=settings.habit_share,
+            noise=settings.demonstration_noise,
+            on_episode=on_episode,
+        )
     if not kept:
         raise ValueError(
-            f"no demonstrations: {settings.demonstrations} won none of the {len(specs)} "
-            "training episodes (leave --only-success out, or give more --seeds)"
+            f"no demonstrations: {settings.demonstrations} won none of its training "
+            "episodes (leave --only-success out, or give more --seeds)"
         )
     sequences = [sequence for d in kept for sequence in d.sequences]
     dataset = Dataset.from_dict(

@@ -1,0 +1,137 @@
+"""Expert iteration: an eval run's episodes replayed as demonstrations (`--demonstrations
+RUN`), each checked to end as recorded, the won ones kept with --only-success, and the
+trained checkpoint refusing every seed it or its starting model trained on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import textenvs
+from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.cli import main
+from textenvs.evals import store
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens
+from textenvs.training.demonstrations import (
+    recorded_episodes,
+    replayed_demonstrations,
+    reply_for,
+)
+
+WINDOW = conversation_settings(prompt_budget=7000, history=0)
+
+
+@pytest.fixture(scope="module")
+def reactive_run(tmp_path_factory):
+    """The reactive agent's eval run on 12 EM Anomaly seeds (some won, some lost)."""
+    out = tmp_path_factory.mktemp("recorded") / "run"
+    code = main(["eval", "--env", "em-anomaly", "--agent", "reactive", "--seeds", "2000-2011",
+                 "--out", str(out)])  # fmt: skip
+    assert code == 0
+    return out
+
+
+def test_a_recorded_episode_is_replayed_command_for_command_as_its_replies(tiny, reactive_run):
+    _, tokenizer = tiny
+    chat = ChatTokens(tokenizer)
+    episodes, unreadable = recorded_episodes(reactive_run, "em-anomaly")
+    assert unreadable == 0 and len(episodes) == 12
+    won = [episode for episode in episodes if episode.success]
+    assert 0 < len(won) < 12  # the test needs both
+    shown = replayed_demonstrations(episodes, textenvs.make, WINDOW, chat)
+    for episode, demonstration in zip(episodes, shown, strict=True):
+        assert [t.command for t in demonstration.result.turns] == list(episode.commands)
+        assert demonstration.result.success == episode.success
+        trained = [
+            chat.decode([t for t, label in zip(s.ids, s.labels, strict=True) if label >= 0])
+            for s in demonstration.sequences
+        ]
+        assert trained == [reply_for(command) + "<|im_end|>" for command in episode.commands]
+
+
+def test_a_replay_that_ends_otherwise_than_recorded_is_refused(tiny, reactive_run, tmp_path):
+    _, tokenizer = tiny
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / store.EPISODES).write_text((reactive_run / store.EPISODES).read_text())
+    (run / store.TRAJECTORIES).symlink_to(reactive_run / store.TRAJECTORIES)
+    (episode, *_), _ = recorded_episodes(run, "em-anomaly")
+    lines = (run / store.EPISODES).read_text().splitlines()
+    first = json.loads(lines[0])
+    first["return"] += 1  # as if another version of the scenario had paid it
+    lines[0] = json.dumps(first)
+    (run / store.EPISODES).write_text("\n".join(lines) + "\n")
+    (tampered, *_), _ = recorded_episodes(run, "em-anomaly")
+    with pytest.raises(ValueError, match="its commands end otherwise than recorded"):
+        replayed_demonstrations([tampered], textenvs.make, WINDOW, ChatTokens(tokenizer))
+    assert episode.total_reward + 1 == tampered.total_reward
+
+
+def test_an_episode_with_an_unreadable_reply_is_left_out_and_counted(reactive_run, tmp_path):
+    run = tmp_path / "run"
+    (run / store.TRAJECTORIES).mkdir(parents=True)
+    (run / store.EPISODES).write_text((reactive_run / store.EPISODES).read_text())
+    records = store.read_episodes(run)
+    for record in records:
+        data = json.loads((reactive_run / record["trajectory"]).read_text())
+        if record["seed"] == 2003:
+            data["turns"][1]["invalid_action"] = True
+        (run / record["trajectory"]).write_text(json.dumps(data))
+    episodes, unreadable = recorded_episodes(run, "em-anomaly")
+    assert unreadable == 1
+    assert [e.spec.seed for e in episodes] == [r["seed"] for r in records if r["seed"] != 2003]
+
+
+@pytest.mark.slow
+def test_training_on_a_run_keeps_its_won_episodes_and_refuses_every_seed_trained_on(
+    tiny_dir, reactive_run, tmp_path, capsys
+):
+    first = tmp_path / "first"
+    code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
+                 "--steps", "1", "--seeds", "1000-1001", "--demonstrations", "reactive",
+                 "--history", "0", "--seeds-per-step", "1", "--out", str(first)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    second = tmp_path / "second"
+    code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model",
+                 str(first / "final"), "--steps", "1", "--demonstrations", str(reactive_run),
+                 "--only-success", "--history", "0", "--seeds-per-step", "1",
+                 "--eval-seeds", "3000-3009", "--out", str(second)])  # fmt: skip
+    err = " ".join(capsys.readouterr().err.split())  # rich wraps lines at 80 columns
+    assert code == 0, err
+    won = sum(r["success"] for r in store.read_episodes(reactive_run))
+    assert f"replaying the episodes of {reactive_run} on 12 seeds (0 left out" in err
+    assert f"{won} demonstrations ({won} won)" in err
+    record = models.read_record(second / "final")
+    assert record["seeds"] == "2000-2011" and record["earlier_seeds"] == "1000-1001"
+    assert record["demonstrations"] == str(reactive_run)
+    for seeds in ("2005", "1001"):  # its own training seeds, and its starting model's
+        with pytest.raises(SystemExit) as caught:
+            main(["eval", "--env", "em-anomaly", "--agent", "llm", "--model", str(second / "final"),
+                  "--seeds", seeds, "--out", str(tmp_path / "e")])  # fmt: skip
+        assert caught.value.code != 0
+        assert f"seeds {seeds}: {second / 'final'} was trained on them" in capsys.readouterr().err
+
+
+def test_a_recorded_run_is_imitated_with_sft_and_replayed_as_it_was(
+    tiny_dir, reactive_run, tmp_path, capsys
+):
+    base = ["train", "--env", "em-anomaly", "--model", str(tiny_dir), "--steps", "1",
+            "--demonstrations", str(reactive_run), "--out", str(tmp_path / "x")]  # fmt: skip
+    with pytest.raises(SystemExit):
+        main(base)
+    assert "a run's episodes are imitated with --method sft" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--method", "sft", "--demonstration-noise", "0.2"])
+    assert "recorded run's commands are replayed as they were" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--method", "sft", "--seeds", "5000-5009"])
+    assert f"--demonstrations {reactive_run}: no episode on --seeds 5000-5009" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):
+        main([*base, "--method", "sft", "--demonstrations", str(tmp_path)])
+    assert "or a 'textenvs eval' run folder" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
