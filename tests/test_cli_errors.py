@@ -6,12 +6,15 @@ newcomer makes, for every subcommand, with the exact line."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import textenvs
 from textenvs.cli import main
+from textenvs.core.extras import install_hint
 
 KNOWN = "known: treasure-hunt, magnetic-field, em-anomaly, squad-recon, megacity"
 EVAL = ["eval", "--env", "treasure-hunt", "--agent", "random", "--seeds", "0"]
@@ -143,6 +146,23 @@ CASES: dict[str, Case] = {
                                                     "--out", "t", "--seeds", "9-0"],
                                      "textenvs train: error: bad seed range '9-0': it ends "
                                      "before it starts; write 0-9"),
+    "train: an --out that cannot be created": (a_file, ["train", "--env", "em-anomaly",
+                                                        "--model", "local", "--steps", "1",
+                                                        "--out", "runs/t1/run"],
+                                               "textenvs train: error: --out runs/t1/run: "
+                                               "cannot create it (Not a directory); give a "
+                                               "folder you can write"),
+    "train: a flag sft does not read": (training_run, ["train", "--method", "sft", "--env",
+                                                       "em-anomaly", "--model", "runs/t1/final",
+                                                       "--steps", "1", "--out", "t",
+                                                       "--temperature", "0.7"],
+                                        "textenvs train: error: --temperature does nothing "
+                                        "with --method sft: leave it out"),
+    "train: a flag grpo does not read": (training_run, ["train", "--env", "em-anomaly",
+                                                        "--model", "runs/t1/final", "--steps",
+                                                        "1", "--out", "t", "--only-success"],
+                                         "textenvs train: error: --only-success does nothing "
+                                         "with --method grpo: leave it out"),
     "serve: a port out of range": (None, ["serve", "--port", "70000"], "textenvs serve: error: "
                                    "argument --port: must be at least 0 and at most 65535, not "
                                    "'70000'; see 'textenvs serve --help'"),
@@ -177,3 +197,26 @@ def test_every_error_is_one_line_that_says_what_to_do(
     assert captured.err == line.format(tmp=tmp_path) + "\n"
     assert code == 2 and captured.out == ""
     assert sorted(tmp_path.rglob("*")) == before  # nothing written
+
+
+def test_serve_on_a_port_in_use_is_one_line_before_the_app_starts(capsys):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        code = main(["serve", "--port", str(port)])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err == (
+        f"textenvs serve: error: cannot listen on 127.0.0.1:{port} (Address already in use); "
+        "stop what holds it, or give another --port (0 picks a free one)\n"
+    )
+
+
+def test_the_install_hint_is_the_command_this_installation_needs(monkeypatch, tmp_path):
+    root = Path(textenvs.__file__).resolve().parents[1]
+    assert (root / "pyproject.toml").is_file()  # the tests run from a clone
+    monkeypatch.chdir(root)
+    assert install_hint("train", "local") == "pip install -e '.[train,local]'"
+    monkeypatch.chdir(tmp_path)
+    assert install_hint("local") == f"pip install -e '{root}[local]'"

@@ -48,9 +48,10 @@ from textenvs.agents.llm.local_weights import (
     packaged_gguf,
     serving_weights,
 )
+from textenvs.core.extras import install_hint
 
 MODEL_ENV = "TEXTENVS_LOCAL_GGUF"
-INSTALL_HINT = "install the optional extra: pip install 'textenvs[local]'"
+INSTALL_HINT = f"install the optional extra: {install_hint('local')}"
 
 
 class LocalModelError(RuntimeError):

@@ -122,7 +122,9 @@ def test_a_recorded_run_is_imitated_with_sft_and_replayed_as_it_was(
             "--demonstrations", str(reactive_run), "--out", str(tmp_path / "x")]  # fmt: skip
     with pytest.raises(SystemExit):
         main(base)
-    assert "a run's episodes are imitated with --method sft" in capsys.readouterr().err
+    assert "--demonstrations does nothing with --method grpo: leave it out" in (
+        capsys.readouterr().err
+    )
     with pytest.raises(SystemExit):
         main([*base, "--method", "sft", "--demonstration-noise", "0.2"])
     assert "recorded run's commands are replayed as they were" in capsys.readouterr().err

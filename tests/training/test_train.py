@@ -4,6 +4,11 @@ by `textenvs eval` through the same agent and runner as any model."""
 from __future__ import annotations
 
 import json
+import shlex
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
@@ -194,3 +199,22 @@ def test_ctrl_c_while_a_checkpoint_plays_is_one_line(tiny_dir, tmp_path):
     assert proc.returncode == 130
     assert "Traceback" not in err and "CancelledError" not in err, err
     assert err.splitlines()[-1].startswith("textenvs eval: interrupted; finished episodes")
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_says_what_it_keeps_and_how_to_resume(tiny_dir, tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "textenvs.cli", "train", "--env", "treasure-hunt",
+               "--model", str(tiny_dir), "--out", str(out), "--steps", "50", "--max-turns", "3",
+               "--group-size", "2", "--seeds-per-step", "1", *SMALL,
+               "--save-every", "1"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not list((out / "checkpoints").glob("checkpoint-*")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"textenvs train: interrupted; {out}/checkpoints/checkpoint-")
+    assert last.endswith(f"resume with: {shlex.join(['textenvs', *command[3:], '--resume'])}")

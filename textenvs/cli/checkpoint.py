@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from textenvs.cli.common import fail
+from textenvs.core.extras import install_hint
 
 LOOPBACK_TIMEOUT_S = 3600.0
 #: conversations a model directory served on a CPU holds at once (`--concurrency`'s
@@ -99,7 +100,7 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
     except ImportError as exc:
         raise fail(
             args, f"--model {args.model} (a model directory) needs the [train] extra "
-            f"({exc.name} is missing): pip install 'textenvs[train]'"
+            f"({exc.name} is missing): {install_hint('train')}"
         ) from None  # fmt: skip
     record = models.read_record(args.model) or {}
     trained_on = sorted(set(models.trained_seeds(record)) & set(seeds))

@@ -6,6 +6,7 @@ import argparse
 import ipaddress
 import os
 import resource
+import socket
 import sys
 
 from textenvs.cli.web import add_record_arguments, recorder_from_args
@@ -211,6 +212,9 @@ def _serve(args: argparse.Namespace) -> int:
     from textenvs.service.connections import uvicorn_settings
     from textenvs.service.tenancy import ClientLimits, CredentialError, read_token_file
 
+    taken = _port_taken(args.host, args.port)
+    if taken:
+        return _fail(taken)
     tokens: dict[str, str] = {}
     if args.token_file:
         try:
@@ -276,6 +280,27 @@ def _serve(args: argparse.Namespace) -> int:
         ),
     )
     return 0
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be bound (None: it can), found before the app is built, so
+    a port in use is one line rather than uvicorn's startup and then its bind error."""
+    if port == 0:
+        return None
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except OSError as exc:
+        return f"--host {host}: cannot be resolved ({exc.strerror or exc})"
+    with socket.socket(family, kind) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return (
+                f"cannot listen on {host}:{port} ({exc.strerror or exc}); stop what holds "
+                "it, or give another --port (0 picks a free one)"
+            )
+    return None
 
 
 def _is_loopback(host: str) -> bool:

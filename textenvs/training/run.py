@@ -38,6 +38,17 @@ from textenvs.training.demonstrations import is_recorded_run, recorded_episodes
 from textenvs.training.grpo import TrainSettings
 from textenvs.training.rollouts import EnvFactory
 
+#: settings that only one method reads (given with the other, they would be recorded
+#: and do nothing)
+ONLY_FOR = {
+    "grpo": (
+        "group_size", "micro_batch", "temperature", "max_turns", "reward", "json_reasoning",
+        "env_url", "generation", "vllm_server",
+    ),
+    "sft": ("demonstrations", "only_success", "habit_share", "demonstration_noise"),
+}  # fmt: skip
+#: every setting at its default
+DEFAULTS = TrainSettings(env="", model="", steps=0, seeds=[], eval_seeds=[])
 #: agents whose episodes `--method sft` can imitate (or a recorded eval run's)
 DEMONSTRATORS = ("scripted", "reactive", "learner", "random")
 
@@ -88,8 +99,12 @@ def settings_from(
         earlier_seeds=models.trained_seeds(models.read_record(model) or {}),
         **given,
     )
-    if recorded and settings.method != "sft":
-        raise TrainingError("--demonstrations RUN: a run's episodes are imitated with --method sft")
+    for name in ONLY_FOR["grpo" if settings.method == "sft" else "sft"]:
+        if getattr(settings, name) != getattr(DEFAULTS, name):
+            flag = "--" + name.replace("_", "-")
+            raise TrainingError(
+                f"{flag} does nothing with --method {settings.method}: leave it out"
+            )
     if recorded and settings.demonstration_noise:
         raise TrainingError(
             "--demonstration-noise: a recorded run's commands are replayed as they were; "
@@ -278,7 +293,7 @@ def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
             raise TrainingError(f"--resume: {out} holds no training run")
         before = json.loads(saved.read_text())
         # a setting the run's version did not have yet counts as its default
-        defaults = TrainSettings(env="", model="", steps=0, seeds=[], eval_seeds=[]).record()
+        defaults = DEFAULTS.record()
         changed = sorted(
             k for k in record if k != "steps" and before.get(k, defaults[k]) != record[k]
         )
@@ -291,9 +306,14 @@ def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
             curve.keep_until(out, _step_of(checkpoint))
             return checkpoint
         print(f"note: {out} has no checkpoint yet: starting over", file=sys.stderr)
-    elif out.exists() and any(out.iterdir()):
+    elif out.is_dir() and any(out.iterdir()):
         raise TrainingError(f"--out {out} is not empty (use --resume to go on with its run)")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TrainingError(
+            f"--out {out}: cannot create it ({exc.strerror or exc}); give a folder you can write"
+        ) from None
     (out / run_folder.CURVE).unlink(missing_ok=True)
     saved.write_text(json.dumps(record, indent=2) + "\n")
     return None
