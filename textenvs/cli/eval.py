@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from textenvs.cli.common import (
 from textenvs.cli.eval_backends import plan_local_servers, session_label, start_ray_backend
 from textenvs.cli.eval_output import closing_verdict, continue_command, results_table, say
 from textenvs.cli.tables import stdout_console
+from textenvs.core.heartbeat import Heartbeat
 from textenvs.core.redact import redact_argv, redact_url, scrub_logs
 from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.episodes.specs import check_reset_options, parse_seeds, resolve_envs
@@ -317,9 +319,18 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
         console=console,
         transient=False,
     )
-    state = {"task": None, "ok": 0, "n": 0, "errors": 0}
+    state = {"task": None, "ok": 0, "n": 0, "errors": 0, "total": 0, "done": 0}
+    started = time.monotonic()
+
+    def still_playing() -> str:
+        done = state["done"] + state["n"]
+        return (
+            f"{done} of {state['total']} episodes done (success {state['ok']}/{state['n']} "
+            f"this run), {(time.monotonic() - started) / 60:.1f} min"
+        )
 
     def on_start(total: int, done: int) -> None:
+        state["total"], state["done"] = total, done
         progress.start()  # once the run folder is ready: an error before it is one line
         state["task"] = progress.add_task(
             f"{probe.name} on {len(plan.envs)} env(s)", total=total, completed=done, ok=0, n=0,
@@ -340,23 +351,24 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
     fail_fast = FailFast(args.fail_fast, args.max_error_rate)
     try:
         try:
-            summary = asyncio.run(
-                runner.run_eval(
-                    plan,
-                    args.out,
-                    factory,
-                    config,
-                    resume=args.resume,
-                    retry_errors=args.retry_errors,
-                    fail_fast=fail_fast,
-                    scrub=scrub,
-                    on_start=on_start,
-                    on_episode=on_episode,
-                    on_note=lambda text: console.print(f"note: {text}", markup=False),
-                    make_env=make_env,
-                    backend=backend,
+            with Heartbeat(console, still_playing):
+                summary = asyncio.run(
+                    runner.run_eval(
+                        plan,
+                        args.out,
+                        factory,
+                        config,
+                        resume=args.resume,
+                        retry_errors=args.retry_errors,
+                        fail_fast=fail_fast,
+                        scrub=scrub,
+                        on_start=on_start,
+                        on_episode=on_episode,
+                        on_note=lambda text: console.print(f"note: {text}", markup=False),
+                        make_env=make_env,
+                        backend=backend,
+                    )
                 )
-            )
         finally:
             if state["task"] is not None:  # started (stopping prints a line break)
                 progress.stop()  # before any closing line

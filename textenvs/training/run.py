@@ -22,6 +22,7 @@ from rich.progress import (
 
 import textenvs
 from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.core.heartbeat import Heartbeat
 from textenvs.core.redact import redact_url
 from textenvs.core.registry import episode_level
 from textenvs.episodes.specs import (
@@ -218,6 +219,14 @@ def train(
         if not console.is_terminal:  # a log file gets a line a step, not one bar at the end
             elapsed = progress.tasks[task].elapsed or 0.0
             console.print(f"step {row['step']}/{settings.steps}  {status}  {elapsed / 60:.1f} min")
+            heartbeat.said()
+
+    def under_way() -> str:
+        step = int(progress.tasks[task].completed) + 1
+        elapsed = progress.tasks[task].elapsed or 0.0
+        return f"step {step}/{settings.steps} under way, {elapsed / 60:.1f} min"
+
+    heartbeat = Heartbeat(console, under_way)
 
     if settings.method == "sft":
         trainer = _sft_trainer(settings, model, tokenizer, out, on_step, console, keep_checkpoints)
@@ -227,7 +236,7 @@ def train(
             settings, model, tokenizer, make_env, out, on_step, keep_checkpoints
         )
     try:
-        with progress:
+        with progress, heartbeat:
             trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     except TemplateError as exc:
         raise TrainingError(str(exc)) from None
