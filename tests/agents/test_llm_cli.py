@@ -92,3 +92,20 @@ def test_local_model_without_the_extra_is_a_clear_agent_error(
     assert agent.cfg.is_local
     result = asyncio.run(run_episode(textenvs.make("treasure-hunt"), agent, 0))
     assert result.outcome == "agent_error" and "missing.gguf is not a file" in (result.error or "")
+
+
+def test_eval_says_what_a_model_whose_replies_are_all_unreadable_will_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with OpenAIServer(default=text("I am standing on a tile of the grid.")) as server:
+        code = main(
+            ["eval", "--env", "treasure-hunt", "--agent", "llm", "--model", "test-model",
+             "--base-url", server.base_url, "--seeds", "0-2", "--reasks", "0",
+             "--out", str(tmp_path / "run")]
+        )  # fmt: skip
+    err = " ".join(capsys.readouterr().err.split())  # rich wraps lines at 80 columns
+    assert code == 0
+    steps = textenvs.make("treasure-hunt").max_steps
+    assert f"note: every reply of the first episode was unreadable ({steps} of {steps}, " in err
+    assert "at that pace the 2 episodes left take about 0.0 h" in err
+    assert err.count("every reply of the first episode") == 1  # said once, not each episode

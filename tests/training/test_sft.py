@@ -123,6 +123,9 @@ def test_sft_steps_make_the_demonstrations_more_likely(tiny_dir, tiny, tmp_path,
     err = capsys.readouterr().err
     assert "2 demonstrations" in err
     assert "step 4/4  loss" in err  # not a terminal: a line a step
+    # the evaluation it suggests cuts the taught few-token replies there, asks nothing again
+    quick = "textenvs eval --env treasure-hunt --agent llm --temperature 0 --max-tokens 8"
+    assert f"{quick} --reasks 0 --model {out}/final --seeds 0-4 --out runs/sft-try" in err
     record = models.read_record(out / "final")
     assert record["method"] == "sft" and record["demonstrations"] == "scripted"
     # a checkpoint carries the run's settings, so eval plays it with the same reply limit

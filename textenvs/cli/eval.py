@@ -339,10 +339,25 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
         if done:
             console.print(f"resuming: {done} of {total} episodes already recorded")
 
+    def unreadable_pace(record: Record) -> None:
+        """Say so when every reply of the first episode was unreadable: such a model
+        keeps that pace (each reply cut at the limit and asked again), hours a run."""
+        steps = record["steps"]
+        if not steps or record["invalid_actions"] < steps:
+            return
+        left = state["total"] - state["done"] - 1
+        hours = record["wall_s"] * left / plan.concurrency / 3600
+        say(console, f"note: every reply of the first episode was unreadable ({steps} of "
+            f"{steps}, {record['wall_s'] / 60:.1f} min); at that pace the {left} episodes left "
+            f"take about {hours:.1f} h: Ctrl-C keeps what is done; --max-tokens 8 --reasks 0 "
+            "cut each reply's cost, --max-invalid N ends such episodes early")  # fmt: skip
+
     def on_episode(record: Record) -> None:
         state["n"] += 1
         state["ok"] += int(record["success"])
         state["errors"] += int(record["outcome"] == AGENT_ERROR)
+        if state["n"] == 1:
+            unreadable_pace(record)
         errors = f"{state['errors']} agent errors" if state["errors"] else ""
         progress.update(
             state["task"], advance=1, ok=state["ok"], n=state["n"], errors=errors

@@ -318,26 +318,49 @@ def run(args: argparse.Namespace) -> int:
         print(flush=True)  # ends the line the terminal's ^C was echoed on
         print(f"textenvs train: interrupted; {_kept(args, training)}", file=sys.stderr)
         return 130
-    curve, base = args.out / run_folder.CURVE, args.out / run_folder.BASE
+    curve = args.out / run_folder.CURVE
     shown = f"; curve in {curve}" if curve.is_file() else ""  # GRPO's: SFT logs its loss
     print(f"trained model in {final}/ (a transformers directory){shown}")
-    seeds = seed_ranges(settings.eval_seeds)
-    before = (
-        f"  textenvs eval --env {settings.env} --agent llm --model {base} "
-        f"--seeds {seeds} --out runs/{args.out.name}-before\n"
-        if base.exists()
-        else "  (the starting weights were not saved: train with --save-base to evaluate "
-        "them as 'before')\n"
-    )
-    print(
-        "evaluate it on held-out seeds with:\n"
-        + before
-        + f"  textenvs eval --env {settings.env} --agent llm --model {final} "
-        f"--seeds {seeds} --out runs/{args.out.name}-after\n"
-        f"  textenvs report runs/{args.out.name}-before runs/{args.out.name}-after",
-        file=sys.stderr,
-    )
+    print(_next_steps(settings, args.out, final), file=sys.stderr)
     return 0
+
+
+#: what a reply of `--method sft` needs: "Action: <command>" is 4-6 tokens
+SFT_REPLY_TOKENS = 8
+
+
+def _next_steps(settings: Any, out: Path, final: Path) -> str:
+    """The evaluation commands to run next, with what they cost. A text-mode reply the
+    run taught is a few tokens: the commands cut replies there, ask nothing again and
+    play greedily, so a checkpoint whose replies are still unreadable costs minutes,
+    not hours (32-token replies, each asked again, took 10 minutes an episode here)."""
+    quick = ""
+    if settings.method == "sft":
+        quick = " --temperature 0"
+        if settings.max_tokens > SFT_REPLY_TOKENS:
+            quick += f" --max-tokens {SFT_REPLY_TOKENS}"
+        if settings.conversation.get("reasks", 1):
+            quick += " --reasks 0"
+    seeds = settings.eval_seeds
+    first = seed_ranges(seeds[:5])
+    name, base = out.name, out / run_folder.BASE
+    play = f"  textenvs eval --env {settings.env} --agent llm{quick} --model"
+    lines = [
+        "evaluate it on held-out seeds: 5 episodes first (on a 2-core CPU a checkpoint "
+        "that answers in a few tokens plays an episode in seconds to a minute: the SFT "
+        "recipe's 100 EM Anomaly episodes took 15.5 minutes), then all:",
+        f"{play} {final} --seeds {first} --out runs/{name}-try",
+        f"{play} {final} --seeds {seed_ranges(seeds)} --out runs/{name}-after",
+    ]
+    if base.exists():
+        lines.append(f"{play} {base} --seeds {seed_ranges(seeds)} --out runs/{name}-before")
+    else:
+        lines.append(
+            "  (the starting weights were not saved: train with --save-base to evaluate "
+            "them as 'before')"
+        )
+    lines.append(f"  textenvs report runs/{name}-before runs/{name}-after")
+    return "\n".join(lines)
 
 
 def _kept(args: argparse.Namespace, training: Any) -> str:
