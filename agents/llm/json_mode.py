@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from textenvs.core.json_text import RepeatedKey, load_json
 from textenvs.core.parsing import ParseError
 
 Form = Literal["json_schema", "json_object"]
@@ -128,7 +129,9 @@ def read(content: str, context: Any) -> tuple[str | None, str | None, str]:
     try:
         # strict=False: a raw line break inside a string (llama-cpp-python's grammar lets
         # one into `reasoning`) is still the same object; the values meet the schema below
-        data = json.loads(content, strict=False)
+        data = load_json(content, strict=False)
+    except RepeatedKey as exc:
+        return None, f"Your JSON cannot be read as an action: {exc.message}", ""
     except json.JSONDecodeError as exc:
         return None, f"Your reply is not one JSON object: {exc}", ""
     if not isinstance(data, dict):

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from textenvs.agents.llm import faults, json_mode
 from textenvs.agents.llm.history import recap_command
+from textenvs.core.json_text import RepeatedKey, load_json
 from textenvs.core.parsing import ParseError
 from textenvs.episodes.protocol import EpisodeContext
 
@@ -133,7 +134,7 @@ def read_tools(calls: Sequence[Any], context: EpisodeContext) -> tuple[str | Non
         if call.function.name != TOOL_NAME:
             return None, f"Unknown function {call.function.name!r}: call {TOOL_NAME!r}."
         try:
-            arguments = json.loads(call.function.arguments or "{}")
+            arguments = load_json(call.function.arguments or "{}")
             if _is_command_call(arguments):
                 command, problem = read_text(arguments[COMMAND_ARGUMENT], context)
                 if command is None:
@@ -141,6 +142,8 @@ def read_tools(calls: Sequence[Any], context: EpisodeContext) -> tuple[str | Non
             else:
                 command = context.command_for(arguments)
                 context.parse(command)
+        except RepeatedKey as exc:
+            return None, f"The function arguments cannot be read as an action: {exc.message}"
         except (json.JSONDecodeError, TypeError) as exc:
             return None, f"The function arguments are not a JSON object: {exc}"
         except ValidationError as exc:

@@ -12,7 +12,8 @@
   Now: north") or after an interjection ("Wait, Action: north"); or a JSON object with an
   action (`{"reasoning": "...", "action": "north"}`), also inside a `<tool_call>` wrapper
   or as the tool's own schema (`{"action": "support", "cells": ["C2"], "material": ...}`,
-  whose keys beyond the action each scenario names: `JsonFields`).
+  whose keys beyond the action each scenario names: `JsonFields`). A key the object
+  gives twice with different values rejects the reply (`core.json_text.RepeatedKey`).
   When a reply has one, nothing else in it is read (`marked_commands` also gives the
   parser what is written after each marked part, so an order or a withdrawal there
   rejects the reply rather than being dropped).
@@ -21,13 +22,13 @@
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from textenvs.core.json_text import RepeatedKey, load_json
 from textenvs.core.parse_error import ParseError
 
 # Replies longer than this (before or after unicode folding) are rejected before any
@@ -249,7 +250,9 @@ def _arguments(data: dict[Any, Any]) -> dict[Any, Any] | None:
     arguments = data.get("arguments", data.get("parameters"))
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = load_json(arguments)
+        except RepeatedKey:
+            raise  # two values for one key: rejected, not read as text
         except (ValueError, RecursionError):
             return None
     return arguments if isinstance(arguments, dict) else None
@@ -305,7 +308,9 @@ def afterthoughts(data: Any, fields: JsonFields) -> list[str]:
 
 def json_command(text: str, fields: JsonFields) -> tuple[str, int, int, list[str]] | None:
     """The command of the one JSON object in `text` (outside tool-call tags), with the
-    object's span and its `afterthoughts`; None if there is none or it names no action."""
+    object's span and its `afterthoughts`; None if there is none or it names no action.
+    Raises `RepeatedKey` for a key the object (or its arguments) gives twice with
+    different values."""
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end < start:
         return None
@@ -313,18 +318,24 @@ def json_command(text: str, fields: JsonFields) -> tuple[str, int, int, list[str
     try:
         # strict=False: a raw line break inside a string (models write them in
         # `reasoning`) leaves the object readable, so its action is what is read
-        data = json.loads(body, strict=False)
+        data = load_json(body, strict=False)
+    except RepeatedKey:
+        raise  # two values for one key: rejected, not read as text
     except (ValueError, RecursionError):
         return None
     command = command_of_json(data, fields)
     return None if command is None else (command, start, end + 1, afterthoughts(data, fields))
 
 
-def marked_commands(cleaned: str, fields: JsonFields) -> Marked:
+def marked_commands(cleaned: str, fields: JsonFields, valid: Sequence[str] = ()) -> Marked:
     """The command parts a reply marks (module docstring; empty if it marks none) and
     what is written after them (`Marked`). After a JSON action, its `afterthoughts` and
-    the text up to the next label are what follows it."""
-    found = json_command(cleaned, fields)
+    the text up to the next label are what follows it. A JSON key given twice with
+    different values raises `ParseError` (with `valid`, the scenario's commands)."""
+    try:
+        found = json_command(cleaned, fields)
+    except RepeatedKey as exc:
+        raise ParseError(exc.reason, valid) from None
     if found is None:
         return action_lines(cleaned)
     command, start, end, thoughts = found

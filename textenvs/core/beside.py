@@ -8,6 +8,9 @@
   if possible", "north. Unless it is a wall.", "Action: north" then "(if possible)").
 - A question about a command after an order ("Action: north. Or east?").
 
+`is_reason_line` tells whether a labelled reason below the `Action:` line ("Reason: ...")
+is read as a reason, and so left unread.
+
 `Beside` gathers them while `core.parsing.read` goes through the command parts, and
 `check` raises the first it found. `hides_order` tells whether a reason hides an order
 (`core.reasons`: "Action: A, because bit 3 is set, and enter B"), so that the reply is
@@ -22,10 +25,17 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 from textenvs.core.answer_format import fold
-from textenvs.core.clauses import conditioned_stretches, qualifying_conditions, questions
+from textenvs.core.clauses import (
+    conditioned_stretches,
+    mask_unread,
+    qualifying_conditions,
+    questions,
+)
 from textenvs.core.consumption import Found, split_places
 from textenvs.core.parse_error import ParseError, excerpt
 from textenvs.core.reasons import ReasonReader
+from textenvs.core.remarks import WITHDRAWING
+from textenvs.core.words import WORD
 
 A = TypeVar("A", bound=Hashable)
 
@@ -102,6 +112,30 @@ def hides_order(
         return False
     end, scheduling = ReasonReader(folded, spans, fillers).end(start, len(folded))
     return bool(scheduling) or end < len(folded)
+
+
+# A line labelled as a reason ("Reason: the west is the edge", "**Why:** ...").
+_REASON_LABEL = re.compile(
+    r"[ \t>*_#`-]*(?P<label>reason(?:ing)?|why|because|rationale|justification)\b"
+    r"[*_` \t]*[:=-]",
+    re.IGNORECASE,
+)
+
+
+def is_reason_line(
+    line: str, scan: Callable[[str], list[Found[A]]], fillers: frozenset[str]
+) -> bool:
+    """Whether a line below the Action: line is a labelled reason that is not read: one
+    that takes nothing back (no word of `core.remarks.WITHDRAWING`) and, read as a reason
+    from its label on, hides no order ("Reason: I need materials before digging" is one;
+    "Reason: east is better", "Reason: it is safe, and east" are not)."""
+    label = _REASON_LABEL.match(line)
+    if label is None:
+        return False
+    visible = mask_unread(line, fold(line))
+    if any(word in WITHDRAWING for word in WORD.findall(fold(visible))):
+        return False
+    return not hides_order(visible, label.start("label"), scan, fillers)
 
 
 def _order_in(

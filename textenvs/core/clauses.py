@@ -53,9 +53,21 @@ _CANCELLING = re.compile(
 # A sentence: up to its end mark or the end of a line.
 _SENTENCE = re.compile(r"[^.;!?\n]+[.;!?]*")
 # Condition and hypothesis markers (matched on folded text: lower case, `-`/`_` as spaces).
+# `provided` is the verb after an auxiliary or before a preposition ("the scan provided
+# nothing", "was provided by"), else a condition ("north, provided row 2 is open");
+# `once` before a clause is one ("once the scan is done"), alone or in "at once", "once
+# more", "I once saw" it is not (a lone `once` still schedules: `core.words.TEMPORAL`).
+_PROVIDED = (
+    r"(?<!\bis )(?<!\bwas )(?<!\bhas )(?<!\bhad )(?<!\bare )(?<!\bwere )(?<!\bbeen )"
+    r"(?<!\bhave )provided(?!\s+(?:by|for|with|to|in|on|at|from|as|us|me|them)\b)"
+    r"(?=\s+[a-z0-9(])"
+)
+_ONCE = (
+    r"(?<!\bat )(?<!\bi )(?<!\bwe )(?<!\bit )once"
+    r"(?=\s+(?!(?:more|again|and|or|per|in|every|each|a|an|twice|already|before)\b)[a-z0-9(])"
+)
 _CONDITION = re.compile(
-    r"\b(?:if|unless|otherwise|or\s+else|in\s+case|providing\s+that"
-    r"|provided\s+(?:that|it|the|we|i|there|they|this)"
+    rf"\b(?:if|unless|otherwise|or\s+else|in\s+case|providing\s+that|{_PROVIDED}|{_ONCE}"
     r"|(?:as|so)\s+long\s+as|assuming|depending\s+on|depends\s+on|contingent\s+on"
     r"|in\s+the\s+event|should\s+(?:it|this|that|there|we|i|they)\s+(?:be|fail|work)"
     r"|barring|suppose|supposing|imagine|imagining|hypothetically|whether)\b"

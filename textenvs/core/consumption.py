@@ -63,7 +63,7 @@ _COUNTED = frozenset({
 # direction ("step left" alone is one; "move one tile south" is an order).
 _COUNTED_ONE = frozenset({"step", "move", "turn", "try", "attempt"})
 _ONE = frozenset({"one", "1", "a", "another", "last", "final", "single"})
-_NOUN_AFTER = re.compile(r"\s*(?:of|side|wall|edge|corner|border|part|half|neighbou?r)\b")
+_NOUN_AFTER = re.compile(r"\s*(?:of|side|wall|edge|corner|border|part|half|neighbou?r|points?)\b")
 _NEGATED_PREDICATE = re.compile(
     r"[ \t*`]{0,3}((?:is|are|was|were|does|do|did|will|would|can|could|should|seems?)"
     r"[ \t]{1,3}not|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|wouldn't|can't"

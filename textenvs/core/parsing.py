@@ -58,7 +58,7 @@ from textenvs.core.answer_format import (
     normalise,
     prepare,
 )
-from textenvs.core.beside import Beside, hides_order
+from textenvs.core.beside import Beside, hides_order, is_reason_line
 from textenvs.core.clauses import MASK, mask_unread
 from textenvs.core.consumption import (
     FILLERS,
@@ -176,7 +176,7 @@ def read(
     first word nothing accounts for.
     """
     cleaned, whole = prepare(text, valid)
-    marks = marked_commands(cleaned, json_fields)
+    marks = marked_commands(cleaned, json_fields, valid)
     marked = _command_parts(marks, exact, scan)
     # "north?" is the command, edge punctuation aside; "Should A go north?" is a question.
     asks = cleaned.rstrip(_EDGE_NOISE.replace("?", "")).endswith("?") and " " in whole
@@ -298,12 +298,11 @@ def _check_below(
     *,
     later: bool = False,
 ) -> None:
-    """A line after an Action: line is not read only if it is a remark the reader may
-    leave unread (`core.remarks`: "Reason: the west is the edge of the grid"), or, in a
-    later paragraph (`later`), one that takes nothing back and orders only for later
-    turns ("Next I'll move right"); anything else ("B east", "Actually, east", "Wait, I
-    meant east", "Just kidding") rejects the reply: the marked line was not the final
-    word."""
+    """A line after an Action: line is not read only if it is a remark (`core.remarks`:
+    "The west is the edge") or a labelled reason (`core.beside.is_reason_line`) the
+    reader may leave unread, or, in a later paragraph (`later`), one that takes nothing
+    back and orders only for later turns ("Next I'll move right"); anything else ("B
+    east", "Actually, east", "Wait, I meant east", "Just kidding") rejects the reply."""
     if not WORD.search(line) or (later and is_afterword(fold(line), None)):
         return
     visible = mask_unread(line, fold(line))
@@ -312,6 +311,7 @@ def _check_below(
     executable = [item for item in orders if item.action is not None]  # not "3+F+A+0"
     if not _is_command(line, exact) and (
         is_remark(folded, _spans(orders), _spans(places), fillers)
+        or is_reason_line(line, scan, fillers)
         or (later and is_afterword(fold(line), _spans(executable)))
     ):
         return

@@ -14,7 +14,9 @@ Two things end it earlier, because a reason must not hide an order:
   subject of a description: a verb and a word that is not filler follow it);
 - a command phrase anywhere in the reason together with a word that schedules
   ("north because it is safe: then east", "A north because B east then"): the reason
-  orders something for a later turn, and the reply is rejected naming that word.
+  orders something for a later turn, and the reply is rejected naming that word;
+- a reason that says nothing but command phrases and filler ("north because west", "A
+  north since A south"): it explains nothing, and its phrases are orders.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import itertools
 import re
 from collections.abc import Sequence
 
+from textenvs.core.clauses import MASK
 from textenvs.core.words import TEMPORAL, WORD
 
 REASON_WORDS = frozenset({"because", "cause", "'cause", "cuz", "since", "which", "given"})
@@ -75,6 +78,10 @@ EVALUATIVE = frozenset({
 # ...and one after one of these, with a word that is not filler before it, the place a
 # description names ("the exit is north", "the camp lies east").
 _COPULAS = frozenset({"is", "are", "was", "were", "be", "been", "lies", "sits", "remains"})
+# Words that open a reason after its first ("so that", "in order to", "as the").
+_LEADS = frozenset({"that", "order", "to", "as", "so", "in"})
+# A verb in the third person ("B holds", "C attacks"): a description, not an order.
+_THIRD_PERSON = re.compile(r"[a-z]{3,}[^s\W]s")
 # How far a description is looked for around a command phrase (keeps reading linear).
 _REACH = 8
 
@@ -160,7 +167,9 @@ class ReasonReader:
             change[start] += 1
             change[end] -= 1
         covered = [depth > 0 for depth in itertools.accumulate(change)]
+        self._folded, self._covered = folded, covered
         self._fillers = fillers
+        self._saying_nothing = (fillers | _LEADS) - PREDICATES
         self._spans = sorted(spans)
         self._span_starts = [start for start, _ in self._spans]
         self._joints = [m.span() for m in _JOINT.finditer(folded) if not covered[m.start()]]
@@ -179,6 +188,8 @@ class ReasonReader:
         last = bisect.bisect_left(self._span_starts, stop)
         if first == last:
             return stop, ""  # no command phrase in the reason: all of it is the reason
+        if self._only_orders(start, stop):
+            return self._spans[first][0], ""  # "north because east": it explains nothing
         when = bisect.bisect_left(self._scheduling_at, start)
         if when < len(self._scheduling_at) and self._scheduling_at[when] < stop:
             joint = self._joint_before(start, self._spans[first][0])
@@ -192,6 +203,22 @@ class ReasonReader:
             if not self._describes(span, joint[1], min(stretch_end, stop)):
                 return joint[0], ""
         return stop, ""
+
+    def _only_orders(self, start: int, stop: int) -> bool:
+        """Whether the reason from `start` to `stop` says nothing but command phrases and
+        filler ("because east", "since A south"): then they are orders, not what it
+        explains. A verb ("because B is east", "because B holds") or a masked clause in
+        it or right after it ("because east isn't safe") says more: it stays a reason."""
+        if MASK in self._folded[start : stop + 1]:
+            return False
+        at = bisect.bisect_left(self._word_starts, start)
+        for match in self._words[at + 1 : bisect.bisect_left(self._word_starts, stop)]:
+            word = match.group(0)
+            if word in PREDICATES or _THIRD_PERSON.fullmatch(word):
+                return False
+            if not self._covered[match.start()] and word not in self._saying_nothing:
+                return False
+        return True
 
     def _joint_before(self, start: int, at: int) -> tuple[int, int] | None:
         """The last joint between `start` and `at` (inside the reason), if any."""

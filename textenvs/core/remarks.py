@@ -2,13 +2,13 @@
 
 "north (toward the gold)", "excavate B2 (stress 70, off the seam)", "Action: east - the
 west is fully explored", "Action: north. The east tile is a flower.": a model often adds
-a remark to its command, in brackets, after a dash, or as a sentence after the command
-on its `Action:` line. Such a remark is masked (not read) only when it cannot change the
-order: it names no command phrase as an order, no word that could schedule, repeat,
-extend or cancel one (`REMARK_BLOCKERS`: "north (twice)", "excavate B3 (and C3)", "north
-(scratch that)"), no letter standing in for a squad or a hex digit ("(A)"), and no
-number that is not the value of a named quantity ("field 2", "row 1"; not "north (3)",
-"north (go 3)").
+a remark to its command, in brackets, after a dash or a semicolon, or as a sentence
+after the command on its `Action:` line. Such a remark is masked (not read) only when it
+cannot change the order: it names no command phrase as an order, no word that could
+schedule, repeat, extend or cancel one (`REMARK_BLOCKERS`: "north (twice)", "excavate B3
+(and C3)", "north (scratch that)"), no letter standing in for a squad or a hex digit
+("(A)"), and no number that is not the value of a named quantity ("field 2", "row 1",
+"windows 1 and 2", "2nd point"; not "north (3)", "north (go 3)").
 A command word in it must be a place or a description's subject ("the north neighbour
 reads 2", "the west is fully explored", "East is a flower"), in a remark with no word
 that goes, chooses or judges ("I meant the east", "the east is correct"). Any other
@@ -55,6 +55,7 @@ REMARK_BLOCKERS = TEMPORAL | WITHDRAWING | frozenset({
 _ORDINAL_UNITS = frozenset({
     "slot", "row", "column", "cell", "tile", "square", "position", "window", "point", "bit",
 })  # fmt: skip
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
 # "the field here is 2": a number after these is the value of what came before.
 _LINKS = frozenset({
     "is", "are", "was", "were", "reads", "equals", "of", "at", "to", "from", "than", "by",
@@ -91,7 +92,7 @@ _STEERING = EVALUATIVE | frozenset({
 # A command word followed by one of these names a place ("the north neighbour").
 _NOUN_AFTER = re.compile(
     r"\s*(?:of|sides?|walls?|edges?|corners?|borders?|parts?|half|halves|neighbou?rs?"
-    r"|tiles?|cells?|squares?|rows?|columns?|quadrants?|regions?|areas?)\b"
+    r"|tiles?|cells?|squares?|rows?|columns?|quadrants?|regions?|areas?|points?)\b"
 )
 
 
@@ -172,7 +173,8 @@ def _line_remarks(
     """The remarks of an `Action:` line after its first order: in a sentence that gives
     orders, what follows a comma after its last one ("east, toward the unexplored
     columns"); each later sentence ("The east tile is a flower.", "East is a flower."),
-    which must be a description unless a dash opened it ("east - unexplored territory").
+    which must be a description unless a dash or a semicolon joined it to the order
+    ("east - unexplored territory", "east; unexplored territory").
     Each is `(start, end, as a sentence)`."""
     remarks = []
     for sentence in _SENTENCE.finditer(folded):
@@ -188,8 +190,10 @@ def _line_remarks(
             if place := _PLACE_AFTER_ORDER.match(folded, last):  # "north to (0,1)"
                 remarks.append((place.start(1), comma if comma >= 0 else end, False))
         if start > orders[0][0]:  # it may describe what it names ("East is a flower.")
-            dash = folded[max(0, start - 2) : start] == " ;"  # cleaning made it a clause break
-            remarks.append((start, end, not dash))
+            # after a semicolon or a dash (which cleaning made one) it is a clause joined
+            # to the order, read by the same rule as a bracket: "north; unexplored territory"
+            joined = folded[start - 1] == ";"
+            remarks.append((start, end, not joined))
     return remarks
 
 
@@ -253,11 +257,13 @@ def _is_description(
             and match.start() not in values
             and not _is_value(before, named)
             and not (word.isdigit() and _states(words, index + 2))
+            and not _ORDINAL.fullmatch(word)  # "(2nd point)": which one, not how many
         ):
             return False  # "north (3)", "north (go 3)", "north (tiles: 3)" count
+        named = named or bool(_ORDINAL.fullmatch(before))  # "1st of 4"
         named = named or (before not in fillers and before not in _UNITS and before.isalpha())
-        if word not in _TRANSPARENT:
-            before = word
+        if word not in _TRANSPARENT and not (word == "and" and before.isdigit()):
+            before = word  # "windows 1 and 2": the 2 is a value as the 1 is
     if (mentions or cells) and any(w in _STEERING for w in words):
         return False  # "the east is correct", "C3 is the better cell"
     return all(
@@ -344,9 +350,11 @@ def _harmless(words: Sequence[str], index: int, *, sentence: bool) -> bool:
     if word == "both":  # "off both seams": the object of a place word
         return preceding in _PLACE_WORDS
     if word == "and":  # "- the column holds its load and air is 4 there": a second clause
+        if preceding.isdigit() and following.isdigit():
+            return True  # "windows 1 and 2 read 00 and 01": values listed
         return not sentence and any(w in PREDICATES for w in words[index + 2 : index + 4])
-    if word in ("first", "second", "third"):
-        return preceding == "the"
+    if word in ("first", "second", "third"):  # "the second character", "(first point)"
+        return preceding == "the" or following in _ORDINAL_UNITS
     return False
 
 

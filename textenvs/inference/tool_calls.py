@@ -17,6 +17,7 @@ import re
 import uuid
 from typing import Any
 
+from textenvs.core.json_text import RepeatedKey, load_json
 from textenvs.inference.chat import ChatTokens, Message
 
 CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
@@ -66,8 +67,9 @@ def _with_argument_dicts(message: Message) -> Message:
         function = dict(call.get("function") or {})
         arguments = function.get("arguments")
         if isinstance(arguments, str):
-            with contextlib.suppress(json.JSONDecodeError):  # else shown as the text sent
-                function["arguments"] = json.loads(arguments or "{}")
+            # else shown as the text sent (a key given twice too: a dict would keep one)
+            with contextlib.suppress(json.JSONDecodeError, RepeatedKey):
+                function["arguments"] = load_json(arguments or "{}")
         calls.append({**call, "function": function})
     return {**message, "tool_calls": calls}
 
@@ -86,8 +88,9 @@ def reply_message(
 
 def split_reply(text: str) -> tuple[str | None, list[dict[str, Any]]]:
     """A reply's text outside its calls (None if there is none) and its calls, in
-    OpenAI's form. A block that is not a JSON object with a `name` stays in the text,
-    for the client to read as it would any unreadable reply."""
+    OpenAI's form. A block that is not a JSON object with a `name`, or that gives a key
+    twice with different values, stays in the text, for the client to read as it would
+    any unreadable reply."""
     calls: list[dict[str, Any]] = []
     kept: list[str] = []
     last = 0
@@ -105,8 +108,10 @@ def split_reply(text: str) -> tuple[str | None, list[dict[str, Any]]]:
 
 def _call(body: str) -> dict[str, Any] | None:
     try:
-        parsed = json.loads(body)
-    except json.JSONDecodeError:
+        parsed = load_json(body)
+    except (json.JSONDecodeError, RepeatedKey):
+        # a key given twice would lose a value once re-serialised: the block stays in
+        # the text, where the client's reader rejects it naming the key
         return None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
         return None

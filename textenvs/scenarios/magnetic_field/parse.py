@@ -5,7 +5,8 @@ A hex digit alone (`A`, `7`, `0xA`) is a command only as the whole reply or a wh
 words rejects the reply (`Action: A; right`), the article "a" included when it stands
 alone or is written `A` before no word. In prose a digit needs its
 verb (`enter A`, `type 7`), and a lower-case letter must also end its clause, so "type a
-message" is not read as a digit.
+message" is not read as a digit; an article between them is one ("I will type a C", "type
+an F"), unless written `A` ("type A C" is two characters).
 
 Nothing is submitted that the reply did not ask to submit as it stands: `submit` with any
 argument (`submit FAAE`, `Submit: A`, `submit the code 3FA0`) is rejected, and so is a
@@ -44,6 +45,12 @@ _CLAUSE_END = r"(?=\s*$|\s*[.,;:!?)\]\"'`*\n\x1f]|\s+(?:now|here|in|into|at|to|f
 _ENDS_CLAUSE = re.compile(_CLAUSE_END)
 _EXACT_HEX = re.compile(rf"^(?:{VERBS}\s+{_FILLER})?{_CHAR}$")
 _SCAN_HEX = re.compile(rf"\b{VERBS}\s+{_FILLER}['\"]?(?:0x)?([0-9a-f]{{1,8}})\b['\"]?")
+# An article before one character that ends its clause ("I will type a C.", "type an F
+# now"): "an", or "a" in lower case (an upper-case `A` is the digit: "type A C" is two).
+_ARTICLE_HEX = re.compile(
+    rf"\b{VERBS}\s+(?P<article>an?)\s+{_FILLER}{_CHAR}"
+    r"(?=\s*$|\s*[.,;:!?)\]\"'`*\n\x1f]|\s+now\b)"  # where its clause ends: not "put a 5 in"
+)
 _INTO_SLOT = re.compile(
     r"(?:[\s(\[,;:>@-]+(?:in|into|at|to|for|on)\s+|[\s(\[,;:>@-]+)(?:the\s+)?"
     r"(?:slot|position|place|box)\s*(?:#\s*)?\d"
@@ -191,6 +198,17 @@ def _stands_as_digit(text: str, folded: str, match: re.Match[str], group: int | 
     return not arg.islower() or bool(_ENDS_CLAUSE.match(folded, match.end(group)))
 
 
+def _one_char(folded: str, match: re.Match[str], group: int) -> Found[Action]:
+    """The order a verb and one character (the match's `group`) give, unless more
+    characters or a slot follow it."""
+    chars = match.group(group)
+    if more := _MORE_CHARS.match(folded, match.end()):
+        return Found(match.start(), more.end(), None, chars, _several(chars + more.group(1)))
+    if into := _INTO_SLOT.match(folded, match.end()):
+        return Found(match.start(), into.end(), None, chars, INTO_SLOT)
+    return Found(match.start(), match.end(), _hex(chars), match.group(0))
+
+
 def scan(text: str) -> list[Found[Action]]:
     folded = fold(text)
     found: list[Found[Action]] = []
@@ -200,13 +218,13 @@ def scan(text: str) -> list[Found[Action]]:
             continue
         if len(chars) > 1:
             found.append(Found(match.start(), match.end(), None, chars, _several(chars)))
-        elif more := _MORE_CHARS.match(folded, match.end()):
-            problem = _several(chars + more.group(1))
-            found.append(Found(match.start(), more.end(), None, chars, problem))
-        elif into := _INTO_SLOT.match(folded, match.end()):
-            found.append(Found(match.start(), into.end(), None, chars, INTO_SLOT))
         else:
-            found.append(Found(match.start(), match.end(), _hex(chars), match.group(0)))
+            found.append(_one_char(folded, match, 1))
+    for match in _ARTICLE_HEX.finditer(folded):
+        if text[match.start("article") : match.end("article")] != "A" and _stands_as_digit(
+            text, folded, match, 2
+        ):
+            found.append(_one_char(folded, match, 2))
     for match in _SUBMIT_ARG.finditer(folded):
         if match.group("sep").strip() or _stands_as_digit(text, folded, match, "arg"):
             problem = _submit_with(match.group("arg"))

@@ -6,7 +6,8 @@ district at B3", "excavate a chamber at B3", "support C2 (basalt)", "vent A1 eas
 A phrase that has a command's shape but cannot be executed as written rejects
 the whole reply with its precise complaint: bad parameters ("excavate c9", "support c2
 granite") or more targets than the command takes ("excavate B3 C3", "vent A1 north
-east"); nothing is dropped. An incomplete phrase ("support C2") is explained when the reply
+east"; a cell before a verb is a remark's subject: "excavate B3 (B3 is off the seam)");
+nothing is dropped. An incomplete phrase ("support C2") is explained when the reply
 names no command at all. Every other word must be filler or a clause that is not read
 (`core.consumption`): range and list syntax the forms do not have (`excavate B3..B5`,
 `excavate B3 | C3`) rejects the reply. A JSON action in Megacity's own function-calling
@@ -28,6 +29,7 @@ from textenvs.core.parsing import (
     memoise_parse,
     resolve,
 )
+from textenvs.core.reasons import PREDICATES
 from textenvs.scenarios.megacity.state import (
     COLS,
     DIRECTIONS,
@@ -54,6 +56,9 @@ SHORT_DIRECTIONS = {"n": "north", "s": "south", "e": "east", "w": "west"}
 MAX_CONDUIT = 3
 
 _CELL = r"[a-z]\d{1,2}"
+# A cell, material or direction before a verb is the subject of a remark, not a further
+# argument ("support C2 basalt (C2 is off the seams)", "conduit B2 B3, B3 holds").
+_NOT_SUBJECT = rf"(?!\s+(?:{'|'.join(sorted(PREDICATES))}|[a-z]{{3,}}[^s\W]s)\b)"
 _SEP = r"(?:\s*[,>]\s*|\s+(?:to|and|then|through)\s+|\s+)"
 # A verb phrase may open a command: "place a basalt support column at C2", "open a
 # district at B3", "lay a conduit on B3": the verb and its article are part of it.
@@ -106,7 +111,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             "conduit",
             rf"\b(?:(?:{_BUILD}|run|connect|extend)\s+{_ARTICLE})?(?:power\s+)?conduits?\s+"
             r"(?:(?:on|along|at|through|over|from|in|across|between)\s+)?(?:(?:the\s+)?cells?\s+)?"
-            rf"(?P<cells>{_CELL}(?:{_SEP}{_CELL})*)\b",
+            rf"(?P<cells>{_CELL}(?:{_SEP}{_CELL}\b{_NOT_SUBJECT})*)\b",
         ),
         (
             "district",
@@ -128,10 +133,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ]
 ]
 # What may not follow a whole command: another cell, material or direction ("excavate B3
-# C3", "excavate B3 to B5", "conduit B2 > B3 > B4"), which would otherwise be left out.
+# C3", "excavate B3 to B5", "conduit B2 > B3 > B4"), which would otherwise be left out;
+# not the subject of a remark, before a verb (`_NOT_SUBJECT`).
 _EXTRA = re.compile(
     r"(?:\s*(?:[,&/+:>(\[]|\b(?:and|or|then|next|also|to|through|thru|until|till)\b))*\s*"
-    rf"(?P<extra>{_CELL}|{'|'.join(MATERIALS)}|{'|'.join(DIRECTIONS)})\b"
+    rf"(?P<extra>{_CELL}|{'|'.join(MATERIALS)}|{'|'.join(DIRECTIONS)})\b{_NOT_SUBJECT}"
 )
 # `research`, `scan` and `wait` take nothing: "scan B3" or "research gravity" would be
 # carried out as something else (research advances the rules in their fixed order).
