@@ -21,7 +21,7 @@ ENV_NAMES = textenvs.names()
 def test_every_scenario_is_registered_with_textarena() -> None:
     expected = [arena_id(textenvs.get(name)) for name in ENV_NAMES]
     assert ARENA_IDS == expected == register_all()  # registering again is a no-op
-    assert "textenvs-treasure-hunt-v5" in ARENA_IDS
+    assert "textenvs-treasure-hunt-v6" in ARENA_IDS
     for env_id in ARENA_IDS:
         assert env_id in ta.envs.registration.ENV_REGISTRY
         assert f"{env_id}-raw" in ta.envs.registration.ENV_REGISTRY

@@ -3,7 +3,7 @@
 Importing the package registers every scenario with gymnasium:
 
     import gymnasium, textenvs
-    env = gymnasium.make("textenvs/TreasureHunt-v5")
+    env = gymnasium.make("textenvs/TreasureHunt-v6")
 
 `textenvs.make("treasure-hunt")` gives the same env unwrapped.
 """

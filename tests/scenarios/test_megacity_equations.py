@@ -17,6 +17,7 @@ from textenvs.scenarios.megacity import maps, render, research, rules
 from textenvs.scenarios.megacity.parse import parse
 from textenvs.scenarios.megacity.state import (
     AIR_THRESHOLD,
+    COLS,
     DIRECTIONS,
     INTEGRITY_THRESHOLD,
     SIZE,
@@ -62,24 +63,40 @@ def shown(state: MegacityState) -> dict:
 
 # ----- the texts' equations, written from the texts ----------------------------------------
 
-SEAM_FLOW = r"every seam cell but the last passes (\d+)% of its stress \(rounded down; x(\d+) with a conduit on it\) to the next one downstream, all at once; the last keeps it \(max (\d+)\)"  # noqa: E501
+SEAM_FLOW = r"Each step, row seam first, every seam cell but the last passes floor\((\d+)% of its stress; (\d+)% with a conduit on it\) to the next cell, all at once; each seam cell ends at min\((\d+), stress \+ received\) - passed\."  # noqa: E501
 PULL = r"per seam, (\d+) if it runs through the cell, else (\d+) if through a neighbour; x(\d+) with a conduit on the cell"  # noqa: E501
 TRANSFER = r"adds (\d+) stress to each orthogonal neighbour \((\d+) if the dug cell is a fault; max (\d+)\)\. Along each seam through it, cells (\d+)\+ steps away lose (\d+) and the cells beside those, off that seam, lose (\d+) \(min (\d+)\)"  # noqa: E501
 
 
-def text_seam_flow(stress: Grid, state: MegacityState) -> Grid:
-    """'Each step, row seam first, every seam cell but the last passes 12% ...'"""
-    text = equation("Sideways gravity")
-    assert "row seam first" in text
-    pct, gain, top = numbers(SEAM_FLOW, text)
+def shown_equation(rule: str) -> str:
+    """`rule`'s text as the agent reads it in the observation once research decodes it."""
+    text = render.render(shown(world(0, 2, research=research.TOTAL_POINTS)))
+    found = re.search(rf"^- {re.escape(rule)} \[decoded\]: (.*)$", text, re.MULTILINE)
+    assert found, text
+    return found.group(1)
+
+
+def sentence_seam_flow(stress: Grid, seams: list[tuple[Cell, ...]], conduits: set[Cell]) -> Grid:
+    """'Each step, row seam first, every seam cell but the last passes floor(12% of its
+    stress; 24% with a conduit on it) to the next cell, all at once; each seam cell ends at
+    min(100, stress + received) - passed.' `seams` run upstream to downstream."""
+    pct, tapped_pct, top = numbers(SEAM_FLOW, shown_equation("Sideways gravity"))
     grid = [list(row) for row in stress]
-    for seam in sorted(state.seams, key=lambda s: s.direction not in ("east", "west")):
-        before = {(c, r): grid[r][c] for c, r in seam.cells}
-        for here, there in zip(seam.cells, seam.cells[1:], strict=False):
-            amount = before[here] * pct * (gain if here in state.conduits else 1) // 100
-            grid[here[1]][here[0]] -= amount
-            grid[there[1]][there[0]] = min(top, grid[there[1]][there[0]] + amount)
+    for cells in sorted(seams, key=lambda cells: cells[0][1] != cells[1][1]):  # rows first
+        before = [grid[r][c] for c, r in cells]  # all at once: from the stress before
+        passed = [
+            value * (tapped_pct if cell in conduits else pct) // 100
+            for value, cell in zip(before[:-1], cells[:-1], strict=True)
+        ] + [0]
+        received = [0, *passed[:-1]]
+        for (c, r), value, got, gave in zip(cells, before, received, passed, strict=True):
+            grid[r][c] = min(top, value + got) - gave
     return tuple(map(tuple, grid))
+
+
+def text_seam_flow(stress: Grid, state: MegacityState) -> Grid:
+    """The research sentence on `state`'s seams and conduits."""
+    return sentence_seam_flow(stress, [s.cells for s in state.seams], set(state.conduits))
 
 
 def text_pull(state: MegacityState, cell: Cell) -> int:
@@ -137,6 +154,111 @@ def test_seam_flow_caps_the_last_cell_at_the_stated_maximum() -> None:
     full = replace(state, stress=tuple(tuple(100 for _ in range(SIZE)) for _ in range(SIZE)))
     after = rules.step(full, WAIT).state
     assert at(after.stress, last) == 100 and after.stress == text_seam_flow(full.stress, full)
+
+
+def rendered_stress(text: str) -> Grid:
+    """The stress map as the agent reads it, stored south row first like the state."""
+    lines = text.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("Rock stress")) + 2
+    rows = [line.split() for line in lines[top : top + SIZE]]
+    assert [row[0] for row in rows] == [str(r) for r in range(SIZE, 0, -1)], rows
+    return tuple(tuple(int(value) for value in row[1:]) for row in reversed(rows))
+
+
+def named(name: str) -> Cell:
+    return COLS.index(name[0]), int(name[1:]) - 1
+
+
+def rendered_seams(text: str) -> list[tuple[Cell, ...]]:
+    """'Seams: row 2 pulling east; column D pulling north.': cells upstream first."""
+    found = re.search(r"Seams: (.*?)\. Faults", text)
+    assert found, text
+    seams = []
+    for part in found.group(1).split("; "):
+        seam = re.fullmatch(r"(row|column) (\w) pulling (\w+)", part)
+        assert seam, part
+        kind, line, direction = seam.groups()
+        if kind == "row":
+            cells = [(c, int(line) - 1) for c in range(SIZE)]
+        else:
+            cells = [(COLS.index(line), r) for r in range(SIZE)]
+        seams.append(tuple(cells[::-1] if direction in ("west", "south") else cells))
+    return seams
+
+
+def rendered_conduits(text: str) -> set[Cell]:
+    found = re.search(r"^Conduits:\s+(.*)$", text, re.MULTILINE)
+    assert found, text
+    return set() if found.group(1) == "none" else set(map(named, found.group(1).split()))
+
+
+def test_a_conduit_rounds_once_at_the_doubled_share() -> None:
+    """'floor(12% of its stress; 24% with a conduit on it)': one floor of 24%, not twice
+    the floor of 12%; at 96 the two readings differ (23 against 22)."""
+    pct, tapped_pct, _top = numbers(SEAM_FLOW, shown_equation("Sideways gravity"))
+    full = tuple(tuple(96 for _ in range(SIZE)) for _ in range(SIZE))
+    for seed, level in WORLDS:
+        state = world(seed, level, stress=full)
+        first = state.seams[0].cells[0]  # a row seam's first cell: on no other seam
+        tapped = replace(state, conduits=(first,))
+        after = rendered_stress(render.render(shown(rules.step(tapped, WAIT).state)))
+        assert at(after, first) == 96 - 96 * tapped_pct // 100 == 73
+        assert at(after, first) != 96 - 2 * (96 * pct // 100)
+        assert after == text_seam_flow(full, tapped)
+
+
+def test_every_receiving_seam_cell_is_capped_before_it_passes_its_share() -> None:
+    """'each seam cell ends at min(100, stress + received) - passed': a cell at 95 that
+    takes 11 and passes 11 ends at 89, not at 95 (the cap is not only the last cell's)."""
+    full = tuple(tuple(95 for _ in range(SIZE)) for _ in range(SIZE))
+    state = world(0, 3, stress=full)
+    after = rendered_stress(render.render(shown(rules.step(state, WAIT).state)))
+    assert after == text_seam_flow(full, state)
+    plain = next(c for c in state.seams[0].cells[1:-1] if c not in state.seams[1].cells)
+    assert at(after, plain) == 89
+
+
+def test_seed_11_level_3_reads_as_the_sentence_says_from_step_0() -> None:
+    """The issue's replay, read only from the text the agent sees: the map before `scan`
+    is the stress the step acts on (the rules text says so), and at step 1 B2, C2, D3 and
+    D4 read 89 (each took and passed 11 from 95, capped at 100 between); with a conduit
+    on B2 C2 D2 from step 4, D3 reads 90 (89 + 11 or more from the tapped D2, capped at
+    100, - 10)."""
+    rules_said = " ".join(rules_text("megacity").split())
+    assert "the stress map (0-100: each cell's actual stress, before any scan too)" in rules_said
+    env = textenvs.make("megacity")
+    text, _info = env.reset(seed=11, options={"level": 3})
+    assert "Geology: not charted yet" in text
+    texts = [text]
+    for command in ["scan", "wait", "wait", "conduit B2 C2 D2", "wait", "wait", "wait", "wait"]:
+        texts.append(env.step(command)[0])
+    seams = rendered_seams(texts[1])
+    row, column = ((c, 1) for c in range(SIZE)), ((3, r) for r in range(SIZE))
+    assert seams == [tuple(row), tuple(column)]  # row 2 pulling east, column D north
+    maps_ = [rendered_stress(t) for t in texts]
+    for step in range(1, len(texts)):
+        conduits = rendered_conduits(texts[step])  # laid by this step's action, before the tick
+        assert all(any(c in cells for cells in seams) for c in conduits)  # no damping
+        assert maps_[step] == sentence_seam_flow(maps_[step - 1], seams, conduits), step
+    assert [at(maps_[0], named(n)) for n in ("B2", "C2", "D3", "D4")] == [92, 95, 95, 95]
+    assert [at(maps_[1], named(n)) for n in ("B2", "C2", "D3", "D4")] == [89] * 4
+    assert [at(maps_[step], named("D3")) for step in range(4, 9)] == [90] * 5
+
+
+def test_a_conduit_costs_what_the_components_line_says_per_new_cell() -> None:
+    """'conduit, 2 per new cell': a 3-cell conduit costs 6, extending it by one cell 2, and
+    re-laying it nothing (refused). The cost is read back from the shown power change:
+    change = generation - draw - cost."""
+    assert "paid per cell without one yet" in " ".join(rules_text("megacity").split())
+    state = world(0, 2)
+    (cost,) = numbers(r"(?m)^- conduit, (\d+) per new cell: ", render.render(shown(state)))
+    power = r"last step ([+-]\d+) with costs; generation (\d+), draw (\d+) a step"
+    path = state.seams[0].cells
+    for cells, new in ((path[:3], 3), (path[1:4], 1), (path[1:4], 0)):
+        state = rules.step(state, Action("conduit", cells)).state
+        change, generation, draw = numbers(power, render.render(shown(state)))
+        assert generation - draw - change == new * cost
+    assert "already carry conduits" in state.report[0]
 
 
 @pytest.mark.parametrize(("seed", "level"), WORLDS[:4])

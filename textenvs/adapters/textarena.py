@@ -140,7 +140,7 @@ class CurrentObservationWrapper(ta.ObservationWrapper):
 
 
 def arena_id(scenario: registry.Scenario) -> str:
-    """`textenvs/TreasureHunt-v5` + `treasure-hunt` -> `textenvs-treasure-hunt-v5`."""
+    """`textenvs/TreasureHunt-v6` + `treasure-hunt` -> `textenvs-treasure-hunt-v6`."""
     version = scenario.env_id.rsplit("-v", 1)[1]
     return f"textenvs-{scenario.name}-v{version}"
 

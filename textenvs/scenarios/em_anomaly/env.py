@@ -20,7 +20,7 @@ from textenvs.scenarios.em_anomaly.state import (
 
 
 class EMAnomalyEnv(TextEnv[EMState, Action]):
-    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v5`, `em-anomaly`).
+    """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v6`, `em-anomaly`).
 
     ## Description
     A 15x15 laboratory floor has insulating walls on 45 tiles (20%) and one hidden
@@ -117,11 +117,14 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
     - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
       goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
       0-999: every figure as v4.
+    - v6: reading 6 (issue 53; `docs/changelog.md`): a JSON key given twice with two
+      values, a condition after the order and an order inside a reason are rejected;
+      remarks after a dash or a semicolon are read. Rules and rendering unchanged.
     """
 
     name = "em-anomaly"
     title = "Electromagnetic Field Anomaly Mapping"
-    version = "5"
+    version = "6"
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
     observation_model = EMObservation

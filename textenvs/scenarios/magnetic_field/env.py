@@ -21,7 +21,7 @@ from textenvs.scenarios.magnetic_field.state import (
 
 
 class MagneticFieldEnv(TextEnv[MagneticState, Action]):
-    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v5`, `magnetic-field`).
+    """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v6`, `magnetic-field`).
 
     ## Description
     A static 9x9 "magnetic field" of 0 (empty), 1 (field line) and 2 (intersection) hides
@@ -139,11 +139,14 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
     - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
       goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
       0-999: every figure as v4.
+    - v6: reading 6 (issue 53; `docs/changelog.md`): a JSON key given twice with two
+      values, a condition after the order and an order inside a reason are rejected;
+      remarks after a dash or a semicolon are read. Rules and rendering unchanged.
     """
 
     name = "magnetic-field"
     title = "Magnetic Field Pattern Recognition"
-    version = "5"
+    version = "6"
     max_steps = STEP_BUDGET
     action_schema = MagneticFieldAction
     observation_model = MagneticObservation

@@ -51,7 +51,7 @@ PARAMETERS: dict[str, list[str]] = {
 
 
 class MegacityEnv(TextEnv[MegacityState, Action]):
-    """Subterranean Megacity (`textenvs/Megacity-v6`, `megacity`).
+    """Subterranean Megacity (`textenvs/Megacity-v7`, `megacity`).
 
     ## Description
     The agent plans an underground city on a 5x5 grid of rock (columns A-E west to east,
@@ -72,7 +72,7 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     | `excavate CELL` | `excavate B3` | hollow out a chamber (load transfer) |
     | `support CELL MATERIAL` | `support C2 basalt` | place or replace a column |
     | `vent CELL DIRECTION` | `vent A1 east` | shaft from CELL to the edge, +2 flow along it |
-    | `conduit CELL [CELL [CELL]]` | `conduit B2 B3 B4` | 1-3 adjacent cells in a path |
+    | `conduit CELL [CELL [CELL]]` | `conduit B2 B3 B4` | 1-3 adjacent cells, 2 power per new cell |
     | `district CELL` | `district B3` | district core in a supported, ventilated chamber |
     | `research` | | one research point (clue, then equation; unlocks materials) |
     | `scan` | | chart seams and faults (shown from then on) |
@@ -154,6 +154,11 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       recovery pays; over an episode these two terms sum to 2 x (final - 100) and
       (final - 85). The spec's below-threshold penalties apply on top.
     - A catastrophe step also carries the other terms of that step, then -40.
+    - Seam flow: a conduit doubles a cell's share before rounding (floor of 24%), and
+      every receiving seam cell is capped at 100 before it passes its own share on, so a
+      full cell loses stress (95 taking and passing 11 ends at 89); the research text
+      says so. The stress map is the actual stress from step 0 on: `scan` charts only
+      the seams and faults. A conduit costs 2 per cell without a conduit yet.
     - Conduit damping is a one-off: a conduit cell laid off the seams loses its stress
       once, when laid (a recurring drain made any cell buildable).
     - The air index moves toward its target by up to 8 a step, so it reaches the target
@@ -215,11 +220,15 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       strength, power generated and drawn per step, and shows a column in undug rock as
       `|` (v5: `.`). With it, reading 5 (`docs/changelog.md`). Physics, costs, rewards
       and maps unchanged.
+    - v7 (issue 53): the texts say Megacity's numbers as the physics does them: seam
+      flow passes floor(12%; 24% with a conduit) and each seam cell ends at min(100,
+      stress + received) - passed; a conduit costs 2 per new cell; the stress map is
+      the actual stress before any scan too. With it, reading 6. Physics unchanged.
     """
 
     name = "megacity"
     title = "Subterranean Megacity"
-    version = "6"
+    version = "7"
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation

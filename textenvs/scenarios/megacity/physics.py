@@ -96,9 +96,11 @@ def strength(vec: Vec) -> int:
 
 
 def seam_flow(stress: Grid, state: MegacityState) -> Grid:
-    """Sideways gravity: each seam cell passes `seam_flow_pct`% of its stress to the next
-    cell downstream (x `conduit_seam_gain` with a conduit on it); the last cell keeps what
-    it receives up to `stress_max`. Seams are applied in order (row seam, then column)."""
+    """Sideways gravity: each seam cell but the last passes floor(stress x `seam_flow_pct`
+    x `conduit_seam_gain` (with a conduit on it, else x 1) / 100) to the next cell
+    downstream. A cell receives before it gives: it ends at min(`stress_max`, stress +
+    received) - passed, so the cap can eat stress anywhere on the seam, not only at the
+    last cell. Seams are applied in order (row seam, then column)."""
     physics = state.physics
     pct, gain, cap = physics.seam_flow_pct, physics.conduit_seam_gain, physics.stress_max
     grid = [list(row) for row in stress]

@@ -38,6 +38,9 @@ DESCRIPTORS = {
     "conduit": "1-3 adjacent cells: feeds districts beside it, taps seams, tugs on gravity",
     "district": "a core in a supported, ventilated chamber; draws power each step",
 }
+#: what a component's listed cost is counted per (the rest cost it once per action);
+#: a new cell is one without a conduit yet
+COST_UNITS = {"conduit": " per new cell"}
 SITE_LEGEND = (
     ". rock, | column in rock, o chamber, S supported, D district running, X offline; + conduit"
 )
@@ -289,7 +292,7 @@ def _components_block(components: tuple[tuple[str, str, bool, int, str], ...]) -
     for name, kind, available, cost, descriptor in components:
         label = f"{name} ({kind})" if kind == "support" else name
         lock = "" if available else " [locked: research further]"
-        lines.append(f"- {label}, {cost}: {descriptor}{lock}")
+        lines.append(f"- {label}, {cost}{COST_UNITS.get(name, '')}: {descriptor}{lock}")
     lines.append(
         f"- excavate, {p.COSTS['excavate']}; research, {p.COSTS['research']}; "
         f"scan, {p.COSTS['scan']}; wait, 0"

@@ -52,10 +52,14 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "Seams carry stress downstream: upstream seam cells drain over time while the "
         "last cell fills up. A conduit on a cell speeds that and doubles the pull on a "
         "chamber there.",
+        # One reading only: the floor of 24% with a conduit (not twice the floor of 12%),
+        # and every receiving cell is capped before it passes its own share on, so a full
+        # seam cell loses stress (95 taking and passing 11 ends at 89).
         "Each step, row seam first, every seam cell but the last passes "
-        f"{PHYSICS.seam_flow_pct}% of its stress (rounded down; "
-        f"x{PHYSICS.conduit_seam_gain} with a conduit on it) to the next one downstream, all "
-        f"at once; the last keeps it (max {PHYSICS.stress_max}). Sideways load on a chamber: "
+        f"floor({PHYSICS.seam_flow_pct}% of its stress; "
+        f"{PHYSICS.seam_flow_pct * PHYSICS.conduit_seam_gain}% with a conduit on it) to the "
+        "next cell, all at once; each seam cell ends at "
+        f"min({PHYSICS.stress_max}, stress + received) - passed. Sideways load on a chamber: "
         f"per seam, {PHYSICS.pull_on_seam} if it runs through the cell, else "
         f"{PHYSICS.pull_beside_seam} if through a neighbour; "
         f"x{PHYSICS.conduit_seam_gain} with a conduit on the cell.",

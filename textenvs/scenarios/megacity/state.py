@@ -154,6 +154,7 @@ class Component(BaseModel):
     name: str
     kind: str
     available: bool
+    #: power; a conduit's is per cell without a conduit yet, the others' per action
     cost: int
     descriptor: str
 

@@ -22,7 +22,7 @@ ORDER_WORDS = "north|south|east|west|hold|attack"
 
 
 class SquadReconEnv(TextEnv[ReconState, Orders]):
-    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v5`, `squad-recon`).
+    """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v6`, `squad-recon`).
 
     ## Description
     A 15x15 battlefield of open ground, walls and forest hides two enemy camps of
@@ -125,11 +125,14 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
     - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
       goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
       0-999: every figure as v4.
+    - v6: reading 6 (issue 53; `docs/changelog.md`): a JSON key given twice with two
+      values, a condition after the order and an order inside a reason are rejected;
+      remarks after a dash or a semicolon are read. Rules and rendering unchanged.
     """
 
     name = "squad-recon"
     title = "Squad Reconnaissance and Elimination"
-    version = "5"
+    version = "6"
     max_steps = STEP_BUDGET
     action_schema = SquadReconAction
     observation_model = ReconObservation

@@ -19,7 +19,7 @@ from textenvs.scenarios.treasure_hunt.state import (
 
 
 class TreasureHuntEnv(TextEnv[TreasureState, Action]):
-    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v5`, `treasure-hunt`).
+    """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v6`, `treasure-hunt`).
 
     ## Description
     An 8x8 grid hides one Bomb, ten Flowers and 53 Empty tiles. The symbols are inverted:
@@ -89,11 +89,14 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
     - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
       goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
       0-999: every figure as v4.
+    - v6: reading 6 (issue 53; `docs/changelog.md`): a JSON key given twice with two
+      values, a condition after the order and an order inside a reason are rejected;
+      remarks after a dash or a semicolon are read. Rules and rendering unchanged.
     """
 
     name = "treasure-hunt"
     title = "Inverted-Symbol Treasure Hunt Grid"
-    version = "5"
+    version = "6"
     max_steps = STEP_BUDGET
     action_schema = TreasureHuntAction
     observation_model = TreasureObservation
