@@ -157,12 +157,12 @@ CASES: dict[str, Case] = {
                                                        "--steps", "1", "--out", "t",
                                                        "--temperature", "0.7"],
                                         "textenvs train: error: --temperature does nothing "
-                                        "with --method sft: leave it out"),
+                                        "with --method sft; leave it out"),
     "train: a flag grpo does not read": (training_run, ["train", "--env", "em-anomaly",
                                                         "--model", "runs/t1/final", "--steps",
                                                         "1", "--out", "t", "--only-success"],
                                          "textenvs train: error: --only-success does nothing "
-                                         "with --method grpo: leave it out"),
+                                         "with --method grpo; leave it out"),
     "serve: a port out of range": (None, ["serve", "--port", "70000"], "textenvs serve: error: "
                                    "argument --port: must be at least 0 and at most 65535, not "
                                    "'70000'; see 'textenvs serve --help'"),

@@ -122,7 +122,7 @@ def test_a_recorded_run_is_imitated_with_sft_and_replayed_as_it_was(
             "--demonstrations", str(reactive_run), "--out", str(tmp_path / "x")]  # fmt: skip
     with pytest.raises(SystemExit):
         main(base)
-    assert "--demonstrations does nothing with --method grpo: leave it out" in (
+    assert "--demonstrations does nothing with --method grpo; leave it out" in (
         capsys.readouterr().err
     )
     with pytest.raises(SystemExit):

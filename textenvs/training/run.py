@@ -104,7 +104,7 @@ def settings_from(
         if getattr(settings, name) != getattr(DEFAULTS, name):
             flag = "--" + name.replace("_", "-")
             raise TrainingError(
-                f"{flag} does nothing with --method {settings.method}: leave it out"
+                f"{flag} does nothing with --method {settings.method}; leave it out"
             )
     if recorded and settings.demonstration_noise:
         raise TrainingError(
