@@ -39,6 +39,15 @@ def training_run(path: Path) -> None:
     (path / "final" / "config.json").write_text("{}")
 
 
+def chatml_model(path: Path) -> None:
+    """A model directory whose chat template is plain ChatML: it renders no tools."""
+    pytest.importorskip("transformers", reason="the train extra is not installed")
+    from benchmarks.support import tiny_model
+
+    tiny_model.tokenizer(["north south east west"]).save_pretrained(path)
+    (path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+
+
 def a_file(path: Path) -> None:
     path.write_text("not a folder")
 
@@ -85,6 +94,13 @@ CASES: dict[str, Case] = {
         training_run, [*EVAL, "--agent", "llm", "--model", "runs/t1", "--out", "r"],
         "textenvs eval: error: --model runs/t1 is a training run's folder, not a model "
         "directory; give its final/: --model runs/t1/final"),
+    "eval: tools with a template that renders none": (
+        chatml_model, [*EVAL, "--agent", "llm", "--model", "runs/t1", "--action-mode", "tools",
+                       "--out", "r"],
+        "textenvs eval: error: --action-mode tools: the chat template of runs/t1 renders no "
+        "tools; write the model with one that does: textenvs save-model --model runs/t1 --out "
+        "runs/t1-tools --tools-template, then give --model runs/t1-tools (or play it in text "
+        "mode)"),
     "eval: a file in the --out path": (a_file, [*EVAL, "--out", "runs/t1/r"],
                                        "textenvs eval: error: cannot write the run directory "
                                        "runs/t1/r: {tmp}/runs/t1 is a file, not a folder; "

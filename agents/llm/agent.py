@@ -230,7 +230,7 @@ class LLMAgent(Agent):
         if cfg.extra_body:
             request.update(cfg.extra_body)  # merged into the body, as the SDK's extra_body
         if cfg.mode == "tools":
-            request["tools"] = [self._tool()]
+            request["tools"] = [act_tool(self.context)]
             request["tool_choice"] = cfg.tool_choice
         if cfg.mode == "json":
             form = self._transport.json_form()
@@ -242,20 +242,23 @@ class LLMAgent(Agent):
         assert schema is not None  # json mode
         return schema
 
-    def _tool(self) -> dict[str, Any]:
-        schema = self.context.action_schema.model_json_schema()
-        schema.pop("title", None)
-        return {
-            "type": "function",
-            "function": {
-                "name": TOOL_NAME,
-                "description": "Send one command to the environment.",
-                "parameters": schema,
-            },
-        }
-
 
 # ----- helpers -----------------------------------------------------------------------
+
+
+def act_tool(context: EpisodeContext) -> dict[str, Any]:
+    """The one tool a tools-mode request declares: `act`, its parameters the episode's
+    action schema (a call of `act(command)` with one text command is read too)."""
+    schema = context.action_schema.model_json_schema()
+    schema.pop("title", None)
+    return {
+        "type": "function",
+        "function": {
+            "name": TOOL_NAME,
+            "description": "Send one command to the environment.",
+            "parameters": schema,
+        },
+    }
 
 
 def new_episode_marker(context: EpisodeContext) -> str:

@@ -25,18 +25,25 @@ trained here plays in `textenvs eval --model DIR --action-mode tools`, whose age
 an `act(command)` call as it reads one with the action schema's fields.
 
     from trl import GRPOConfig, GRPOTrainer
-    from textenvs.adapters.trl import EnvironmentFactory, episode_datasets
+    from textenvs.adapters.trl import EnvironmentFactory, episode_datasets, write_training_record
 
     data = episode_datasets("em-anomaly", seeds="0-999", eval_seeds="1000-1099")
     with EnvironmentFactory(reward="headline") as environments:
         trainer = GRPOTrainer(model=..., args=GRPOConfig(...), train_dataset=data["train"],
                               environment_factory=environments)
         trainer.train()
+    trainer.save_model(OUT)
+    write_training_record(OUT, data)  # `textenvs eval --model OUT` refuses the seeds
+
+The model's chat template must render tools (`textenvs save-model --tools-template`), and
+a small model needs a warm start that calls `act` (`textenvs train --method sft
+--action-mode tools`): docs/adapters.md, "TRL".
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
 from datasets import Dataset, DatasetDict
@@ -224,6 +231,43 @@ def episode_datasets(
     return DatasetDict(
         train=episode_dataset(env, seeds, options), eval=episode_dataset(env, eval_seeds, options)
     )
+
+
+# ----- the trained checkpoint -----------------------------------------------------------
+
+
+def write_training_record(
+    folder: str | Path,
+    data: DatasetDict,
+    *,
+    base: str | Path | None = None,
+    reward: Reward | None = None,
+) -> Path:
+    """Write the record of a checkpoint trained on `data` (`episode_datasets`) beside its
+    weights (`textenvs-training.json`, as `textenvs train` writes one): its scenario, its
+    training seeds (and those of `base`, the model it started from, when that has a
+    record) and held-out seeds, and how it plays: tools mode, no re-asks (the rules it
+    trained under). `textenvs eval --model FOLDER` then refuses its training seeds and
+    plays it as it trained. Returns the record's path."""
+    from textenvs.inference import models
+
+    envs = sorted(set(data["train"]["env"]))
+    earlier = models.trained_seeds(models.read_record(base) or {}) if base else []
+    record = {
+        "textenvs_training": 1,
+        "trainer": "trl-environment-factory",
+        "env": ",".join(envs),
+        "model": str(base) if base else None,
+        "seeds": seed_ranges(sorted(set(data["train"]["seed"]))),
+        "eval_seeds": seed_ranges(sorted(set(data["eval"]["seed"]))) if "eval" in data else "",
+        "earlier_seeds": seed_ranges(earlier),
+        "reward": reward,
+        "action_mode": "tools",
+        "conversation": {"reasks": 0},
+    }
+    path = Path(folder)
+    models.write_record(path, record)
+    return path / models.RECORD_FILE
 
 
 def _row(spec: EpisodeSpec) -> dict[str, Any]:

@@ -22,6 +22,7 @@ COMMANDS = (
     "textenvs.cli.report",
     "textenvs.cli.export",
     "textenvs.cli.train",
+    "textenvs.cli.save_model",
     "textenvs.cli.serve",
 )
 

@@ -120,6 +120,12 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
     for name, value in trained_with.items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)
+    if _action_mode(args) == "tools":
+        from textenvs.inference.tool_template import tools_refusal
+
+        problem = tools_refusal(args.model)
+        if problem:
+            raise fail(args, f"--action-mode tools: {problem} (or play it in text mode)")
     at_once = f"{slots} conversation{'s' if slots > 1 else ''} at a time"
     print(f"note: serving {args.model} on loopback ({at_once})", file=sys.stderr)
     try:
@@ -135,6 +141,17 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
                 raise
     except models.ModelError as exc:
         raise fail(args, str(exc)) from None
+
+
+def _action_mode(args: argparse.Namespace) -> str | None:
+    """The action mode the command plays in: --action-mode (or the checkpoint's), else
+    its --agent-config file's."""
+    mode = getattr(args, "action_mode", None)
+    if mode is None and getattr(args, "agent_config", None):
+        from textenvs.agents.llm.options import llm_config_from_args
+
+        return llm_config_from_args(args).mode
+    return mode
 
 
 #: what a run's config.json names as the endpoint of a served `--model DIR`

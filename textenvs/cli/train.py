@@ -59,9 +59,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="grpo",
         help="'grpo' (reinforcement from the scenario's reward, the default) or 'sft' (a "
         "supervised warm start: imitate --demonstrations' episodes of the training seeds, "
-        "each written as the conversation 'textenvs eval' holds, text mode, only the replies "
-        "trained on; a step is --seeds-per-step sequences: whole episodes, or single turns "
-        "with --history); GRPO can go on from its OUT/final",
+        "each written as the conversation 'textenvs eval' holds, in text mode or, with "
+        "--action-mode tools, each reply a call of act, only the replies trained on; a step "
+        "is --seeds-per-step sequences: whole episodes, or single turns with --history); "
+        "GRPO can go on from its OUT/final (with tools, TRL's environment_factory)",
     )
     p.add_argument(
         "--demonstrations",
@@ -176,11 +177,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--action-mode",
-        choices=["text", "json"],
+        choices=["text", "json", "tools"],
         default="text",
-        help="how replies carry commands: 'text' (an Action: line) or 'json' (a JSON object "
+        help="how replies carry commands: 'text' (an Action: line), 'json' (a JSON object "
         "held to the action schema as it is sampled, as 'textenvs eval --action-mode json' "
-        "asks a server for; the default of --model local)",
+        "asks a server for; the default of --model local) or, with --method sft, 'tools' "
+        "(each reply a call of act(command) as the chat template writes it, the call TRL's "
+        "environment_factory parses and 'textenvs eval --action-mode tools' reads; needs a "
+        "template that renders tools: textenvs save-model --tools-template)",
     )
     p.add_argument(
         "--json-reasoning",
@@ -335,9 +339,13 @@ def _next_steps(settings: Any, out: Path, final: Path) -> str:
     play greedily, so a checkpoint whose replies are still unreadable costs minutes,
     not hours (32-token replies, each asked again, took 10 minutes an episode here)."""
     quick = ""
+    if settings.action_mode == "tools":  # "before" too: base/ may hold no record of it
+        quick = " --action-mode tools"
     if settings.method == "sft":
-        quick = " --temperature 0"
-        if settings.max_tokens > SFT_REPLY_TOKENS:
+        quick += " --temperature 0"
+        if settings.action_mode == "tools":  # the run checked that every call fits
+            quick += f" --max-tokens {settings.max_tokens}"
+        elif settings.max_tokens > SFT_REPLY_TOKENS:
             quick += f" --max-tokens {SFT_REPLY_TOKENS}"
         if settings.conversation.get("reasks", 1):
             quick += " --reasks 0"

@@ -97,8 +97,10 @@ class GrowingChat:
     """One conversation's sequence: the messages read so far and where the last reply
     ended."""
 
-    def __init__(self, chat: ChatTokens) -> None:
+    def __init__(self, chat: ChatTokens, tools: list[Message] | None = None) -> None:
         self.chat = chat
+        #: the tools every request of the conversation declares (rendered by the template)
+        self.tools = tools
         #: the messages the model has read (and its replies to them)
         self.messages: list[Message] = []
         #: what of the template's reply closer the model has already written (its stop
@@ -118,9 +120,9 @@ class GrowingChat:
                 "the conversation was cut (its history no longer extends the last request); "
                 "raise the prompt budget or lower the turn limit"
             )
-        rendered = self.chat.render(messages, reply_next=True)
+        rendered = self.chat.render(messages, reply_next=True, tools=self.tools)
         if previous:
-            replied = self.chat.render(previous, reply_next=False)
+            replied = self.chat.render(previous, reply_next=False, tools=self.tools)
             if not rendered.startswith(replied):
                 raise TemplateError("the chat template rewrites earlier turns")
             closer = self.chat.reply_closer
@@ -130,10 +132,10 @@ class GrowingChat:
         self.messages = list(messages)
         return text
 
-    def replied(self, content: str, reply_ids: list[int]) -> None:
-        """The model's reply was added to the conversation as `content`, and the sequence
-        holds it as `reply_ids`."""
-        self.messages.append({"role": "assistant", "content": content})
+    def replied(self, content: str, reply_ids: list[int], message: Message | None = None) -> None:
+        """The model's reply was added to the conversation as `content` (or as `message`,
+        e.g. one with tool calls), and the sequence holds it as `reply_ids`."""
+        self.messages.append(message or {"role": "assistant", "content": content})
         ended = bool(reply_ids) and reply_ids[-1] in self.chat.stop_ids
         stop_text = self.chat.decode(reply_ids[-1:]) if ended else ""
         self.closed = stop_text if self.chat.reply_closer.startswith(stop_text) else ""

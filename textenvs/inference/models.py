@@ -110,14 +110,15 @@ def save(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     folder: Path,
-    record: dict[str, Any],
+    record: dict[str, Any] | None,
 ) -> None:
     """A transformers directory (weights, tokenizer, chat template) with the training
-    record beside them."""
+    record beside them (None: a model never trained here has none)."""
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    write_record(folder, record)
+    if record is not None:
+        write_record(folder, record)
 
 
 def write_record(folder: Path, record: dict[str, Any]) -> None:

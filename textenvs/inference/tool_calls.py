@@ -18,7 +18,7 @@ import uuid
 from typing import Any
 
 from textenvs.core.json_text import RepeatedKey, load_json
-from textenvs.inference.chat import ChatTokens, Message
+from textenvs.inference.chat import ChatTokens, Message, TemplateError
 
 CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _PROBE_TOOL = {"type": "function", "function": {"name": "probe", "parameters": {}}}
@@ -33,6 +33,26 @@ def renders_tools(chat: ChatTokens) -> bool:
     probe = [{"role": "user", "content": "u"}]
     plain = chat.render(probe, reply_next=True)
     return chat.render(probe, reply_next=True, tools=[_PROBE_TOOL]) != plain
+
+
+def call_text(
+    chat: ChatTokens, name: str, arguments: dict[str, Any], tools: list[Message] | None = None
+) -> str:
+    """The text of a reply that calls `name(**arguments)` and nothing else, as the chat
+    template writes it in an earlier turn (Qwen 2.5's: `<tool_call>\\n{"name": ...,
+    "arguments": {...}}\\n</tool_call>`): what a model that calls the tool writes."""
+    user = {"role": "user", "content": "u"}
+    call = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    assistant = {"role": "assistant", "content": "", "tool_calls": [call]}
+    opening = chat.render([user], reply_next=True, tools=tools)
+    rendered = chat.render([user, assistant], reply_next=False, tools=tools)
+    closer = chat.reply_closer
+    if not rendered.startswith(opening) or not rendered.endswith(closer):
+        raise TemplateError("the chat template does not write a tool call where the reply starts")
+    text = rendered[len(opening) : len(rendered) - len(closer)]
+    if name not in text:
+        raise TemplateError("the chat template does not render tool calls")
+    return text
 
 
 def requested(body: dict[str, Any], *, rendered: bool) -> list[dict[str, Any]] | None:

@@ -10,6 +10,12 @@ model could have produced, token for token, in text action mode. Only the replie
 are trained on (the labels of the rest are -100), as GRPO trains only the model's own
 tokens.
 
+In tools mode (`--action-mode tools`) the conversation is the one eval holds in tools
+mode (its rules, `act` declared in every request, each call answered) and each command
+is written as a call of `act(command)` as the model's chat template writes one: the call
+TRL's `environment_factory` loop parses. Each is read back as eval reads a checkpoint's
+reply (the server's tool calls, the agent's reader) before it is trained on.
+
 A conversation that only grows (the default history) is one sequence an episode; one
 whose prompts drop earlier turns (`--history K`, a window) is one sequence a turn, each
 the prompt eval sends that turn and the reply.
@@ -41,16 +47,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from openai.types.chat import ChatCompletionMessage
 
 from textenvs.agents import make_agent
+from textenvs.agents.llm.agent import act_tool
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.conversation import Conversation
+from textenvs.agents.llm.history import Message
+from textenvs.agents.llm.reading import COMMAND_ARGUMENT, TOOL_NAME, read_message
 from textenvs.episodes.loop import context_for, run_episode
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.episodes.record import EpisodeResult
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.evals import store
 from textenvs.inference.chat import ChatTokens, GrowingChat
+from textenvs.inference.tool_calls import call_text, reply_message, template_messages
 from textenvs.training.rollouts import EnvFactory
 
 #: the label of a token not trained on (the loss ignores it)
@@ -68,6 +79,15 @@ class TokenSequence:
     def trained(self) -> int:
         """Its tokens trained on (the replies')."""
         return sum(label != IGNORED for label in self.labels)
+
+    @property
+    def longest_reply(self) -> int:
+        """The most tokens of one reply trained on (its stop token included)."""
+        longest = run = 0
+        for label in self.labels:
+            run = run + 1 if label != IGNORED else 0
+            longest = max(longest, run)
+        return longest
 
 
 @dataclass
@@ -177,6 +197,33 @@ def reply_for(command: str) -> str:
     return f"Action: {command}"
 
 
+def tool_reply_for(command: str, chat: ChatTokens, tools: list[Message]) -> str:
+    """Tools mode: the reply that calls `act(command)`, as the chat template writes a
+    call (Qwen 2.5's `<tool_call>` block): the call TRL's `environment_factory` loop
+    parses (`textenvs.adapters.trl`), and one `textenvs eval --action-mode tools` reads."""
+    return call_text(chat, TOOL_NAME, {COMMAND_ARGUMENT: command}, tools)
+
+
+def take_reply(
+    conversation: Conversation, reply: str, tools: list[Message] | None
+) -> tuple[str | None, Message | None]:
+    """`reply` read as `textenvs eval` reads it, and taken into the conversation: the
+    command (None: unreadable), and in tools mode the reply's message as the chat template
+    renders it. Tools mode reads it as eval does a checkpoint's: the server's message for
+    it (its calls apart, `tool_calls.reply_message`) read by the agent's reader."""
+    if tools is None:
+        return conversation.read(reply), None
+    message, finish_reason = reply_message(reply, "stop", tools)
+    sent = ChatCompletionMessage.model_validate(message)
+    calls = [call for call in sent.tool_calls or [] if getattr(call, "function", None)]
+    reading = read_message(
+        sent.content or "", "tools", conversation.context, calls=calls, finish_reason=finish_reason
+    )
+    if reading.command is None:
+        return None, None
+    return conversation.take(reading), template_messages([reading.assistant])[0]
+
+
 def demonstrate(
     spec: EpisodeSpec,
     agent: str | Agent,
@@ -196,6 +243,12 @@ def demonstrate(
         result = asyncio.run(run_episode(env, noisy, spec.seed, options=spec.options))
         commands = [turn.command for turn in result.turns]
         conversation = Conversation.for_context(context_for(env, spec.seed, spec.options), settings)
+        # tools mode: every request declares `act`, as eval's agent sends it
+        tools = [act_tool(conversation.context)] if settings.mode == "tools" else None
+
+        def written(command: str) -> str:
+            return reply_for(command) if tools is None else tool_reply_for(command, chat, tools)
+
         growing: GrowingChat | None = None  # the sequence being written
         stop = next(token for token in chat.encode(chat.reply_closer) if token in chat.stop_ids)
         sequences: list[TokenSequence] = []
@@ -205,25 +258,27 @@ def demonstrate(
             answer = noisy.answers[turn]
             habit = turn > 0 and answer == commands[turn - 1] and draws[turn] >= habit_share
             conversation.observe(observation, info)
+            # as the server renders them: a call's arguments an object, not JSON text
             request = conversation.request()
+            request = request if tools is None else template_messages(request)
             if growing is None or not growing.extends(request):  # the prompt was cut
-                growing, sequence = GrowingChat(chat), TokenSequence()
+                growing, sequence = GrowingChat(chat, tools), TokenSequence()
                 sequences.append(sequence)
             segment = chat.encode(growing.segment(request))
-            reply = reply_for(command)
-            read = conversation.read(reply)
+            reply = written(command)
+            read, message = take_reply(conversation, reply, tools)
             if read is None:
                 raise ValueError(f"{spec.id}: the reader does not read {reply!r}")
             sequence.ids += segment
             sequence.labels += [IGNORED] * len(segment)
             if answer != command and not habit:  # a random turn: the answer ends this one
-                answer_ids = [*chat.encode(reply_for(answer)), stop]
+                answer_ids = [*chat.encode(written(answer)), stop]
                 sequence.ids += answer_ids
                 sequence.labels += answer_ids
                 growing = None
             else:
                 reply_ids = [*chat.encode(reply), stop]
-                growing.replied(reply, reply_ids)
+                growing.replied(reply, reply_ids, message)
                 sequence.ids += reply_ids
                 sequence.labels += [IGNORED] * len(reply_ids) if habit else reply_ids
             observation, _, _, _, info = env.step(read)

@@ -79,8 +79,9 @@ class TrainSettings:
     max_turns: int | None = None
     #: conversation settings (`agents.llm.conversation.CONVERSATION_SETTINGS`)
     conversation: dict[str, Any] = field(default_factory=dict)
-    #: "text" or "json" (replies held to the action schema), and in json mode the most
-    #: characters of reasoning before the action (0: none)
+    #: "text", "json" (replies held to the action schema) or, --method sft only, "tools"
+    #: (replies as calls of `act`), and in json mode the most characters of reasoning
+    #: before the action (0: none)
     action_mode: str = "text"
     json_reasoning: int = 0
     #: train only the top layers (None: all): on a CPU the backward pass is most of a step
@@ -125,12 +126,15 @@ def model_prompt_budget(settings: TrainSettings, model: PreTrainedModel) -> int:
 
 def run_conversation(settings: TrainSettings, prompt_budget: int) -> LLMConfig:
     """The conversation the run's episodes are played in, as `textenvs eval` holds it: the
-    run's action mode and conversation settings under `prompt_budget`."""
-    return conversation_settings(
-        settings.action_mode,
+    run's action mode and conversation settings under `prompt_budget`. Tools mode (`--method
+    sft` only) holds text mode's conversation, each reply a call of `act` and answered."""
+    tools = settings.action_mode == "tools"
+    config = conversation_settings(
+        "text" if tools else settings.action_mode,
         settings.json_reasoning,
         **{"prompt_budget": prompt_budget, **settings.conversation},
     )
+    return config.model_copy(update={"action_mode": "tools"}) if tools else config
 
 
 class RolloutSource:

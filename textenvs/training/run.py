@@ -32,7 +32,7 @@ from textenvs.episodes.specs import (
     resolve_envs,
 )
 from textenvs.evals import run_folder, store
-from textenvs.inference import models
+from textenvs.inference import models, tool_template
 from textenvs.inference.chat import ChatTokens, TemplateError
 from textenvs.training import curve, grpo
 from textenvs.training.demonstrations import is_recorded_run, recorded_episodes
@@ -111,15 +111,26 @@ def settings_from(
             "--demonstration-noise: a recorded run's commands are replayed as they were; "
             "leave it out"
         )
-    if settings.method == "sft" and settings.action_mode != "text":
+    if settings.method == "sft" and settings.action_mode == "json":
         raise TrainingError(
-            "--method sft writes demonstrations as text replies: leave --action-mode out"
+            "--method sft writes demonstrations as text replies or tool calls: give "
+            "--action-mode text or tools, not json"
+        )
+    if settings.method == "grpo" and settings.action_mode == "tools":
+        raise TrainingError(
+            "--action-mode tools: this GRPO samples text or json replies; train tool calls "
+            "with TRL's GRPOTrainer(environment_factory=...) (docs/adapters.md, TRL), or "
+            "give --method sft"
         )
     if settings.method == "grpo" and "history" in settings.conversation:
         raise TrainingError(
             "--history: GRPO trains each episode as one growing conversation; leave --history "
             "out (or use --method sft)"
         )
+    if settings.action_mode == "tools":
+        problem = tool_template.tools_refusal(model, whole_conversation=True)
+        if problem:
+            raise TrainingError(f"--action-mode tools: {problem}")
     if settings.generation == "vllm":
         problem = vllm_missing()
         if problem:
@@ -128,9 +139,9 @@ def settings_from(
         raise TrainingError(f"--seeds: a step needs {settings.seeds_per_step} training seeds")
     try:
         check_reset_options([settings.env], settings.options)
-        conversation_settings(
-            settings.action_mode, settings.json_reasoning, **settings.conversation
-        )
+        # tools mode holds text mode's conversation (`grpo.run_conversation`)
+        mode = "text" if settings.action_mode == "tools" else settings.action_mode
+        conversation_settings(mode, settings.json_reasoning, **settings.conversation)
         grpo.grpo_config(settings, Path("unused"))
     except ValueError as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None
@@ -278,6 +289,13 @@ def _sft_trainer(
         )
     except (ValueError, TemplateError) as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None
+    longest = max(s.longest_reply for d in kept for s in d.sequences)
+    if settings.action_mode == "tools" and longest > settings.max_tokens:
+        raise TrainingError(
+            f"--max-tokens {settings.max_tokens}: a demonstrated tool call is {longest} "
+            "tokens with its end, and eval would cut the checkpoint's calls there; give "
+            f"--max-tokens {longest + 8} or more"
+        )
     won = sum(d.result.success for d in kept)
     tokens = sum(d.tokens for d in kept)
     trained = sum(d.trained for d in kept)

@@ -64,10 +64,10 @@ def demonstration_dataset(
 ) -> tuple[Dataset, list[Demonstration]]:
     """The demonstrations of the training seeds as a tokenized dataset (`input_ids`,
     `labels`), in the conversation `textenvs eval` holds for this model (its prompt
-    budget, the run's conversation settings, text mode). With `recorded` (the episodes
+    budget, the run's conversation settings, text or tools mode). With `recorded` (the episodes
     of the eval run `settings.demonstrations`), those of the training seeds are replayed
     instead of played."""
-    # text mode: `settings_from` refuses --method sft with another action mode
+    # text or tools mode: `settings_from` refuses --method sft in json mode
     conversation = grpo.run_conversation(settings, grpo.model_prompt_budget(settings, model))
     chat = ChatTokens(tokenizer)
     if recorded is not None:

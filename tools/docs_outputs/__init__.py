@@ -100,7 +100,7 @@ def unknown_flags(root: Path) -> Iterator[str]:
             command = None
             for line in block.splitlines():
                 line = line.split(" # ", 1)[0]  # a shell comment
-                start = re.match(r"\s*textenvs ([a-z]+)\b", line)
+                start = re.match(r"\s*textenvs ([a-z][a-z-]*)\b", line)
                 if start:
                     command = start[1]
                 elif "LLM options:" in line:
@@ -124,7 +124,7 @@ def help_text(*argv: str) -> str:
 
 def subcommand_options() -> dict[str, set[str]]:
     """Each subcommand's options, as its `--help` lists them."""
-    names = re.findall(r"^    ([a-z]+) ", help_text(), re.MULTILINE)
+    names = re.findall(r"^    ([a-z][a-z-]*)(?: |$)", help_text(), re.MULTILINE)
     flag = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
     return {name: set(flag.findall(help_text(name))) for name in names}
 
