@@ -37,12 +37,14 @@ CLAUSES = {
     "em-anomaly": ["the field reads 3", "the field is higher there", "the west is fully explored",
                    "the reading rises", "the node is near"],
     "magnetic-field": ["window 1 reads 00", "the checksum adds up", "the hints agree",
-                       "windows 1-2 read 0001", "the message repeats in windows 9-16"],
+                       "windows 1-2 read 0001", "the message repeats in windows 9-16",
+                       "both windows read 11"],
     "squad-recon": ["the camp is north of A", "it is the weakest squad", "the forest hides us",
-                    "the camp is weak", "the enemy is close"],
+                    "the camp is weak", "the enemy is close", "both camps are still unseen"],
     "megacity": ["the seam runs through B2", "it carries the load of the chamber",
                  "the stress is low", "the column holds its load and air is 4 there",
-                 "B2 sits on the seam", "the stress at C3 is 70"],
+                 "B2 sits on the seam", "the stress at C3 is 70", "both seams are clear of it",
+                 "C3's stress is 40"],
 }  # fmt: skip
 # Remarks that are not a clause to put after a condition word.
 REMARKS = {

@@ -27,7 +27,7 @@ from textenvs.core.words import FILLERS, TEMPORAL, WORD
 
 # A bracketed aside, with places in brackets inside it ("(the Flower at (1,0))").
 _PARENTHESIS = re.compile(r"\((?:[^()\n]|\([^()\n]*\))*\)")
-_CELL = re.compile(r"[a-wyz]\d{1,2}")
+_CELL = re.compile(r"[a-wyz]\d{1,2}(?:'s)?")  # "B3", "B3's"
 _SENTENCE = re.compile(r"[^.;!?\n]+[.;!?\n]*")
 # Words that take an order back or put another in its place ("Wait, I meant east",
 # "scratch that", "east instead", "no, east").
@@ -325,8 +325,8 @@ _PLACE_WORDS = frozenset({
 def _harmless(words: Sequence[str], index: int, *, sentence: bool) -> bool:
     """Whether a word of `REMARK_BLOCKERS` is harmless where it stands: "too" before an
     adjective ("C is too weak"), "back to row 0", "x goes from 3 to 4", "next to me",
-    "the next rule", "all four slots filled", "off both seams", "the second character",
-    and in a bracket or after a dash "and air is 4"."""
+    "the next rule", "all four slots filled", "off both seams", "both seams are clear",
+    "the second character", and in a bracket or after a dash "and air is 4"."""
     word = words[index]
     following = words[index + 1] if index + 1 < len(words) else ""
     preceding = words[index - 1] if index else ""
@@ -348,7 +348,7 @@ def _harmless(words: Sequence[str], index: int, *, sentence: bool) -> bool:
         said = words[index + 2 : index + 4]
         return counted and any(w in PREDICATES or w in _STATES for w in said)
     if word == "both":  # "off both seams": the object of a place word
-        return preceding in _PLACE_WORDS
+        return preceding in _PLACE_WORDS or _describes_both(words[index + 1 : index + 9])
     if word == "and":  # "- the column holds its load and air is 4 there": a second clause
         if preceding.isdigit() and following.isdigit():
             return True  # "windows 1 and 2 read 00 and 01": values listed
@@ -356,6 +356,21 @@ def _harmless(words: Sequence[str], index: int, *, sentence: bool) -> bool:
     if word in ("first", "second", "third"):  # "the second character", "(first point)"
         return preceding == "the" or following in _ORDINAL_UNITS
     return False
+
+
+def _describes_both(after: Sequence[str]) -> bool:
+    """Whether "both" opens a description, as its subject: "both seams are clear of it",
+    "both are powered", "both of them are clear"; not "both", "both B3 and C3", "both
+    cells", "both times"."""
+    if tuple(after[:2]) in (("of", "them"), ("of", "these"), ("of", "those")):
+        after = after[2:]
+    elif after[:1] and after[0] not in PREDICATES:
+        noun, after = after[0], after[1:]  # the things both are: "seams", "neighbours"
+        if len(noun) < 3 or not noun.isalpha() or noun in FILLERS or noun in _UNITS:
+            return False
+    if after and after[0] not in FILLERS and f"{after[0]}s" in PREDICATES:
+        after = ["are", *after[1:]]  # "both windows read 11": a plural verb
+    return is_subject(after, FILLERS)
 
 
 def _is_value(before: str, named: bool) -> bool:

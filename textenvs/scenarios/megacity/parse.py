@@ -6,9 +6,10 @@ district at B3", "excavate a chamber at B3", "support C2 (basalt)", "vent A1 eas
 A phrase that has a command's shape but cannot be executed as written rejects
 the whole reply with its precise complaint: bad parameters ("excavate c9", "support c2
 granite") or more targets than the command takes ("excavate B3 C3", "vent A1 north
-east"; a cell before a verb is a remark's subject: "excavate B3 (B3 is off the seam)");
-nothing is dropped. An incomplete phrase ("support C2") is explained when the reply
-names no command at all. Every other word must be filler or a clause that is not read
+east", "excavate B3 - C3", "research (C3)"; a cell before a verb is a remark's subject:
+"excavate B3 (B3 is off the seam)", a direction before "of" a place: "(east of the
+fault)"); nothing is dropped. An incomplete phrase ("support C2") is explained when the
+reply names no command at all. Every other word must be filler or a clause that is not read
 (`core.consumption`): range and list syntax the forms do not have (`excavate B3..B5`,
 `excavate B3 | C3`) rejects the reply. A JSON action in Megacity's own function-calling
 schema (`{"action": "support", "cells": ["C2"], "material": ...}`) reads as the command
@@ -56,9 +57,10 @@ SHORT_DIRECTIONS = {"n": "north", "s": "south", "e": "east", "w": "west"}
 MAX_CONDUIT = 3
 
 _CELL = r"[a-z]\d{1,2}"
-# A cell, material or direction before a verb is the subject of a remark, not a further
-# argument ("support C2 basalt (C2 is off the seams)", "conduit B2 B3, B3 holds").
-_NOT_SUBJECT = rf"(?!\s+(?:{'|'.join(sorted(PREDICATES))}|[a-z]{{3,}}[^s\W]s)\b)"
+# A cell, material or direction before a verb, or with "'s", is the subject of a remark,
+# not a further argument ("support C2 basalt (C2 is off the seams)", "conduit B2 B3, B3
+# holds", "excavate B3 (C3's stress is 40)").
+_NOT_SUBJECT = rf"(?!'s\s+[a-z]|\s+(?:{'|'.join(sorted(PREDICATES))}|[a-z]{{3,}}[^s\W]s)\b)"
 _SEP = r"(?:\s*[,>]\s*|\s+(?:to|and|then|through)\s+|\s+)"
 # A verb phrase may open a command: "place a basalt support column at C2", "open a
 # district at B3", "lay a conduit on B3": the verb and its article are part of it.
@@ -132,12 +134,20 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ("wait", r"\bwait\b|\blet\s+(?:one|a)\s+step\s+pass\b"),
     ]
 ]
+# A direction before these names a place ("excavate E1 (east of the fault)", "vent A1
+# north (east side is open)").
+_PLACE = (
+    r"(?!\s+(?:of|(?:sides?|edges?|walls?|corners?|borders?|parts?|half|neighbou?rs?)\s+"
+    rf"(?:{'|'.join(sorted(PREDICATES))}))\b)"
+)
 # What may not follow a whole command: another cell, material or direction ("excavate B3
-# C3", "excavate B3 to B5", "conduit B2 > B3 > B4"), which would otherwise be left out;
-# not the subject of a remark, before a verb (`_NOT_SUBJECT`).
+# C3", "excavate B3 to B5", "conduit B2 > B3 > B4", "excavate B3 - C3", which cleaning
+# joins with a semicolon), which would otherwise be left out;
+# not the subject of a remark, before a verb (`_NOT_SUBJECT`), nor a place.
 _EXTRA = re.compile(
-    r"(?:\s*(?:[,&/+:>(\[]|\b(?:and|or|then|next|also|to|through|thru|until|till)\b))*\s*"
-    rf"(?P<extra>{_CELL}|{'|'.join(MATERIALS)}|{'|'.join(DIRECTIONS)})\b{_NOT_SUBJECT}"
+    r"(?:\s*(?:[,;&/+:>(\[]|\b(?:and|or|then|next|also|to|through|thru|until|till)\b))*\s*"
+    rf"(?P<extra>{_CELL}|{'|'.join(MATERIALS)}|(?:{'|'.join(DIRECTIONS)})\b{_PLACE})"
+    rf"\b{_NOT_SUBJECT}"
 )
 # `research`, `scan` and `wait` take nothing: "scan B3" or "research gravity" would be
 # carried out as something else (research advances the rules in their fixed order).
@@ -221,8 +231,12 @@ def _argument(kind: str, folded: str, end: int) -> tuple[int, str] | None:
     """Where an argument given to `research`/`scan`/`wait` ends, and the complaint."""
     arg = _ARGUMENT.match(folded, end)
     if arg is None or (arg.group("topic") and kind != "research"):
-        return None  # "scan the seams" says what a scan does
-    problem = f"'{kind}' takes nothing (found '{excerpt(arg.group('arg'))}'): send '{kind}' alone."
+        # "scan the seams" says what a scan does; "research (C3)", "wait - east" give one
+        arg = _EXTRA.match(folded, end)
+        if arg is None:
+            return None
+    found = arg.groupdict().get("arg") or arg.group("extra")
+    problem = f"'{kind}' takes nothing (found '{excerpt(found)}'): send '{kind}' alone."
     if kind == "research":
         problem += " Each point advances the rules in their fixed order."
     return arg.end(), problem

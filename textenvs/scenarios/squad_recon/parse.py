@@ -5,8 +5,9 @@ Grammar: a list of `<squads> <order>` forms, e.g. `A north; B east; C attack`.
   joined by `+ , / & and` (`A+B north`, `A and B north`, `Squads A and B hold`), or
   `all` (`all squads`, `everyone`); a bare order (`hold`) is an order for all squads;
 - orders: `north`, `south`, `east`, `west`, `hold`, `attack` with aliases (`n`,
-  `MoveNorth`, `HoldPosition`, `AttackEnemyCamp`, ...); filler words between the squads
-  and the order are allowed (`A should move north`);
+  `MoveNorth`, `HoldPosition`, `AttackEnemyCamp`, `C stays back`, ...); filler words
+  between the squads and the order are allowed (`A should move north`); `keep <squads>`
+  before where they stay holds them (`keep B and C in place`; `keep C north` is no order);
 - forms are separated by `;`, `,`, `|`, `and` or a new line. A squad without an order holds.
 
 The reply is cut into tokens (squad, order, joiner, separator, step word, other word) and
@@ -54,7 +55,10 @@ from textenvs.scenarios.squad_recon.vocabulary import (
     CALL_SIGNS,
     COPULAS,
     IGNORABLE,
+    KEPT,
+    ORDER_LIKE,
     ORDER_OF,
+    PLACE_AFTER,
     READ_FILLERS,
     TOKEN,
     VALID,
@@ -96,6 +100,8 @@ class _Tally:
     rest: bool = False
     #: where the squads of the pending group were first named
     group_start: int = -1
+    #: where a "keep" was written whose squads wait for where they stay ("keep C back")
+    keep: int = -1
 
     def clear(self) -> None:
         self.pending, self.ordered, self.keyword, self.rest = [], False, False, False
@@ -119,8 +125,9 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
     ):
         return None
     described = -1  # the order token a "C is east" description takes in
+    kept_to = 0  # where the place a "keep" gives its squads ends ("keep C in place")
     for index, match in enumerate(matches):
-        if index == described:
+        if index == described or match.start() < kept_to:
             continue
         kind, word = match.lastgroup, " ".join(match.group(0).split())
         following = matches[index + 1].lastgroup if index + 1 < len(matches) else None
@@ -139,6 +146,25 @@ def _tokens(text: str, strict: bool, valid: Sequence[str]) -> list[Found[tuple[I
             kind = "word"
         if kind == "word" and previous == "keyword" and following == "order":
             raise _unknown(word, valid)  # "squad delta east"
+        if tally.keep >= 0 and kind not in ("squad", "every", "keyword", "join", "joiner"):
+            start, kept = min(tally.keep, tally.group_start), KEPT.match(folded, match.start())
+            if kind == "word" and kept and tally.pending and not tally.ordered:
+                items = tuple((name, Order.HOLD) for name in tally.pending)  # "keep C back"
+                found.append(Found(start, kept.end(), items, kept.group(0)))
+                tally.ordered, tally.keep, kept_to = True, -1, kept.end()
+                continue
+            if kind == "order" and ORDER_OF[word] is Order.HOLD and tally.pending:
+                tally.group_start = start  # "keep C holding position"
+            elif strict:
+                return None  # "keep C north", "keep going": read word by word
+            elif tally.group_start < tally.keep:
+                tally.clear()  # "A keep north" goes on north: "keep" is not read
+            tally.keep = -1
+        if kind == "keep":
+            if tally.ordered:
+                tally.clear()
+            tally.keep = match.start()  # "keep C back", "C, keep back"
+            continue
 
         if kind == "order":
             who = tally.pending or ([ALL] if strict else [])
@@ -270,16 +296,6 @@ def _check_clause(tally: _Tally) -> None:
     tally.same = False
 
 
-# After a direction, these make it a place ("north of B", "the south edge", "the
-# north-east corner").
-_PLACE_AFTER = re.compile(
-    r"\s*(?:(?:north|south|east|west)\s+)?(?:of|sides?|edges?|corners?|borders?|walls?|half"
-    r"|parts?)\b"
-)
-# After "C is", what makes an order of it: "C is to attack", "C is going east".
-_ORDER_LIKE = re.compile(r"(?:to|\w+ing|go|move|head|advance)$")
-
-
 def _after_copula(matches: list[re.Match[str]], index: int) -> re.Match[str] | None:
     """What the copula at `index` links its squads to: the first token after it that is
     not filler (a few at most); None where an order follows ("C is to attack")."""
@@ -287,7 +303,7 @@ def _after_copula(matches: list[re.Match[str]], index: int) -> re.Match[str] | N
         following = matches[at + 1].group(0) if at + 1 < len(matches) else ""
         if match.group(0) in ("to", "at") and following in ("the", "a", "an"):
             return match  # "C is to the east", "C is at the east edge": a place
-        if match.lastgroup == "word" and _ORDER_LIKE.match(match.group(0)):
+        if match.lastgroup == "word" and ORDER_LIKE.match(match.group(0)):
             return None
         if match.group(0) == "too":
             continue  # "C is too weak"
@@ -310,7 +326,7 @@ def _describes(folded: str, start: int, end: int) -> bool:
 
 def _is_place(folded: str, match: re.Match[str]) -> bool:
     """'north of B', 'the south edge': a direction used as a place."""
-    return bool(_PLACE_AFTER.match(folded, match.end()))
+    return bool(PLACE_AFTER.match(folded, match.end()))
 
 
 def _no_order(squads: list[str], valid: Sequence[str]) -> ParseError:

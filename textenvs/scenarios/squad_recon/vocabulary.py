@@ -10,6 +10,11 @@ from textenvs.core.parsing import FILLERS as CORE_FILLERS
 from textenvs.core.parsing import MASK
 from textenvs.scenarios.squad_recon.state import Order
 
+# Where a squad stays when it holds: "C stays back", "keep C in place" (`KEPT`).
+_IN_PLACE = (
+    "back", "behind", "there", "still", "put", "in place", "in position", "where it is",
+    "where they are",
+)  # fmt: skip
 ORDER_ALIASES: dict[Order, tuple[str, ...]] = {
     Order.NORTH: ("north", "n", "move north", "movenorth", "go north", "up"),
     Order.SOUTH: ("south", "s", "move south", "movesouth", "go south", "down"),
@@ -18,6 +23,10 @@ ORDER_ALIASES: dict[Order, tuple[str, ...]] = {
     Order.HOLD: (
         "hold", "h", "hold position", "holdposition", "stay", "wait", "halt", "holds", "stays",
         "holds position", "holding position",
+        # the rules' "hold (stay)": "C stays back", "B remains in place"
+        *(f"{verb} {where}" for verb in ("stay", "stays") for where in _IN_PLACE),
+        *(f"{verb} {where}" for verb in ("remain", "remains") for where in _IN_PLACE[4:]),
+        "hold back", "holds back", "holding back",
     ),
     Order.ATTACK: (
         "attack", "attack enemy camp", "attackenemycamp", "attack camp", "assault", "attacks",
@@ -63,6 +72,7 @@ TOKEN = re.compile(
     r"|(?:the\s+)?(?:other|remaining)\s+(?:squads|units))\b"
     rf"|\b(?P<every>{_alternation(EVERYONE)})\b"
     r"|\b(?P<keyword>squads?|units?|teams?)\b"
+    r"|\b(?P<keep>keep)\b"
     r"|\b(?P<squad>alpha|bravo|charlie|[a-z])\b"
     r"|\b(?P<step>then|next\s+(?:turn|step|move|round)|after\s+(?:that|this)|afterwards?"
     r"|later)\b"
@@ -73,6 +83,17 @@ TOKEN = re.compile(
     r"|(?P<sep>[;|.!\n])"
     r"|(?P<joiner>->|[,/&+:=>])"
 )
+
+# After "keep" and squads, where they stay: "keep C in place", "keep B and C back".
+KEPT = re.compile(rf"(?:{_alternation(_IN_PLACE)})\b")
+# After a direction, these make it a place ("north of B", "the south edge", "the
+# north-east corner").
+PLACE_AFTER = re.compile(
+    r"\s*(?:(?:north|south|east|west)\s+)?(?:of|sides?|edges?|corners?|borders?|walls?|half"
+    r"|parts?)\b"
+)
+# After "C is", what makes an order of it: "C is to attack", "C is going east".
+ORDER_LIKE = re.compile(r"(?:to|\w+ing|go|move|head|advance)$")
 
 Item = tuple[str, Order]  # (squad name or "all", order)
 # What may stand between tokens of a whole-reply command ("A: north", `**B** east`); any
