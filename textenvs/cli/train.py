@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--demonstrations",
         default="scripted",
-        metavar="AGENT",
+        metavar="AGENT|RUN",
         help="--method sft: the agent whose episodes are imitated (default scripted: it "
         "reads only what the observation shows; reactive: em-anomaly, acts on the current "
         "observation alone, for a model trained with --history 0), or a 'textenvs eval' "
