@@ -10,16 +10,13 @@ Orders and remarks use each scenario's own vocabulary (`textenvs rules <env>`).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import textenvs
-from tests.parsing.corpora import ENVS, canonical
+from tests.parsing.corpora import ENVS, reading_of
 from tests.parsing.strategies import commands
-from textenvs.core.parsing import ParseError
 
 # How a connector joins what follows it to the order.
 JOINS = {"dash": " — ", "en dash": " – ", "comma": ", ", "semicolon": "; ", "because": " because "}
@@ -58,13 +55,6 @@ REMARKS = {
 SQUAD_ORDERS = ["north", "south", "east", "west", "hold", "attack"]
 
 
-def _read(env: Any, env_name: str, reply: str) -> str | None:
-    try:
-        return canonical(env_name)(env.parse(reply))
-    except ParseError:
-        return None
-
-
 def _two(env_name: str, data: st.DataObject) -> tuple[str, str]:
     """Two different commands; in Squad Recon, orders for one squad (which conflict)."""
     if env_name == "squad-recon":
@@ -101,7 +91,7 @@ def test_a_remark_after_the_order_is_read_as_a_remark(
     c = data.draw(commands(env_name))
     prefix = data.draw(st.sampled_from(PREFIXES))
     reply = f"{prefix}{c}{JOINS[connector]}{_remark(env_name, connector, data)}"
-    assert _read(env, env_name, reply) == _read(env, env_name, c), reply
+    assert reading_of(env, env_name, reply) == reading_of(env, env_name, c), reply
 
 
 @pytest.mark.parametrize("connector", CONNECTORS)
@@ -121,7 +111,7 @@ def test_a_condition_after_the_order_rejects_the_reply(
     else:
         after = JOINS[connector] + _condition(env_name, data)
     reply = prefix + c + after
-    assert _read(env, env_name, reply) is None, reply
+    assert reading_of(env, env_name, reply) is None, reply
 
 
 @pytest.mark.parametrize("connector", CONNECTORS)
@@ -136,7 +126,7 @@ def test_a_second_order_after_the_order_rejects_the_reply(
     prefix = data.draw(st.sampled_from(PREFIXES))
     join = JOINS.get(connector, f" {connector} ")
     reply = f"{prefix}{c}{join}{d}"
-    assert _read(env, env_name, reply) is None, reply
+    assert reading_of(env, env_name, reply) is None, reply
 
 
 @pytest.mark.parametrize("connector", CONNECTORS)
@@ -156,7 +146,7 @@ def test_a_squad_order_for_another_squad_after_the_order_is_never_dropped(
     d = f"{second} {data.draw(st.sampled_from(SQUAD_ORDERS))}"
     join = JOINS.get(connector, f" {connector} ")
     reply = f"Action: {c}{join}{d}"
-    got = _read(env, "squad-recon", reply)
+    got = reading_of(env, "squad-recon", reply)
     if connector in CONDITION_WORDS:
         assert got is None, (reply, got)
     else:

@@ -12,28 +12,18 @@ second order or take the order back still reject the reply.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import textenvs
-from tests.parsing.corpora import ENVS, canonical
+from tests.parsing.corpora import ENVS, reading_of
 from tests.parsing.strategies import commands
-from textenvs.core.parsing import ParseError
 from textenvs.scenarios.megacity.state import MATERIALS
 
 CELLS = [f"{col}{row}" for col in "ABCDE" for row in range(1, 6)]
 HEX = "0123456789ABCDEF"
 AROUND = ["Action: {c} ({r})", "Action: {c} — {r}", "Action: {c}, {r}", "Action: {c} - {r}"]
-
-
-def _read(env: Any, env_name: str, reply: str) -> str | None:
-    try:
-        return canonical(env_name)(env.parse(reply))
-    except ParseError:
-        return None
 
 
 def _megacity_order(data: st.DataObject) -> str:
@@ -57,7 +47,7 @@ def test_a_megacity_remark_that_starts_with_a_cell_or_a_material_is_read(
     said = data.draw(st.sampled_from(["is clear of both seams", "sits on the seam",
                                       "is off the seam", "holds the load"]))  # fmt: skip
     reply = data.draw(st.sampled_from(AROUND)).format(c=c, r=f"{subject} {said}")
-    assert _read(env, "megacity", reply) == c, reply
+    assert reading_of(env, "megacity", reply) == c, reply
 
 
 @pytest.mark.parametrize(
@@ -70,7 +60,7 @@ def test_a_megacity_remark_that_starts_with_a_cell_or_a_material_is_read(
     ],
 )  # fmt: skip
 def test_a_second_megacity_argument_in_a_remark_is_still_rejected(reply: str) -> None:
-    assert _read(textenvs.make("megacity"), "megacity", reply) is None, reply
+    assert reading_of(textenvs.make("megacity"), "megacity", reply) is None, reply
 
 
 @pytest.mark.parametrize(
@@ -82,7 +72,7 @@ def test_a_megacity_remark_that_starts_with_an_ordinal_is_read(remark: str) -> N
     env = textenvs.make("megacity")
     for form in AROUND:
         reply = form.format(c="research", r=remark)
-        assert _read(env, "megacity", reply) == "research", reply
+        assert reading_of(env, "megacity", reply) == "research", reply
 
 
 @settings(max_examples=100, deadline=None)
@@ -101,7 +91,7 @@ def test_a_magnetic_field_remark_listing_windows_is_read(data: st.DataObject) ->
         ])
     )  # fmt: skip
     reply = data.draw(st.sampled_from(AROUND)).format(c=c, r=remark)
-    assert _read(env, "magnetic-field", reply) == _read(env, "magnetic-field", c), reply
+    assert reading_of(env, "magnetic-field", reply) == reading_of(env, "magnetic-field", c), reply
 
 
 @pytest.mark.parametrize(
@@ -110,7 +100,7 @@ def test_a_magnetic_field_remark_listing_windows_is_read(data: st.DataObject) ->
      "Action: right (2 and 3)", "Action: enter 1 (windows 1 and 2 twice)"],
 )  # fmt: skip
 def test_a_magnetic_field_remark_that_adds_an_order_is_still_rejected(reply: str) -> None:
-    assert _read(textenvs.make("magnetic-field"), "magnetic-field", reply) is None, reply
+    assert reading_of(textenvs.make("magnetic-field"), "magnetic-field", reply) is None, reply
 
 
 @settings(max_examples=100, deadline=None)
@@ -125,9 +115,9 @@ def test_an_article_before_a_hex_character_is_an_article(data: st.DataObject) ->
     ]))  # fmt: skip
     reply = template.format(a=article, x=char)
     if "slot 2" in reply:  # a slot named is never typed into another
-        assert _read(env, "magnetic-field", reply) is None, reply
+        assert reading_of(env, "magnetic-field", reply) is None, reply
     else:
-        assert _read(env, "magnetic-field", reply) == f"enter {char}", reply
+        assert reading_of(env, "magnetic-field", reply) == f"enter {char}", reply
 
 
 @pytest.mark.parametrize(
@@ -136,7 +126,7 @@ def test_an_article_before_a_hex_character_is_an_article(data: st.DataObject) ->
      "I will enter a 7, then a 3."],
 )  # fmt: skip
 def test_an_article_never_hides_a_second_character(reply: str) -> None:
-    assert _read(textenvs.make("magnetic-field"), "magnetic-field", reply) is None, reply
+    assert reading_of(textenvs.make("magnetic-field"), "magnetic-field", reply) is None, reply
 
 
 REASONS = {
@@ -167,7 +157,7 @@ def test_a_labelled_reason_line_below_the_action_line_is_a_reason(
     label = label if label.endswith("**") else f"{label}:"
     reason = data.draw(st.sampled_from(REASONS[env_name]))
     reply = f"Action: {c}\n{label} {reason}"
-    assert _read(env, env_name, reply) == _read(env, env_name, c), reply
+    assert reading_of(env, env_name, reply) == reading_of(env, env_name, c), reply
 
 
 @pytest.mark.parametrize("env_name", ENVS)
@@ -181,4 +171,4 @@ def test_a_labelled_reason_line_that_takes_the_order_back_is_rejected(
     d = data.draw(commands(env_name).filter(lambda d: env.parse(d) != env.parse(c)))
     reason = data.draw(st.sampled_from(TAKEN_BACK)).format(d=d)
     reply = f"Action: {c}\nReason: {reason}"
-    assert _read(env, env_name, reply) is None, reply
+    assert reading_of(env, env_name, reply) is None, reply

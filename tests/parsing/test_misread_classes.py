@@ -21,16 +21,14 @@ Run with `--hypothesis-profile thorough` for the full example counts.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import textenvs
-from tests.parsing.corpora import ENVS, canonical
+from tests.parsing.corpora import ENVS, canonical, reading_of
 from tests.parsing.strategies import commands
-from textenvs.core.parsing import ParseError
 from textenvs.scenarios.megacity.state import MATERIALS
 
 REASON_WORDS = ["because", "since", "as", "given that", "which means", "so that", "to make sure"]
@@ -62,13 +60,6 @@ SCHEDULED = [
 ]  # fmt: skip
 
 
-def _parse(env: Any, env_name: str, reply: str) -> str | None:
-    try:
-        return canonical(env_name)(env.parse(reply))
-    except ParseError:
-        return None
-
-
 def _two(env_name: str, data: st.DataObject) -> tuple[str, str]:
     """Two commands that differ: for Squad Recon, orders for two different squads."""
     if env_name == "squad-recon":
@@ -95,7 +86,7 @@ def test_an_order_after_a_reason_is_never_dropped(env_name: str, data: st.DataOb
     prefix = data.draw(st.sampled_from(["", "Action: ", "**Action:** ", "I'll go with "]))
     comma = data.draw(st.sampled_from([", ", " "]))
     reply = f"{prefix}{c}{comma}{reason}{joint} {d}"
-    got = _parse(env, env_name, reply)
+    got = reading_of(env, env_name, reply)
     if env_name == "squad-recon":
         assert got is None or d in got.split("; "), (reply, got)
     else:
@@ -121,7 +112,7 @@ def test_a_description_in_a_reason_stays_a_reason(env_name: str, data: st.DataOb
     word = data.draw(st.sampled_from(["because", "since", ", because", ", since"]))
     prefix = data.draw(st.sampled_from(["Action: ", "**Action:** ", "Final answer: "]))
     reply = f"{prefix}{c} {word} {reason}".replace(" ,", ",")
-    assert _parse(env, env_name, reply) == canonical(env_name)(env.parse(c)), reply
+    assert reading_of(env, env_name, reply) == canonical(env_name)(env.parse(c)), reply
 
 
 @pytest.mark.parametrize("env_name", ENVS)
@@ -135,7 +126,7 @@ def test_an_order_followed_by_a_condition_is_not_executed(
     q = data.draw(st.sampled_from(CONDITIONS))
     template = data.draw(st.sampled_from(AFTER_ORDER))
     reply = template.format(c=c, q=q, Q=q[0].upper() + q[1:])
-    assert _parse(env, env_name, reply) is None, reply
+    assert reading_of(env, env_name, reply) is None, reply
 
 
 @settings(max_examples=200, deadline=None)
@@ -148,7 +139,7 @@ def test_a_squad_order_under_a_condition_beside_others_is_rejected(data: st.Data
         st.sampled_from(["{c}; {q} {d}", "{c}; {q}, {d}", "Action: {c}; {Q}, {d}", "{d} {q}; {c}"])
     )
     reply = template.format(c=c, d=d, q=q, Q=q[0].upper() + q[1:])
-    assert _parse(env, "squad-recon", reply) is None, reply
+    assert reading_of(env, "squad-recon", reply) is None, reply
 
 
 @pytest.mark.parametrize("env_name", ENVS)
@@ -160,7 +151,7 @@ def test_a_reason_that_schedules_an_order_is_rejected(env_name: str, data: st.Da
     if data.draw(st.booleans()) and env_name != "squad-recon":
         d = c  # the same command scheduled again is still a later order
     reply = data.draw(st.sampled_from(SCHEDULED)).format(c=c, d=d)
-    assert _parse(env, env_name, reply) is None, reply
+    assert reading_of(env, env_name, reply) is None, reply
 
 
 # ----- an order withdrawn after its Action: line (issue 43) -----------------------------
@@ -209,7 +200,7 @@ def test_an_order_withdrawn_after_its_action_line_is_never_executed(
         reply = json.dumps({"action": c, "reasoning": after})
     else:
         reply = _marked(c, form) + gap + after + tail
-    assert _parse(env, env_name, reply) is None, reply
+    assert reading_of(env, env_name, reply) is None, reply
 
 
 @pytest.mark.parametrize("env_name", ENVS)
@@ -225,7 +216,7 @@ def test_a_harmless_remark_after_the_action_line_still_reads(
     reply = _marked(c, form) + data.draw(st.sampled_from(GAPS)) + remark
     if form == "json" and data.draw(st.booleans()):
         reply = json.dumps({"action": c, "reasoning": remark})
-    assert _parse(env, env_name, reply) == canonical(env_name)(env.parse(c)), reply
+    assert reading_of(env, env_name, reply) == canonical(env_name)(env.parse(c)), reply
 
 
 # ----- honest replies the last round rejected ----------------------------------------
@@ -253,7 +244,7 @@ def test_honest_wrappers_read_as_the_command(env_name: str, data: st.DataObject)
     env = textenvs.make(env_name)
     c = data.draw(commands(env_name))
     reply = data.draw(st.sampled_from(WRAPPED)).format(c=c)
-    assert _parse(env, env_name, reply) == canonical(env_name)(env.parse(c)), reply
+    assert reading_of(env, env_name, reply) == canonical(env_name)(env.parse(c)), reply
 
 
 _CELLS = [f"{col}{row}" for col in "ABCDE" for row in range(1, 6)]
@@ -282,4 +273,4 @@ def test_megacity_verb_phrases_read_as_written(data: st.DataObject) -> None:
     canonical = {"excavate": f"excavate {x}", "support": f"support {x} {m}"}.get(kind, "")
     canonical = canonical or (f"district {x}" if kind == "district" else f"vent {x} {d}")
     prefix = data.draw(st.sampled_from(["Action: ", "Action: ", "**Action:** ", ""]))
-    assert _parse(env, "megacity", f"{prefix}{phrase}") == canonical, phrase
+    assert reading_of(env, "megacity", f"{prefix}{phrase}") == canonical, phrase

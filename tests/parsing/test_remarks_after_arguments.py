@@ -17,13 +17,11 @@ where in brackets after an order with arguments it rejects the reply.
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import pytest
 
 import textenvs
-from tests.parsing.corpora import canonical
-from textenvs.core.parsing import ParseError
+from tests.parsing.corpora import reading_of
 
 # Every Megacity order that takes arguments, as its parser writes it back.
 ARGUMENT_ORDERS = [
@@ -50,13 +48,6 @@ EXTENDING = [
 ]  # fmt: skip
 
 
-def _read(env: Any, env_name: str, reply: str) -> str | None:
-    try:
-        return canonical(env_name)(env.parse(reply))
-    except ParseError:
-        return None
-
-
 def _joined(order: str, join: str, after: str) -> str:
     return f"Action: {order}{join.format(after) if '{}' in join else join + after}"
 
@@ -70,7 +61,7 @@ def test_a_remark_after_a_megacity_order_with_arguments_is_read(
 ) -> None:
     env = textenvs.make("megacity")
     reply = _joined(order, MORE_JOINS[join], remark)
-    assert _read(env, "megacity", reply) == order, reply
+    assert reading_of(env, "megacity", reply) == order, reply
 
 
 @pytest.mark.parametrize("join", list(JOINS))
@@ -81,9 +72,9 @@ def test_a_condition_after_a_megacity_order_with_arguments_rejects_it(
     env = textenvs.make("megacity")
     for word, clause in itertools.product(CONDITIONS, CLAUSES):
         reply = _joined(order, JOINS[join], f"{word} {clause}")
-        assert _read(env, "megacity", reply) is None, reply
+        assert reading_of(env, "megacity", reply) is None, reply
         reply = _joined(order, JOINS[join], f"{clause}, {word} the air holds")
-        assert _read(env, "megacity", reply) is None, reply
+        assert reading_of(env, "megacity", reply) is None, reply
 
 
 @pytest.mark.parametrize("join", list(JOINS))
@@ -95,7 +86,7 @@ def test_a_second_order_after_a_megacity_order_with_arguments_rejects_it(
     for second in SECOND_ORDERS:
         for after in (second, f"both seams are clear, so {second}", f"then {second}"):
             reply = _joined(order, JOINS[join], after)
-            assert _read(env, "megacity", reply) is None, reply
+            assert reading_of(env, "megacity", reply) is None, reply
 
 
 @pytest.mark.parametrize("join", list(MORE_JOINS))
@@ -106,7 +97,7 @@ def test_both_or_a_place_that_extends_the_order_still_rejects_it(order: str, joi
         if order.startswith("vent") and after == "east" and join == "semicolon":
             continue  # "vent B2 east; east": the same direction said twice
         reply = _joined(order, MORE_JOINS[join], after)
-        got = _read(env, "megacity", reply)
+        got = reading_of(env, "megacity", reply)
         # "conduit B2 B3, C3" is the path B2 B3 C3, as "conduit B2, B3" is B2 B3
         assert got is None or (join == "comma" and got == f"{order} {after}"), reply
 
@@ -117,10 +108,10 @@ def test_an_argument_after_an_order_that_takes_none_rejects_it(order: str, join:
     env = textenvs.make("megacity")
     for after in ["C3", "timber", "east", "(C3)"]:
         reply = _joined(order, MORE_JOINS[join], after)
-        assert _read(env, "megacity", reply) is None, reply
+        assert reading_of(env, "megacity", reply) is None, reply
     for remark in REMARKS:
         reply = _joined(order, MORE_JOINS[join], remark)
-        assert _read(env, "megacity", reply) == order, reply
+        assert reading_of(env, "megacity", reply) == order, reply
 
 
 # The same remarks in the other scenarios with arguments or several orders.
@@ -145,12 +136,12 @@ def test_a_remark_after_the_order_in_other_scenarios_is_read(env_name: str, join
     env = textenvs.make(env_name)
     orders, remarks, rejected = OTHERS[env_name]
     for order in orders:
-        want = _read(env, env_name, order)
+        want = reading_of(env, env_name, order)
         for remark in remarks:
             reply = _joined(order, JOINS[join], remark)
-            assert _read(env, env_name, reply) == want, reply
+            assert reading_of(env, env_name, reply) == want, reply
         for after in rejected:
             if env_name == "squad-recon" and order.endswith(after):
                 continue
             reply = _joined(order, JOINS[join], after)
-            assert _read(env, env_name, reply) is None, reply
+            assert reading_of(env, env_name, reply) is None, reply
