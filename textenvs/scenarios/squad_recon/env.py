@@ -127,7 +127,9 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
       0-999: every figure as v4.
     - v6: reading 6 (issue 53; `docs/changelog.md`): a JSON key given twice with two
       values, a condition after the order and an order inside a reason are rejected;
-      remarks after a dash or a semicolon are read. Rules and rendering unchanged.
+      remarks after a dash or a semicolon are read; holds said in other words
+      (`C stays back`) are read. The rules say there is no exception form (`all but C
+      north`). Rendering unchanged.
     """
 
     name = "squad-recon"
