@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from textenvs.cli.common import fail
-from textenvs.core.extras import install_hint
+from textenvs.cli.common import fail, missing_extra
 
 LOOPBACK_TIMEOUT_S = 3600.0
 #: conversations a model directory served on a CPU holds at once (`--concurrency`'s
@@ -98,10 +97,8 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
     try:
         from textenvs.inference import models, serving
     except ImportError as exc:
-        raise fail(
-            args, f"--model {args.model} (a model directory) needs the [train] extra "
-            f"({exc.name} is missing): {install_hint('train')}"
-        ) from None  # fmt: skip
+        who = f"--model {args.model} (a model directory)"
+        raise missing_extra(args, who, exc, "train") from None
     record = models.read_record(args.model) or {}
     trained_on = sorted(set(models.trained_seeds(record)) & set(seeds))
     if trained_on:

@@ -14,6 +14,7 @@ from typing import Any
 from textenvs.agents import AGENTS, Agent, make_agent
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.options import add_llm_options, llm_config_from_args
+from textenvs.core.extras import install_hint
 from textenvs.core.redact import Scrubber, secrets_in_data, secrets_in_url
 from textenvs.episodes.record import EpisodeResult, Turn
 
@@ -65,6 +66,16 @@ def fail(args: argparse.Namespace, message: str, code: int = EXIT_USAGE) -> Syst
     """Print `textenvs CMD: error: message` on stderr; raise the result to exit."""
     print(f"textenvs {args.command}: error: {message}", file=sys.stderr, flush=True)
     return SystemExit(code)
+
+
+def missing_extra(args: argparse.Namespace, who: str, exc: ImportError, *extras: str) -> SystemExit:
+    """The error line for an optional extra that is not installed: what needs it, the
+    module found missing, and the pip command this installation needs."""
+    missing = getattr(exc, "name", None) or str(exc)
+    return fail(
+        args,
+        f"{who} needs the [{extras[0]}] extra ({missing} is missing): {install_hint(*extras)}",
+    )
 
 
 def preflight(

@@ -8,8 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from textenvs.cli.common import fail
-from textenvs.core.extras import install_hint
+from textenvs.cli.common import fail, missing_extra
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,12 +49,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from textenvs.inference import models, tool_template
     except ImportError as exc:
-        missing = getattr(exc, "name", None) or str(exc)
-        raise fail(
-            args,
-            f"save-model needs the [train] extra ({missing} is missing): "
-            + install_hint("train", "local"),
-        ) from None
+        raise missing_extra(args, "save-model", exc, "train", "local") from None
     models.quiet_libraries()
     try:
         template = tool_template.save_model(args.model, args.out, tools=args.tools_template)

@@ -12,11 +12,11 @@ from textenvs.cli.common import (
     env_options_from_args,
     env_url_argument,
     fail,
+    missing_extra,
     non_negative,
     positive,
 )
 from textenvs.cli.eval_output import continue_command
-from textenvs.core.extras import install_hint
 from textenvs.core.numbers import bounded, positive_float
 from textenvs.episodes.specs import TRAINING_SEEDS, seed_ranges
 from textenvs.evals import run_folder
@@ -271,12 +271,7 @@ def run(args: argparse.Namespace) -> int:
         from textenvs.inference import models
         from textenvs.training import run as training
     except ImportError as exc:
-        missing = getattr(exc, "name", None) or str(exc)
-        raise fail(
-            args,
-            f"training needs the [train] extra ({missing} is missing): "
-            + install_hint("train", "local"),
-        ) from None
+        raise missing_extra(args, "training", exc, "train", "local") from None
     models.quiet_libraries()
     try:
         settings = training.settings_from(

@@ -78,9 +78,13 @@ def demonstration_dataset(
             if episode.spec.seed in seeds and (episode.success or not settings.only_success)
         ]
         kept = replayed_demonstrations(
-            chosen, make_env, conversation, chat, habit_share=settings.habit_share,
+            chosen,
+            make_env,
+            conversation,
+            chat,
+            habit_share=settings.habit_share,
             on_episode=on_episode,
-        )  # fmt: skip
+        )
     else:
         specs = [
             EpisodeSpec(settings.env, seed, settings.options or None) for seed in settings.seeds
