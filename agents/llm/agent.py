@@ -13,6 +13,7 @@ stepped anyway (the env wastes the turn). Nothing here raises out of `act`.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import time
@@ -45,6 +46,8 @@ class LLMAgent(Agent):
         #: trial mode: the last episode's end, which the next episode's first message
         #: opens with
         self._ending = ""
+        #: requests sent this episode (each carries a seed of its own)
+        self._requests = 0
 
     # ----- Agent protocol ---------------------------------------------------------------
 
@@ -55,6 +58,7 @@ class LLMAgent(Agent):
         system = system_for(context, self.cfg)
         # jitter only: seeded so runs are repeatable, never the global `random`
         self._transport.rng = random.Random(f"{context.seed}:{self.cfg.seed}")
+        self._requests = 0
         # trial mode: the conversation goes on; the new episode's first message opens with
         # how the last one ended and a marker
         ending = self._ending if context.trial > 1 else ""
@@ -147,8 +151,10 @@ class LLMAgent(Agent):
             messages = self.conversation.request()
             record["history_turns"] = len(history.turns)
             record["context_messages"] = len(messages)
+            request = self._request(messages, self._requests)
+            self._requests += 1
             try:
-                return await self._transport.complete(self._request(messages), record)
+                return await self._transport.complete(request, record)
             except faults.ContextOverflow as exc:
                 if not history.turns:
                     raise
@@ -215,7 +221,8 @@ class LLMAgent(Agent):
             return json_mode.reply_tokens(self._json_schema())
         return LOCAL_MAX_TOKENS if self.cfg.is_local else None
 
-    def _request(self, messages: list[Message]) -> dict[str, Any]:
+    def _request(self, messages: list[Message], index: int) -> dict[str, Any]:
+        """The body of the episode's `index`-th request (a retry sends the same body)."""
         cfg = self.cfg
         request: dict[str, Any] = {"model": cfg.model, "messages": messages}
         if cfg.temperature is not None:
@@ -224,7 +231,7 @@ class LLMAgent(Agent):
         if max_tokens is not None:
             request[cfg.max_tokens_field] = max_tokens
         if cfg.seed is not None:
-            request["seed"] = cfg.seed
+            request["seed"] = request_seed(cfg.seed, self.context, index)
         if cfg.reasoning_effort:
             request["reasoning_effort"] = cfg.reasoning_effort
         if cfg.extra_body:
@@ -282,3 +289,12 @@ def episode_ending(context: EpisodeContext, observation: str, end: EpisodeEnd) -
         f"EPISODE {context.trial} OF {context.trials} OVER: {end.outcome}, return "
         f"{end.total_reward:g}, {end.steps} steps. Its final observation:\n{observation}"
     )
+
+
+def request_seed(seed: int, context: EpisodeContext, index: int) -> int:
+    """The sampling seed of an episode's `index`-th request under `--llm-seed seed`: one
+    of its own for each (seed, scenario, episode seed, trial, request), so a server that
+    honours it draws each reply the same whatever order the episodes run in, how many
+    run at once, or where a resumed run starts."""
+    key = f"{seed}:{context.env_name}:{context.seed}:{context.trial}:{index}"
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest()) >> 1

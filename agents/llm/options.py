@@ -72,7 +72,9 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                    help="sampling temperature, 0 to 2 (server default)")  # fmt: skip
     g.add_argument("--max-tokens", type=int, metavar="N", help="reply token limit")
     g.add_argument("--llm-seed", "--seed-llm", dest="llm_seed", type=int, metavar="N",
-                   help="sampling seed sent to the server")  # fmt: skip
+                   help="sampling seed: each request sends one derived from N, the episode "
+                        "and the request's place, so replies are drawn the same in any order "
+                        "(--model DIR: 0 unless given)")  # fmt: skip
     g.add_argument("--action-mode", choices=["text", "tools", "json"],
                    help="text: free-text commands (the default; measures format-following "
                    "too); tools: function calling; json: the server constrains each reply "

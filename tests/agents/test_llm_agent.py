@@ -21,6 +21,7 @@ from benchmarks.support.openai_server import (
 from tests.agents.conftest import KEY
 from tests.agents.llm_support import LongHunt, agent_for, play
 from textenvs.agents.llm import LLMAgent
+from textenvs.agents.llm.agent import request_seed
 from textenvs.prompts import Mode, system_prompt
 
 
@@ -42,9 +43,10 @@ def test_text_mode_prompt_and_request_fields(server: OpenAIServer) -> None:
     ]
     assert first.headers["authorization"] == f"Bearer {KEY}"  # the key is really sent
     body = first.body
-    assert (body["model"], body["temperature"], body["max_tokens"], body["seed"]) == (
-        "test-model", 0.2, 64, 7,
-    )  # fmt: skip
+    assert (body["model"], body["temperature"], body["max_tokens"]) == ("test-model", 0.2, 64)
+    # each request its own seed, derived from the configured one, the episode and its place
+    seeds = [request.body["seed"] for request in server.requests]
+    assert seeds[0] == request_seed(7, agent.context, 0) and len(set(seeds)) == len(seeds)
     assert body["reasoning_effort"] == "low" and body["top_k"] == 20
     assert "tools" not in body
     # the history replays the previous turn (visible text only)

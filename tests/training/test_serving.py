@@ -82,6 +82,26 @@ def test_concurrent_conversations_each_get_their_own_answer(endpoint):
     assert [t.choices[0].message.content for t in together] == alone
 
 
+def test_a_seeded_reply_is_drawn_the_same_alone_or_beside_others(endpoint):
+    """A seeded request draws from its own generator: what shares its round, and what the
+    server sampled before, change nothing (a resumed or concurrent sampling run)."""
+    conversations = [
+        [SYSTEM, {"role": "user", "content": f"Position: x={i}, y=2"}] for i in range(4)
+    ]
+
+    def sampled(c: list[dict], seed: int | None) -> str:
+        reply = ask(endpoint, c, temperature=1.0, max_tokens=8, seed=seed)
+        return reply.choices[0].message.content
+
+    alone = [sampled(c, seed) for seed, c in enumerate(conversations)]
+    sampled(conversations[0], None)  # the engine's own generator moves on
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(sampled, conversations, range(4)))
+    assert together == alone
+    # another seed, another draw (the tiny model's replies are nearly uniform)
+    assert [sampled(c, seed + 100) for seed, c in enumerate(conversations)] != alone
+
+
 @pytest.mark.parametrize(
     ("options", "named"),
     [

@@ -85,9 +85,12 @@ def test_the_checkpoint_plays_through_eval_on_held_out_seeds(trained, tmp_path, 
     at_once = "8 conversations" if torch.cuda.is_available() else "1 conversation"
     assert f"on loopback ({at_once} at a time)" in capsys.readouterr().err
     assert config["concurrency"] == int(at_once[0])
-    # a resumed run serves the checkpoint on another port: it continues all the same
+    # a resumed run serves the checkpoint on another port: it continues all the same,
+    # and samples its remaining episode as the uninterrupted run did (each request seeded)
     lines = (run / "episodes.jsonl").read_text().splitlines(keepends=True)
     (run / "episodes.jsonl").write_text(lines[0])  # as if killed after one episode
+    second = run / json.loads(lines[1])["trajectory"]
+    uninterrupted = [t["raw"] for t in json.loads(second.read_text())["turns"]]
     code = main(
         ["eval", "--env", "treasure-hunt", "--agent", "llm", "--model", str(trained / "final"),
          "--seeds", "0-1", "--out", str(run), "--max-invalid", "3", "--resume"]
@@ -95,6 +98,7 @@ def test_the_checkpoint_plays_through_eval_on_held_out_seeds(trained, tmp_path, 
     assert code == 0, capsys.readouterr().err
     assert "1 of 2 episodes already recorded" in capsys.readouterr().err
     assert len((run / "episodes.jsonl").read_text().splitlines()) == 2
+    assert [t["raw"] for t in json.loads(second.read_text())["turns"]] == uninterrupted
 
 
 def test_eval_refuses_a_checkpoint_on_its_training_seeds(trained, tmp_path, capsys):

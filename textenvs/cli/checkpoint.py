@@ -114,6 +114,8 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
             trained_with[name] = record[name]
     # the server is this process's own: a slow answer on a busy CPU is not an outage
     trained_with["request_timeout"] = LOOPBACK_TIMEOUT_S
+    # each request seeded on its own: a sampled run draws the same resumed or concurrent
+    trained_with["llm_seed"] = 0
     for name, value in trained_with.items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)

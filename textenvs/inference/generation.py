@@ -167,10 +167,15 @@ class Sequences:
         grammars: dict[int, Grammar] | None = None,
         *,
         fast_forward: bool = False,
+        generators: dict[int, torch.Generator] | None = None,
     ) -> dict[int, Reply]:
         """Append each row's segment and sample a reply after it (rows not in `segments`
         sit this call out), each row held to its grammar if it has one. Returns the
         replies by row.
+
+        A row with its own generator in `generators` draws from it alone, so its reply
+        does not depend on which other rows share the batch (a seeded request); the
+        other rows draw from the batch's generator.
 
         With `fast_forward`, the tokens a grammar forces are read with the tokens before
         them in one pass, not sampled one pass each (most of a json reply's tokens: the
@@ -197,7 +202,7 @@ class Sequences:
         }
         while live:
             allowed = self._allowed(logits, {row: grammars[row] for row in live if row in grammars})
-            chosen, logprobs = self._sample(logits, allowed, sampling)
+            chosen, logprobs = self._sample(logits, allowed, sampling, generators or {})
             step: dict[int, list[int]] = {}
             for row in sorted(live):
                 place = self.rows.index(row)
@@ -223,6 +228,21 @@ class Sequences:
             if live:
                 logits = self._feed(step)
         return replies
+
+    def _draw(self, probs: torch.Tensor, generators: dict[int, torch.Generator]) -> torch.Tensor:
+        """One token a place from `probs`: the places whose row has its own generator draw
+        from it, the others together from the batch's."""
+        own = {place: generators[row] for place, row in enumerate(self.rows) if row in generators}
+        if not own:
+            return torch.multinomial(probs, 1, generator=self.generator).squeeze(-1)
+        chosen = torch.zeros(len(self.rows), dtype=torch.long)
+        shared = [place for place in range(len(self.rows)) if place not in own]
+        if shared:
+            drawn = torch.multinomial(probs[shared], 1, generator=self.generator)
+            chosen[shared] = drawn.squeeze(-1)
+        for place, generator in own.items():
+            chosen[place] = torch.multinomial(probs[place], 1, generator=generator)[0]
+        return chosen
 
     def _force(self, row: int, grammar: Grammar, reply: Reply, sampling: Sampling) -> list[int]:
         """Append the tokens `grammar` forces to `row`'s reply, up to the reply's token
@@ -270,7 +290,11 @@ class Sequences:
         return allowed
 
     def _sample(
-        self, logits: torch.Tensor, allowed: torch.Tensor | None, sampling: Sampling
+        self,
+        logits: torch.Tensor,
+        allowed: torch.Tensor | None,
+        sampling: Sampling,
+        generators: dict[int, torch.Generator],
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The tokens drawn (among the allowed ones) and their log-probabilities under the
         model alone."""
@@ -291,7 +315,6 @@ class Sequences:
                 drop = cumulative - torch.softmax(ordered, dim=-1) > sampling.top_p
                 ordered = ordered.masked_fill(drop, float("-inf"))
                 scores = torch.full_like(scores, float("-inf")).scatter(-1, order, ordered)
-            probs = torch.softmax(scores, dim=-1)
-            chosen = torch.multinomial(probs.cpu(), 1, generator=self.generator).squeeze(-1)
-            chosen = chosen.to(logits.device)
+            probs = torch.softmax(scores, dim=-1).cpu()
+            chosen = self._draw(probs, generators).to(logits.device)
         return chosen, logprobs.gather(-1, chosen.unsqueeze(-1)).squeeze(-1)

@@ -11,7 +11,9 @@ the last rounds (`LOCKSTEP_WAIT_S`). A request that extends no slot takes the sl
 longest ago and keeps the tokens it shares with the slot's last conversation (the rules
 every episode of a scenario starts with). In json mode the tokens the schema forces (all
 of a reply but the command) are read in one pass with the tokens before them, not
-sampled one pass each.
+sampled one pass each. A request's `seed` draws its reply from a generator of its own,
+so a seeded reply does not depend on what shares its round or what came before it (the
+`llm` agent seeds each request from `--llm-seed`, the episode and the request's place).
 
 Routes: `GET /v1/models` (the model and its context, `max_model_len`, which the agent's
 preflight reads), `POST /v1/chat/completions` (text replies, JSON held to the schema of
@@ -79,6 +81,8 @@ class _Request:
     prompt: str
     sampling: Sampling
     schema: dict[str, Any] | None = None
+    #: the request's own sampling seed: its reply is drawn from it alone
+    seed: int | None = None
     future: concurrent.futures.Future[Completion] = field(default_factory=concurrent.futures.Future)
 
 
@@ -119,13 +123,16 @@ class Engine:
         sampling: Sampling,
         schema: dict[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
     ) -> Completion:
         """The model's reply to `messages`, held to the JSON `schema` if one is given, with
-        `tools` rendered by the chat template (blocks until it is sampled)."""
+        `tools` rendered by the chat template (blocks until it is sampled). With a `seed`
+        the reply is drawn from a generator of its own, whatever else shares its round;
+        without one, from the engine's, whose draws depend on the order requests came in."""
         if schema is not None:
             self.chat.json_grammars().for_schema(schema)  # a bad schema fails here
         prompt = self.chat.render(messages, reply_next=True, tools=tools)
-        request = _Request(prompt, sampling, schema)
+        request = _Request(prompt, sampling, schema, seed)
         self._queue.put(request)
         return request.future.result()
 
@@ -189,8 +196,13 @@ class Engine:
             for row, request in taken.items()
             if request.schema is not None
         }
+        generators = {
+            row: torch.Generator().manual_seed(request.seed % 2**64)
+            for row, request in taken.items()
+            if request.seed is not None
+        }
         replies = self.sequences.extend_and_sample(
-            segments, requests[0].sampling, grammars, fast_forward=True
+            segments, requests[0].sampling, grammars, fast_forward=True, generators=generators
         )
         for row, request in taken.items():
             reply = replies[row]
@@ -277,6 +289,7 @@ class ChatRequest(BaseModel):
     max_completion_tokens: int | None = Field(default=None, gt=0)
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
     n: int = 1
     stream: bool = False
 
@@ -339,7 +352,7 @@ def create_app(engine: Engine, model_name: str, *, default_max_tokens: int = 256
         )
         try:
             messages = tool_calls.template_messages(request.messages)
-            done = engine.complete(messages, sampling, schema, tools)
+            done = engine.complete(messages, sampling, schema, tools, request.seed)
         except ContextOverflow as exc:
             return refuse(400, str(exc), "context_length_exceeded")
         except ValueError as exc:  # a schema the grammar compiler cannot use
