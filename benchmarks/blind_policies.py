@@ -27,7 +27,7 @@ from textenvs.episodes.specs import parse_seeds
 from textenvs.evals import store
 from textenvs.evals.bands import episode_headline
 from textenvs.evals.paired import paired_differences
-from textenvs.evals.runner import episode_record
+from textenvs.evals.records import episode_record
 
 
 class CycleAgent(Agent):

@@ -73,13 +73,14 @@ def run_once(base_url: str, concurrency: int, episodes: int, out: Path) -> dict[
     """One eval of `episodes` episodes at `concurrency`; wall and CPU seconds, steps."""
     from textenvs.agents.llm.agent import LLMAgent
     from textenvs.evals import runner
+    from textenvs.evals.plan import EvalPlan, build_config
 
-    plan = runner.EvalPlan(envs=[ENV], seeds=list(range(episodes)), concurrency=concurrency)
+    plan = EvalPlan(envs=[ENV], seeds=list(range(episodes)), concurrency=concurrency)
 
     def factory() -> LLMAgent:
         return LLMAgent(model="bench", base_url=base_url, api_key_env="TEXTENVS_BENCH_KEY")
 
-    config = runner.build_config(
+    config = build_config(
         plan, factory(), agent_options={}, prices=None, seeds_spec=f"0-{episodes - 1}"
     )
     cpu0, wall0 = time.process_time(), time.perf_counter()

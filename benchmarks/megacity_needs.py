@@ -24,7 +24,7 @@ from typing import Any
 from benchmarks._common import table
 from benchmarks.megacity_baselines import ABLATIONS, seeds_of
 from textenvs.agents.scripted.megacity_reference import NEEDS, play
-from textenvs.evals.bands import play_agent
+from textenvs.evals.measure_bands import play_agent
 from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 
 #: name -> (what the planner must do without, the physics the world runs on)

@@ -38,9 +38,10 @@ def run_once(
 ) -> dict[str, float]:
     """One eval; its wall seconds (from the actors' start for Ray) and episodes."""
     from textenvs.evals import runner
+    from textenvs.evals.plan import EvalPlan, build_config
 
-    plan = runner.EvalPlan(envs=[ENV], seeds=list(range(episodes)), concurrency=concurrency)
-    config = runner.build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="b")
+    plan = EvalPlan(envs=[ENV], seeds=list(range(episodes)), concurrency=concurrency)
+    config = build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="b")
     backend = None
     started = time.perf_counter()
     if ray_address is not None:

@@ -100,9 +100,9 @@ def fill_recorded_run(
     played for real on a recording server, then its record cloned under other seeds
     (reaching 5,000 by playing takes minutes; the files are the same). Without
     `trajectories`, the clones' lines name trajectory files that are not there."""
-    from textenvs.service.app import create_app
+    from textenvs.play.page import create_app
+    from textenvs.play.record import HumanRecorder
     from textenvs.service.background import serve_in_thread
-    from textenvs.service.web.record import HumanRecorder
 
     app = create_app(tokens={"flooder": FLOODER}, recorder=HumanRecorder(record_dir))
     with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as http:

@@ -10,7 +10,7 @@ from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals import plots, store
 from textenvs.evals.bands import headline
 from textenvs.evals.pdf import svg_to_pdf
-from textenvs.evals.report import Report, Run
+from textenvs.evals.report_data import Report, Run
 from textenvs.evals.transcript import safe_name
 
 

@@ -18,6 +18,8 @@ import numpy as np
 
 from textenvs.core.registry import episode_level
 from textenvs.episodes.protocol import AGENT_ERROR
+from textenvs.evals import bootstrap
+from textenvs.evals.bands import band_for, episode_headline, headline_value, load_bands, normalised
 from textenvs.evals.skills import aggregate
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
@@ -205,15 +207,6 @@ def summarize_by_env(
     recorded) played the level its run's `env_options` chose. "all" gets the mean of the
     normalised scores (None unless every env has one) and its interval, instead of
     pooled returns."""
-    from textenvs.evals import bootstrap
-    from textenvs.evals.bands import (
-        band_for,
-        episode_headline,
-        headline_value,
-        load_bands,
-        normalised,
-    )
-
     bands = load_bands() if bands is None else bands
     records = list(records)
     groups: dict[str, list[Record]] = {}

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import textenvs
 from textenvs.core.env import TextEnv
+from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.loop import run_episode
 from textenvs.episodes.protocol import AGENT_ERROR, Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.episodes.record import EpisodeResult
@@ -26,7 +27,6 @@ from textenvs.evals.metrics import Key
 from textenvs.evals.plan import EvalPlan
 
 AgentFactory = Callable[[], Agent]
-EnvFactory = Callable[[str], Any]
 YIELD_EVERY_S = 0.005  # a CPU-bound agent gives the loop back at least this often
 
 

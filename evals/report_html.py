@@ -9,7 +9,7 @@ from textenvs.evals import plots
 from textenvs.evals.figures import Figure, band_figures, learning_figures, outcome_figures
 from textenvs.evals.metrics import key_of
 from textenvs.evals.paired import PAIRED_HEAD, PAIRED_NOTE, paired_rows
-from textenvs.evals.report import Report
+from textenvs.evals.report_data import Report
 from textenvs.evals.report_rows import (
     COMPARE_HEAD,
     COMPARE_NOTE,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textenvs.evals.metrics import key_of
 from textenvs.evals.paired import PAIRED_HEAD, PAIRED_NOTE, paired_rows
-from textenvs.evals.report import Report
+from textenvs.evals.report_data import Report
 from textenvs.evals.report_rows import (
     COMPARE_HEAD,
     COMPARE_NOTE,

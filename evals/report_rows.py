@@ -9,7 +9,7 @@ from typing import Any
 from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals.bands import band_warnings, headline, scenario_label
 from textenvs.evals.metrics import Record, compare, key_of
-from textenvs.evals.report import Report, Run, env_order
+from textenvs.evals.report_data import Report, Run, env_order
 from textenvs.evals.skills import format_value, label
 
 # ----- formatting --------------------------------------------------------------------

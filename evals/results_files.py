@@ -8,7 +8,7 @@ import io
 from typing import Any
 
 from textenvs.evals.bands import headline
-from textenvs.evals.report import Report, Run
+from textenvs.evals.report_data import Report, Run
 from textenvs.evals.report_rows import counts_tokens
 
 CSV_FIXED = [

@@ -5,7 +5,8 @@ at most C LLM calls) are in flight. Each worker plays its keys through a backend
 player (`players.py`): by default an `EpisodePlayer` on this event loop that owns its env
 instances and builds a fresh agent per episode from the factory; `--backend ray` plays
 them on Ray actors instead (`ray_backend.py`). This process alone writes the run folder.
-What is played comes from an `EvalPlan` (`plan.py`).
+What is played comes from an `EvalPlan` (`plan.py`); each finished episode's line is its
+record (`records.py`).
 """
 
 from __future__ import annotations
@@ -16,73 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from textenvs.core.redact import redact_data
+from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.record import EpisodeResult
 from textenvs.evals import run_folder, store, trials
 from textenvs.evals.failures import FailFast
 from textenvs.evals.learning import learning_curves
 from textenvs.evals.metrics import Key, Record, key_of, summarize_by_env
-
-# What a run is made of, and where its episodes are played; kept importable from here,
-# where the eval command, the service's recorder and the adapters have always found them.
-from textenvs.evals.plan import EvalPlan, build_config, default_command
-from textenvs.evals.players import (
-    AgentFactory,
-    Backend,
-    EnvFactory,
-    EpisodePlayer,
-    LocalBackend,
-    ThreadedEnv,
-)
-from textenvs.evals.skills import measure
-
-__all__ = [
-    "AgentFactory",
-    "Backend",
-    "EnvFactory",
-    "EpisodePlayer",
-    "EvalPlan",
-    "LocalBackend",
-    "Progress",
-    "ThreadedEnv",
-    "build_config",
-    "default_command",
-    "episode_record",
-    "run_eval",
-    "write_summary",
-]
-
-
-def episode_record(result: EpisodeResult, key: Key, model: str | None, trajectory: str) -> Record:
-    """One `episodes.jsonl` line."""
-    usage = result.usage
-    prompt = int(usage.get("prompt_tokens", usage.get("prompt", 0)))
-    completion = int(usage.get("completion_tokens", usage.get("completion", 0)))
-    total = int(usage.get("total_tokens", usage.get("total", prompt + completion)))
-    cached = int(usage.get("cached_tokens", 0))
-    # the llm agent's prompts: characters sent, and those repeating the previous request
-    chars = {key: int(usage.get(key, 0)) for key in ("prompt_chars", "prefix_chars")}
-    return {
-        "env": key[0],
-        **({"level": result.level} if result.level is not None else {}),
-        "seed": key[1],
-        "episode": key[2],
-        "agent": result.agent,
-        "model": model,
-        "outcome": result.outcome,
-        "success": result.success,
-        "return": result.total_reward,
-        "steps": result.steps,
-        "invalid_actions": result.invalid_actions,
-        "reasks": result.reasks,
-        "tokens": {"prompt": prompt, "completion": completion, "total": total, "cached": cached},
-        **({"prompt_cache": chars} if chars["prompt_chars"] else {}),
-        "latency_s": round(result.latency_s, 4),
-        "wall_s": round(result.wall_s, 4),
-        "error": result.error,
-        "trajectory": trajectory,
-        "skills": measure(key[0], key[1], result.to_dict()),
-    }
-
+from textenvs.evals.plan import EvalPlan
+from textenvs.evals.players import AgentFactory, Backend, LocalBackend
+from textenvs.evals.records import episode_record
 
 Progress = Callable[[Record], None]
 

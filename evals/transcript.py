@@ -8,13 +8,11 @@ import json
 import os
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textenvs.evals import store
 from textenvs.evals.metrics import Key, Record, key_of
-
-if TYPE_CHECKING:
-    from textenvs.evals.report import Links, Run
+from textenvs.evals.report_data import Links, Run
 
 TRANSCRIPTS = "transcripts"  # in a report folder: a subfolder per run
 SIDE_BY_SIDE = "side-by-side"

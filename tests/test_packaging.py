@@ -29,7 +29,7 @@ def test_wheel_has_one_top_level_name_and_runs_outside_the_tree(tmp_path: Path) 
     }
     assert "textenvs/prompts/system.md" in names and "textenvs/agents/llm/agent.py" in names
     assert {"index.html", "app.js", "style.css"} <= {  # the play page
-        n.rsplit("/", 1)[1] for n in names if n.startswith("textenvs/service/web/static/")
+        n.rsplit("/", 1)[1] for n in names if n.startswith("textenvs/play/static/")
     }
 
     code = (

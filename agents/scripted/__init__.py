@@ -10,23 +10,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from textenvs.core.registry import load_entry_point
+from textenvs.core.declaration import load_entry_point
+from textenvs.core.registry import UnknownEnvError, get
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
-
-# CLI env name -> "module:Class" of its policy.
-POLICIES: dict[str, str] = {
-    "treasure-hunt": "textenvs.agents.scripted.treasure_hunt:TreasureHuntPolicy",
-    "magnetic-field": "textenvs.agents.scripted.magnetic_field:MagneticFieldPolicy",
-    "em-anomaly": "textenvs.agents.scripted.em_anomaly:EMAnomalyPolicy",
-    "squad-recon": "textenvs.agents.scripted.squad_recon:SquadReconPolicy",
-    "megacity": "textenvs.agents.scripted.megacity:MegacityPolicy",
-}
-
-# CLI env name -> "module:function" of its reference runs beyond random and scripted, which
-# the bands publish: `measure(level, seeds, planner_wins, play_episode, workers, note)`.
-REFERENCES: dict[str, str] = {
-    "megacity": "textenvs.agents.scripted.megacity_reference:measure",
-}
 
 
 class ScriptedPolicy(ABC):
@@ -41,14 +27,19 @@ class ScriptedPolicy(ABC):
 
 
 def load_policy(env_name: str) -> type[ScriptedPolicy]:
-    if env_name not in POLICIES:
-        raise ValueError(f"no scripted agent for '{env_name}'")
-    return load_entry_point(POLICIES[env_name])
+    """The scenario's scripted policy, as its declaration names it (`scripted_entry_point`)."""
+    try:
+        scenario = get(env_name)
+    except UnknownEnvError:
+        raise ValueError(f"no scripted agent for '{env_name}'") from None
+    return load_entry_point(scenario.scripted_entry_point)
 
 
 def load_reference(env_name: str) -> Callable[..., dict[str, Any]] | None:
-    """The scenario's reference runs (`REFERENCES`); None for a scenario without any."""
-    return load_entry_point(REFERENCES[env_name]) if env_name in REFERENCES else None
+    """The scenario's reference runs beyond random and scripted, which the bands publish
+    (its declared `reference_entry_point`); None for a scenario without any."""
+    entry_point = get(env_name).reference_entry_point
+    return load_entry_point(entry_point) if entry_point else None
 
 
 class ScriptedAgent(Agent):

@@ -18,6 +18,7 @@ from textenvs.agents import make_agent
 from textenvs.agents.llm.config import NODE_IP_ENV, LLMConfig
 from textenvs.agents.llm.endpoints import EndpointPool
 from textenvs.evals import runner, store
+from textenvs.evals.plan import EvalPlan, build_config
 
 ENV = "treasure-hunt"
 WAIT = text("Action: wait", latency_s=0.02)  # valid every turn: 30 requests an episode
@@ -33,9 +34,9 @@ def dead_url() -> str:
 
 def run(out: Path, urls: list[str], concurrency: int = 4, seeds: int = 4) -> dict[str, Any]:
     cfg = LLMConfig(model="test-model", base_urls=urls, max_attempts=3, backoff_base_s=0.01)
-    plan = runner.EvalPlan(envs=[ENV], seeds=list(range(seeds)), concurrency=concurrency)
+    plan = EvalPlan(envs=[ENV], seeds=list(range(seeds)), concurrency=concurrency)
     factory = functools.partial(make_agent, "llm", config=cfg)
-    config = runner.build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
+    config = build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
     return asyncio.run(runner.run_eval(plan, out, factory, config))
 
 

@@ -24,7 +24,7 @@ from textenvs.agents.llm.agent import LOCAL_MAX_TOKENS
 from textenvs.agents.llm.history import History, PastTurn, TokenGauge
 from textenvs.episodes.loop import context_for
 from textenvs.evals.metrics import summarize
-from textenvs.evals.runner import episode_record
+from textenvs.evals.records import episode_record
 
 
 def sent_text(request: RecordedRequest) -> str:

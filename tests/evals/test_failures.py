@@ -24,6 +24,7 @@ from textenvs.episodes.protocol import Agent, Decision
 from textenvs.evals import run_folder, runner, store
 from textenvs.evals.failures import FailFast, error_class, top_error_classes
 from textenvs.evals.metrics import key_of
+from textenvs.evals.plan import EvalPlan, build_config
 from textenvs.service import create_app, remote_env_factory
 from textenvs.service.background import serve_in_thread
 
@@ -79,8 +80,8 @@ class Crashing(Agent):
 
 
 def _run(out: Path, factory: Any, seeds: int, **options: Any) -> dict[str, Any]:
-    plan = runner.EvalPlan(envs=[ENV], seeds=list(range(seeds)), concurrency=2)
-    config = runner.build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
+    plan = EvalPlan(envs=[ENV], seeds=list(range(seeds)), concurrency=2)
+    config = build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
     return asyncio.run(runner.run_eval(plan, out, factory, config, **options))
 
 

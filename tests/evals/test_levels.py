@@ -21,14 +21,13 @@ from textenvs.evals import run_folder, runner, store
 from textenvs.evals.bands import band_for, load_bands, scenario_label
 from textenvs.evals.export import ExportFilter, export
 from textenvs.evals.metrics import summarize_by_env
+from textenvs.evals.plan import EvalPlan, build_config
 from textenvs.evals.report import write_report
 
 
 def run(out: Path, env: str, agent: str, seeds: list[int], options: dict[str, Any]) -> Path:
-    plan = runner.EvalPlan(envs=[env], seeds=seeds, env_options=options)
-    config = runner.build_config(
-        plan, make_agent(agent), agent_options={}, prices=None, seeds_spec="x"
-    )
+    plan = EvalPlan(envs=[env], seeds=seeds, env_options=options)
+    config = build_config(plan, make_agent(agent), agent_options={}, prices=None, seeds_spec="x")
     asyncio.run(runner.run_eval(plan, out, lambda: make_agent(agent), config))
     return out
 

@@ -249,7 +249,7 @@ def test_bands_command_measures_and_records_provenance(
     import json
 
     import textenvs
-    from textenvs.evals.bands import main
+    from textenvs.evals.measure_bands import main
     from textenvs.scenarios.treasure_hunt.scoring import TREASURE_OPTIMUM
 
     out = tmp_path / "bands.json"

@@ -21,6 +21,7 @@ from tests.support.other_version import OTHER_VERSION, other_version_service
 from textenvs.agents import make_agent
 from textenvs.cli import main
 from textenvs.evals import run_folder, runner, store
+from textenvs.evals.plan import EvalPlan, build_config
 from textenvs.service import create_app, remote_env_factory
 from textenvs.service.background import serve_in_thread
 from textenvs.service.client import VersionMismatch
@@ -36,9 +37,9 @@ def url() -> Iterator[str]:
 
 
 def evaluate(out: Path, seeds: list[int], concurrency: int, make_env: Any = None) -> list[dict]:
-    plan = runner.EvalPlan(envs=[ENV], seeds=seeds, concurrency=concurrency)
+    plan = EvalPlan(envs=[ENV], seeds=seeds, concurrency=concurrency)
     factory = lambda: make_agent("random")  # noqa: E731
-    config = runner.build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
+    config = build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
     asyncio.run(runner.run_eval(plan, out, factory, config, make_env=make_env))
     return sorted(store.read_episodes(out), key=lambda r: r["seed"])
 

@@ -17,7 +17,9 @@ import pytest
 from textenvs.agents import make_agent
 from textenvs.evals import run_folder, runner, store
 from textenvs.evals.metrics import compare
-from textenvs.evals.report import default_out, load_run, write_report
+from textenvs.evals.plan import EvalPlan, build_config
+from textenvs.evals.report import default_out, write_report
+from textenvs.evals.report_data import load_run
 from textenvs.evals.transcript import TRANSCRIPTS
 
 ENV = "treasure-hunt"
@@ -25,8 +27,8 @@ SEEDS = list(range(12))
 
 
 def make_run(path: Path, agent: str) -> None:
-    plan = runner.EvalPlan(envs=[ENV], seeds=SEEDS)
-    config = runner.build_config(
+    plan = EvalPlan(envs=[ENV], seeds=SEEDS)
+    config = build_config(
         plan,
         make_agent(agent),
         agent_options={},
@@ -296,8 +298,8 @@ def test_warnings_for_different_seeds_and_band_versions(
 
     scripted = report[0]
     other = tmp_path / "few"
-    plan = runner.EvalPlan(envs=[ENV], seeds=[0, 1])
-    config = runner.build_config(
+    plan = EvalPlan(envs=[ENV], seeds=[0, 1])
+    config = build_config(
         plan, make_agent("random"), agent_options={}, prices=None, seeds_spec="0-1"
     )
     asyncio.run(runner.run_eval(plan, other, lambda: make_agent("random"), config))
@@ -313,10 +315,8 @@ def test_warnings_for_different_seeds_and_band_versions(
 
 def test_zero_scored_episodes_read_na(tmp_path: Path) -> None:
     run = tmp_path / "errors"
-    plan = runner.EvalPlan(envs=[ENV], seeds=[0])
-    config = runner.build_config(
-        plan, make_agent("random"), agent_options={}, prices=None, seeds_spec="0"
-    )
+    plan = EvalPlan(envs=[ENV], seeds=[0])
+    config = build_config(plan, make_agent("random"), agent_options={}, prices=None, seeds_spec="0")
 
     def broken() -> Any:
         raise RuntimeError("no agent today")

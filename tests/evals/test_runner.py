@@ -15,13 +15,14 @@ from textenvs.episodes.protocol import Agent, Decision
 from textenvs.episodes.specs import parse_seeds, resolve_envs
 from textenvs.evals import run_folder, runner, store
 from textenvs.evals.metrics import key_of
+from textenvs.evals.plan import EvalPlan, build_config
 
 ENV = "treasure-hunt"  # the reference scenario; other scenarios are covered by the CLI test
 
 
-def plan_and_config(agent: Agent, **plan: Any) -> tuple[runner.EvalPlan, dict[str, Any]]:
-    p = runner.EvalPlan(envs=[ENV], seeds=plan.pop("seeds", [0, 1, 2]), **plan)
-    cfg = runner.build_config(p, agent, agent_options={}, prices=None, seeds_spec="test")
+def plan_and_config(agent: Agent, **plan: Any) -> tuple[EvalPlan, dict[str, Any]]:
+    p = EvalPlan(envs=[ENV], seeds=plan.pop("seeds", [0, 1, 2]), **plan)
+    cfg = build_config(p, agent, agent_options={}, prices=None, seeds_spec="test")
     return p, cfg
 
 

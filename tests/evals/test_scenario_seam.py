@@ -13,7 +13,7 @@ import textenvs
 from tests.conftest import play
 from textenvs.core.scoring import Scoring
 from textenvs.evals.metrics import summarize
-from textenvs.evals.runner import episode_record
+from textenvs.evals.records import episode_record
 
 EVALS = Path(textenvs.evals.__file__).parent
 KINDS = {"exact", "bound", "estimate"}

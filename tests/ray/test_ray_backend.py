@@ -27,6 +27,7 @@ from textenvs.agents import make_agent
 from textenvs.agents.llm.config import NODE_IP_ENV, LLMConfig
 from textenvs.evals import run_folder, runner, store
 from textenvs.evals.metrics import key_of
+from textenvs.evals.plan import EvalPlan, build_config
 from textenvs.evals.ray_backend import RayBackend
 
 ENV = "treasure-hunt"
@@ -79,9 +80,9 @@ def reply(request: RecordedRequest) -> Reply:
 
 
 def run_llm_eval(out: Path, base_url: str, seeds: list[int], backend: Any = None) -> dict[str, Any]:
-    plan = runner.EvalPlan(envs=[ENV], seeds=seeds, concurrency=4)
+    plan = EvalPlan(envs=[ENV], seeds=seeds, concurrency=4)
     factory = functools.partial(make_agent, "llm", config=llm_config(base_url))
-    config = runner.build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
+    config = build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
     return asyncio.run(runner.run_eval(plan, out, factory, config, backend=backend))
 
 
@@ -100,7 +101,7 @@ def test_llm_eval_survives_a_killed_actor(cluster: LocalCluster, tmp_path: Path)
         assert local["complete"] and local["by_env"][ENV]["agent_errors"] == 0
         asked_locally = len(server.requests)
 
-        plan = runner.EvalPlan(envs=[ENV], seeds=seeds, concurrency=4)
+        plan = EvalPlan(envs=[ENV], seeds=seeds, concurrency=4)
         factory = functools.partial(make_agent, "llm", config=llm_config(url))
         notes: list[str] = []
         backend = RayBackend(plan, factory, address=cluster.address, on_note=notes.append,

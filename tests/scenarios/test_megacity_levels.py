@@ -21,7 +21,8 @@ from textenvs.agents.scripted.megacity import MegacityPolicy
 from textenvs.agents.scripted.megacity_baselines import BASELINES
 from textenvs.agents.scripted.megacity_reference import NEEDS, play
 from textenvs.episodes.loop import context_for
-from textenvs.evals.bands import load_bands, play_agent
+from textenvs.evals.bands import load_bands
+from textenvs.evals.measure_bands import play_agent
 from textenvs.scenarios.megacity import maps
 from textenvs.scenarios.megacity import physics as p
 from textenvs.scenarios.megacity.parameters import PHYSICS

@@ -24,8 +24,8 @@ from tests.service.attacker import (
 )
 from textenvs.service.app import DEFAULT_MAX_BODY_BYTES, create_app
 from textenvs.service.background import serve_in_thread
-from textenvs.service.connections import uvicorn_settings
 from textenvs.service.tenancy import ClientLimits
+from textenvs.service.transport.connections import uvicorn_settings
 
 BOB = {"Authorization": f"Bearer {TOKENS['bob']}"}
 #: refusals of a body by its size or its framing: none is right for these

@@ -16,8 +16,8 @@ from websockets.sync.client import connect
 from benchmarks.service_burst import burst, with_credentials
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
-from textenvs.service.connections import uvicorn_settings
 from textenvs.service.tenancy import ClientLimits
+from textenvs.service.transport.connections import uvicorn_settings
 
 pytest.importorskip("openenv.core")
 

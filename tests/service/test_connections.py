@@ -13,7 +13,7 @@ import pytest
 
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
-from textenvs.service.connections import uvicorn_settings
+from textenvs.service.transport.connections import uvicorn_settings
 
 READ_TIMEOUT = 0.5
 MAX_CONNECTIONS = 20

@@ -17,8 +17,8 @@ from websockets.sync.client import connect
 from tests.service.slow_parser import SlowParserEnv
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
-from textenvs.service.connections import uvicorn_settings
 from textenvs.service.tenancy import ClientLimits
+from textenvs.service.transport.connections import uvicorn_settings
 
 ALICE, BOB = "alice-token-0123456789", "bob-token-0123456789ab"
 TOKENS = {"alice": ALICE, "bob": BOB}

@@ -31,8 +31,8 @@ from tests.service.attacker import (
 )
 from textenvs.service.app import create_app
 from textenvs.service.background import serve_in_thread
-from textenvs.service.connections import uvicorn_settings
 from textenvs.service.tenancy import ClientLimits
+from textenvs.service.transport.connections import uvicorn_settings
 
 CAP = 32  # --max-connections: WebSockets and requests in flight take 24, 12 a client
 SERVED_TARGET = 0.9  # the issue's target for other clients' fresh requests

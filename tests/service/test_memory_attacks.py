@@ -25,7 +25,7 @@ from tests.service.attacker import (
     text_frame,
     websocket,
 )
-from textenvs.service.connections import MAX_PIPELINED
+from textenvs.service.transport.connections import MAX_PIPELINED
 
 MB = 1024  # RSS is in KB
 #: the issue's target for eight WebSocket attackers (each sent 1,000 compressed 256 KB

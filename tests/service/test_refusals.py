@@ -15,7 +15,7 @@ import pytest
 from websockets.sync.client import connect
 
 from tests.service.attacker import ENV, TOKENS, Flood, read_response, request
-from textenvs.service.app import create_app
+from textenvs.play.page import create_app
 from textenvs.service.background import serve_in_thread
 from textenvs.service.tenancy import ClientLimits
 

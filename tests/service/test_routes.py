@@ -14,7 +14,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from tests.service.attacker import ENV, TOKENS, every_route, serve_process
-from textenvs.service.app import create_app
+from textenvs.play.page import create_app
 from textenvs.service.background import serve_in_thread
 
 #: served without a token (docs/service.md): liveness and the play page's own files,

@@ -22,13 +22,13 @@ from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Sampling
 from textenvs.training import grpo
 from textenvs.training.rollouts import play
-from textenvs.training.run import TrainingError, settings_from
 from textenvs.training.samplers import (
     PromptSampler,
     sampled_logprobs,
     transformers_generator,
     trl_vllm_generator,
 )
+from textenvs.training.settings import TrainingError, TrainSettings, settings_from
 
 GREEDY = Sampling(max_new_tokens=10, temperature=0.0)
 SPECS = [EpisodeSpec("treasure-hunt", seed) for seed in (3, 4, 5)]
@@ -131,7 +131,7 @@ def test_sampled_logprobs_pick_the_sampled_token_and_keep_nan_where_vllm_had_non
 def test_the_rollout_function_samples_through_vllm_when_the_trainer_uses_it(tiny):
     model, tokenizer = tiny
     source = grpo.RolloutSource(
-        grpo.TrainSettings(
+        TrainSettings(
             env="treasure-hunt",
             model="tiny",
             steps=1,
@@ -153,7 +153,7 @@ def test_the_rollout_function_samples_through_vllm_when_the_trainer_uses_it(tiny
         accelerator=SimpleNamespace(unwrap_model=lambda m: m),
         state=SimpleNamespace(global_step=0),
     )
-    out = source([grpo.episode_prompt("treasure-hunt", 1000)] * 2, trainer)
+    out = source([grpo.episode_prompt(EpisodeSpec("treasure-hunt", 1000))] * 2, trainer)
     assert generation.calls and len(out["completion_ids"]) == 2
     for logprobs, ids in zip(out["logprobs"], out["completion_ids"], strict=True):
         assert len(logprobs) == len(ids)
@@ -178,7 +178,7 @@ def test_vllm_generation_without_a_gpu_is_one_line_saying_what_to_do(tiny_dir):
 
 
 def test_vllm_generation_refuses_json_mode():
-    settings = grpo.TrainSettings(
+    settings = TrainSettings(
         env="treasure-hunt",
         model="tiny",
         steps=1,

@@ -31,8 +31,9 @@ from textenvs.episodes.loop import context_for
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models, tool_calls
 from textenvs.inference.chat import ChatTokens
-from textenvs.training import grpo
 from textenvs.training.demonstrations import IGNORED, demonstrate
+from textenvs.training.settings import TrainSettings
+from textenvs.training.trainers import run_conversation
 
 
 @pytest.fixture(scope="module")
@@ -88,11 +89,11 @@ def _replies(ids: list[int], labels: list[int]) -> list[tuple[int, int]]:
 def test_a_tools_demonstration_trains_exactly_the_calls_of_act_and_they_read_back(tools_dir):
     tokenizer = AutoTokenizer.from_pretrained(tools_dir)
     chat = ChatTokens(tokenizer)
-    settings = grpo.TrainSettings(
+    settings = TrainSettings(
         env="treasure-hunt", model=str(tools_dir), steps=1, seeds=[3], eval_seeds=[0],
         action_mode="tools",
     )  # fmt: skip
-    conversation_settings = grpo.run_conversation(settings, 7000)
+    conversation_settings = run_conversation(settings, 7000)
     spec = EpisodeSpec("treasure-hunt", 3)
     shown = demonstrate(spec, "scripted", textenvs.make, conversation_settings, chat)
     commands = [turn.command for turn in shown.result.turns]

@@ -118,9 +118,11 @@ def test_resume_goes_on_from_the_last_checkpoint(tiny_dir, tmp_path):
     with pytest.raises(SystemExit) as refused:
         train(tiny_dir, out)  # the folder holds a run
     assert refused.value.code == 2
-    # a run of an older version, without a setting added since, resumes at its default
+    # a run of an older version, without a setting added since, resumes at its default,
+    # and one that recorded the RNG seed as "seed" resumes with it
     saved = json.loads((out / "settings.json").read_text())
     del saved["earlier_seeds"]
+    saved["seed"] = saved.pop("rng_seed")
     (out / "settings.json").write_text(json.dumps(saved))
     assert train(tiny_dir, out, "--steps", "3", "--resume") == 0
     rows = curve.read(out)

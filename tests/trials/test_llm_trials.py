@@ -19,6 +19,7 @@ from benchmarks.support.openai_server import OpenAIServer, RecordedRequest, text
 from textenvs.agents.llm import LLMAgent
 from textenvs.episodes.record import EpisodeResult
 from textenvs.evals import run_folder, runner, store
+from textenvs.evals.plan import EvalPlan, build_config
 from textenvs.evals.trials import play_group
 from textenvs.prompts import Mode, prompt_name, system_prompt
 
@@ -137,12 +138,12 @@ def test_budget_holds_over_ten_trials(server: OpenAIServer) -> None:
 
 
 def eval_llm(out: Path, server: OpenAIServer, *, resume: bool = False) -> dict[str, Any]:
-    plan = runner.EvalPlan(envs=["magnetic-field"], seeds=list(range(12)), trials=3, concurrency=3)
+    plan = EvalPlan(envs=["magnetic-field"], seeds=list(range(12)), trials=3, concurrency=3)
 
     def factory() -> LLMAgent:
         return agent_for(server)
 
-    config = runner.build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
+    config = build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
     return asyncio.run(runner.run_eval(plan, out, factory, config, resume=resume))
 
 

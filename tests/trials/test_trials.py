@@ -20,6 +20,7 @@ import textenvs
 from textenvs.agents import make_agent
 from textenvs.evals import run_folder, runner, store
 from textenvs.evals.learning import learning_curves, slope
+from textenvs.evals.plan import EvalPlan, build_config
 from textenvs.evals.trials import check_trials, group_keys
 from textenvs.scenarios.magnetic_field import rules as mf_rules
 from textenvs.service import create_app, remote_env_factory
@@ -39,11 +40,11 @@ def evaluate(
     make_env: Any = None,
     resume: bool = False,
 ) -> list[dict[str, Any]]:
-    plan = runner.EvalPlan(
+    plan = EvalPlan(
         envs=[env], seeds=seeds, trials=trials, concurrency=concurrency, env_options=WITHHELD
     )
     factory = lambda: make_agent(agent)  # noqa: E731
-    config = runner.build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
+    config = build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="t")
     asyncio.run(runner.run_eval(plan, out, factory, config, make_env=make_env, resume=resume))
     return sorted(store.read_episodes(out), key=lambda r: r["seed"])
 

@@ -16,9 +16,10 @@ from textenvs.agents import make_agent
 from textenvs.episodes.loop import run_episode
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 from textenvs.episodes.record import EpisodeResult
-from textenvs.service.app import create_app
+from textenvs.play.page import create_app
+from textenvs.play.players import parse_baseline_set
+from textenvs.play.record import HumanRecorder
 from textenvs.service.background import serve_in_thread
-from textenvs.service.web.record import HumanRecorder, parse_baseline_set
 
 UNREADABLE = "dance wildly around the room"
 PILOT_SEEDS = (3, 4)

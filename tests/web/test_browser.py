@@ -174,7 +174,7 @@ def test_small_screens_and_200_percent_zoom(
 
 
 def test_a_token_protected_server_asks_for_the_token(browser: Any) -> None:
-    from textenvs.service.app import create_app
+    from textenvs.play.page import create_app
     from textenvs.service.background import serve_in_thread
 
     token = "page-token-0123456789"

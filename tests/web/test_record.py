@@ -196,7 +196,7 @@ def test_the_page_is_served_with_a_strict_policy(url: str) -> None:
 
 
 def test_without_recording_the_page_plays_but_records_nothing(tmp_path: Path) -> None:
-    from textenvs.service.app import create_app
+    from textenvs.play.page import create_app
     from textenvs.service.background import serve_in_thread
 
     with serve_in_thread(create_app()) as url, httpx.Client(base_url=url) as http:
@@ -265,9 +265,9 @@ def test_play_web_serves_the_page_until_interrupted(tmp_path: Path) -> None:
 
 def test_a_run_folder_has_one_writer(http: httpx.Client, record_dir: Path, tmp_path: Path) -> None:
     from textenvs.evals import store
-    from textenvs.service.app import create_app
+    from textenvs.play.page import create_app
+    from textenvs.play.record import HumanRecorder
     from textenvs.service.background import serve_in_thread
-    from textenvs.service.web.record import HumanRecorder
 
     start(http, env="megacity", seed=1, player="curie")  # this server now writes free-curie
     body = {"env": "megacity", "player": "curie"}

@@ -19,11 +19,11 @@ from benchmarks.service_attacks_stored import FLOODER, PLAYER, fill_recorded_run
 from benchmarks.service_load import serving
 from tests.service.attacker import ATTACK_TOKENS, Bystander, attacked, p50, token_file
 from tests.web.conftest import read_run
-from textenvs.service.app import create_app
+from textenvs.play import record, runs
+from textenvs.play.page import create_app
+from textenvs.play.record import HumanRecorder
 from textenvs.service.background import serve_in_thread
 from textenvs.service.tenancy import ClientLimits
-from textenvs.service.web import record, runs
-from textenvs.service.web.record import HumanRecorder
 
 TOKENS = {"alice": "alice-token-0123456789", "mallory": "mallory-token-0123456789"}
 

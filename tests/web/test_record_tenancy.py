@@ -11,10 +11,11 @@ import httpx
 import pytest
 
 from tests.web.conftest import PILOT_SEEDS, reference_episode
-from textenvs.service.app import create_app
+from textenvs.play.page import create_app
+from textenvs.play.players import parse_baseline_set
+from textenvs.play.record import HumanRecorder
 from textenvs.service.background import serve_in_thread
 from textenvs.service.tenancy import ClientLimits
-from textenvs.service.web.record import HumanRecorder, parse_baseline_set
 
 TOKENS = {"alice": "alice-token-0123456789", "mallory": "mallory-token-0123456789"}
 

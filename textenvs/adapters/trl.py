@@ -42,7 +42,6 @@ a small model needs a warm start that calls `act` (`textenvs train --method sft
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,19 +49,18 @@ from datasets import Dataset, DatasetDict
 
 import textenvs
 from textenvs.core.registry import episode_level
+from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.protocol import Decision
-from textenvs.episodes.record import EpisodeResult
+from textenvs.episodes.record import TURN_LIMIT, EpisodeResult
 from textenvs.episodes.specs import EpisodeSpec, Seeds, episode_specs, seed_list, seed_ranges
-from textenvs.evals import bands
-from textenvs.evals.runner import EnvFactory, episode_record
+from textenvs.evals.records import result_headline
 from textenvs.prompts import Mode, prompt_name, system_prompt
+from textenvs.service.client import RemoteEnvFactory, remote_env_factory
 
 Reward = Literal["return", "headline"]
 REWARDS: tuple[str, ...] = ("return", "headline")
 #: the prompt column of every row: an empty user message that `reset` fills in
 PROMPT = [{"role": "user", "content": ""}]
-#: the outcome of an episode the trainer stopped before it ended (as `textenvs train` names it)
-TURN_LIMIT = "turn_limit"
 AGENT_NAME = "trl"
 
 
@@ -75,18 +73,10 @@ def episode_rules(env: str, options: dict[str, Any] | None) -> str:
     return system_prompt(prompt_name(env, options), Mode(reasks=0, answer="tools"))
 
 
-def episode_headline(result: EpisodeResult) -> float | None:
-    """The episode's headline metric, from the record `textenvs eval` writes for it."""
-    record = episode_record(result, (result.env, result.seed or 0, 0), None, "")
-    return bands.episode_headline(result.env, record)
-
-
 def env_maker(env_url: str | None, token: str | None = None) -> EnvFactory:
     """`make(scenario)`: an in-process env, or one on the service at `env_url`."""
     if env_url is None:
         return textenvs.make
-    from textenvs.service.client import remote_env_factory
-
     return remote_env_factory(env_url, token=token)
 
 
@@ -118,20 +108,19 @@ class TextenvsEnvironment:
         """Start the episode of a dataset row (`env`, `seed`, `options` as JSON text or a
         dict; other columns, such as `prompt`, are not read). Returns the rules, a blank
         line and the first observation."""
-        chosen = json.loads(options) if isinstance(options, str) else options
-        chosen = dict(chosen) if chosen else None
+        spec = EpisodeSpec.from_row({"env": env, "seed": seed, "options": options})
         if self._env is None or self._env_name != env:
             self._close()
             self._env, self._env_name = self._make_env(env), env
-        observation, info = self._env.reset(seed=int(seed), options=chosen)
-        level = episode_level(env, chosen, getattr(self._env, "level", None))
+        observation, info = self._env.reset(seed=spec.seed, options=spec.options)
+        level = episode_level(env, spec.options, getattr(self._env, "level", None))
         self._result = EpisodeResult(
-            env=env, seed=int(seed), agent=AGENT_NAME, outcome=TURN_LIMIT, level=level
+            env=env, seed=spec.seed, agent=AGENT_NAME, outcome=TURN_LIMIT, level=level
         )
         self._result.final_observation = observation
         self._result.final_info_observation = info.get("observation") or {}
         self._observation, self._done = observation, False
-        return f"{episode_rules(env, chosen).rstrip()}\n\n{observation}"
+        return f"{episode_rules(env, spec.options).rstrip()}\n\n{observation}"
 
     def act(self, command: str) -> str:
         """Send one command to the environment.
@@ -160,7 +149,7 @@ class TextenvsEnvironment:
             raise ValueError("no episode was played: call reset() first")
         if self.reward == "return":
             return float(self._result.total_reward)
-        value = episode_headline(self._result)
+        value = result_headline(self._result)
         return 0.0 if value is None else float(value)
 
     @property
@@ -198,9 +187,8 @@ class EnvironmentFactory:
     def close(self) -> None:
         for environment in self.environments:
             environment._close()
-        client = getattr(self.make_env, "client", None)  # a service's shared connection pool
-        if client is not None:
-            client.close()
+        if isinstance(self.make_env, RemoteEnvFactory):  # a service's shared connection pool
+            self.make_env.close()
 
     def __enter__(self) -> EnvironmentFactory:
         return self
@@ -271,9 +259,4 @@ def write_training_record(
 
 
 def _row(spec: EpisodeSpec) -> dict[str, Any]:
-    return {
-        "env": spec.env,
-        "seed": spec.seed,
-        "options": json.dumps(spec.options or {}, sort_keys=True),
-        "prompt": PROMPT,
-    }
+    return {**spec.row(), "prompt": PROMPT}

@@ -17,6 +17,7 @@ from textenvs.agents.llm.options import add_llm_options, llm_config_from_args
 from textenvs.core.extras import install_hint
 from textenvs.core.redact import Scrubber, secrets_in_data, secrets_in_url
 from textenvs.episodes.record import EpisodeResult, Turn
+from textenvs.episodes.specs import try_reset_options
 
 # Exit codes of `run` and `eval` beyond 0 (done) and 1 (incomplete).
 EXIT_USAGE = 2  # a bad option, an unusable --out, a failed preflight
@@ -184,7 +185,7 @@ def checked_env_options(args: argparse.Namespace, env: Any, seed: int) -> dict[s
     try:
         options = env_options_from_args(args)
         if options:
-            env.reset(seed=seed, options=options)
+            try_reset_options(env, options, seed)
     except ValueError as exc:
         raise fail(args, str(exc)) from None
     return options or None

@@ -9,14 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from textenvs.agents import agent_problem
 from textenvs.agents.llm.config import strip_credentials
@@ -38,12 +30,15 @@ from textenvs.cli.eval_backends import plan_local_servers, session_label, start_
 from textenvs.cli.eval_output import closing_verdict, continue_command, results_table, say
 from textenvs.cli.tables import stdout_console
 from textenvs.core.heartbeat import Heartbeat
+from textenvs.core.progress import progress_bar
 from textenvs.core.redact import redact_argv, redact_url, scrub_logs
 from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.episodes.specs import check_reset_options, parse_seeds, resolve_envs
-from textenvs.evals import failures, runner
+from textenvs.evals import failures
 from textenvs.evals.failures import FailFast
 from textenvs.evals.metrics import Record
+from textenvs.evals.plan import EvalPlan, build_config, default_command
+from textenvs.evals.runner import run_eval
 from textenvs.evals.store import RunDirError
 from textenvs.evals.trials import check_trials
 
@@ -220,7 +215,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
     console = Console(stderr=True)
     try:
-        plan = runner.EvalPlan(
+        plan = EvalPlan(
             envs=resolve_envs(args.env),
             seeds=parse_seeds(args.seeds),
             episodes_per_seed=args.episodes_per_seed,
@@ -253,13 +248,13 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
     asyncio.run(probe.aclose())
     scrub = scrubber_for(args, probe)
     scrub_logs(scrub)  # retry warnings and other log lines too
-    config = runner.build_config(
+    config = build_config(
         plan,
         probe,
         agent_options=agent_options(args),
         prices=prices,
         seeds_spec=args.seeds,
-        command=redact_argv(runner.default_command()),
+        command=redact_argv(default_command()),
     )
     make_env = None
     if args.env_url:
@@ -274,7 +269,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
                 say(console, "note: the service's textenvs is older than this one (no session "
                     "labels): a --resume cannot close what a killed run left open; upgrade "
                     "textenvs on the server for that")  # fmt: skip
-                make_env.client.close()
+                make_env.close()
                 label, make_env = None, remote_env_factory(args.env_url)
             envs = {name: make_env.client.checked_env_info(name) for name in plan.envs}
             config["envs"] = {name: meta["version"] for name, meta in envs.items()}
@@ -308,16 +303,11 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
         threads = local.pool.threads_each(probe.cfg.local_threads)
         say(console, f"note: the embedded model: {plan.concurrency} server(s) (one per "
             f"episode in flight), {threads} thread(s) each")  # fmt: skip
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("success {task.fields[ok]}/{task.fields[n]}"),
-        TextColumn("[red]{task.fields[errors]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
+    progress = progress_bar(
+        console,
+        "[bold]{task.description}",
+        "success {task.fields[ok]}/{task.fields[n]}",
+        "[red]{task.fields[errors]}",
     )
     state = {"task": None, "ok": 0, "n": 0, "errors": 0, "total": 0, "done": 0}
     started = time.monotonic()
@@ -368,7 +358,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
         try:
             with Heartbeat(console, still_playing):
                 summary = asyncio.run(
-                    runner.run_eval(
+                    run_eval(
                         plan,
                         args.out,
                         factory,
@@ -398,7 +388,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
         raise SystemExit(130) from None
     finally:
         if make_env is not None:
-            make_env.client.close()
+            make_env.close()
         if backend is not None:
             backend.stop()
     stdout_console().print(results_table(summary, str(args.out)))

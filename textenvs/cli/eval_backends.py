@@ -16,7 +16,9 @@ from textenvs.agents.llm.config import LLMConfig
 from textenvs.cli import checkpoint
 from textenvs.cli.common import scrubber_for
 from textenvs.cli.eval_output import say
-from textenvs.evals import runner, store
+from textenvs.evals import store
+from textenvs.evals.plan import EvalPlan
+from textenvs.evals.players import AgentFactory
 from textenvs.service.models import SESSION_ID_PATTERN
 
 
@@ -40,8 +42,8 @@ def plan_local_servers(args: argparse.Namespace) -> bool:
 
 def start_ray_backend(
     args: argparse.Namespace,
-    plan: runner.EvalPlan,
-    factory: runner.AgentFactory,
+    plan: EvalPlan,
+    factory: AgentFactory,
     probe: Any,
     console: Console,
 ) -> Any:

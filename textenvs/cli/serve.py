@@ -19,8 +19,8 @@ from textenvs.core.numbers import (
 )
 from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
 from textenvs.service.reading import DEFAULT_TIMEOUT_S
-from textenvs.service.sockets import DEFAULT_SOCKET_IDLE_S
 from textenvs.service.tenancy import DEFAULT_PATIENCE_S
+from textenvs.service.transport.sockets import DEFAULT_SOCKET_IDLE_S
 
 
 def _default_max_connections() -> int:
@@ -208,9 +208,9 @@ def _fail(message: str) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from textenvs.service.app import create_app
-    from textenvs.service.connections import uvicorn_settings
+    from textenvs.play.page import create_app
     from textenvs.service.tenancy import ClientLimits, CredentialError, read_token_file
+    from textenvs.service.transport.connections import uvicorn_settings
 
     taken = _port_taken(args.host, args.port)
     if taken:

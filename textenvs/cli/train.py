@@ -270,11 +270,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         from textenvs.inference import models
         from textenvs.training import run as training
+        from textenvs.training.settings import TrainingError, settings_from
     except ImportError as exc:
         raise missing_extra(args, "training", exc, "train", "local") from None
     models.quiet_libraries()
     try:
-        settings = training.settings_from(
+        settings = settings_from(
             env=args.env,
             model=args.model,
             steps=args.steps,
@@ -302,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
             generation=args.generation,
             vllm_server=args.vllm_server,
             save_every=args.save_every,
-            seed=args.seed,
+            rng_seed=args.seed,
         )
         final = training.train(
             settings,
@@ -311,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
             keep_checkpoints=args.save_total_limit,
             save_base=args.save_base,
         )
-    except training.TrainingError as exc:
+    except TrainingError as exc:
         raise fail(args, str(exc)) from None
     except KeyboardInterrupt:
         print(flush=True)  # ends the line the terminal's ^C was echoed on

@@ -13,10 +13,10 @@ from urllib.parse import urlencode
 
 from textenvs.core import registry
 from textenvs.core.numbers import bounded, positive_int
-from textenvs.service.web.runs import DEFAULT_MAX_MB
+from textenvs.play.runs import DEFAULT_MAX_MB
 
-if TYPE_CHECKING:  # the service is imported only when it is used
-    from textenvs.service.web.record import HumanRecorder
+if TYPE_CHECKING:  # the recorder is imported only when it is used
+    from textenvs.play.record import HumanRecorder
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +59,8 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
 def recorder_from_args(args: argparse.Namespace) -> HumanRecorder | None:
     """The recorder the switches ask for (None without --record); a `ValueError` names
     what is wrong."""
-    from textenvs.service.web.record import HumanRecorder, parse_baseline_set
+    from textenvs.play.players import parse_baseline_set
+    from textenvs.play.record import HumanRecorder
 
     sets = [parse_baseline_set(text) for text in args.baseline_set]
     if sets and args.record is None:
@@ -97,7 +98,7 @@ def add_web_arguments(parser: argparse.ArgumentParser) -> None:
 
 def play_in_browser(args: argparse.Namespace) -> int:
     """Serve the play page on loopback for one person until Ctrl-C."""
-    from textenvs.service.app import create_app
+    from textenvs.play.page import create_app
     from textenvs.service.background import serve_in_thread
 
     scenario = registry.get(args.env)

@@ -1,78 +1,41 @@
-"""The scenario registry: gymnasium ids (`textenvs/<Name>-v0`) and short CLI names."""
+"""The scenario registry: what each scenario package declares (`core.declaration`), gathered
+once; gymnasium ids (`textenvs/<Name>-v<version>`) and short CLI names."""
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import pkgutil
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 
+from textenvs.core.declaration import Scenario
 from textenvs.core.env import TextEnv
-from textenvs.core.scoring import Scoring
+
+#: where the scenario packages live; imported by name, as every entry point is, since the
+#: scenarios sit above core
+SCENARIO_PACKAGES = "textenvs.scenarios"
 
 
-@dataclass(frozen=True)
-class Scenario:
-    name: str  # short CLI name
-    env_id: str  # gymnasium id
-    entry_point: str  # "module:Class"
-    title: str
-    scoring_entry_point: str  # "module:Class" of its `core.scoring.Scoring`
-
-    def load(self) -> type[TextEnv[Any, Any]]:
-        return load_entry_point(self.entry_point)
-
-    def scoring(self) -> Scoring:
-        """What the scenario scores: its headline, skill metrics and ceiling."""
-        return load_entry_point(self.scoring_entry_point)()
-
-
-def load_entry_point(entry_point: str) -> Any:
-    """What a "module:attribute" entry point names (the module imported on demand)."""
-    module, _, attr = entry_point.partition(":")
-    return getattr(importlib.import_module(module), attr)
+def declared() -> tuple[Scenario, ...]:
+    """Every scenario package's declaration (`textenvs/scenarios/<package>/declaration.py`),
+    in their declared order. A package there without one is a mistake, not a skip."""
+    found = []
+    for package in pkgutil.iter_modules(importlib.import_module(SCENARIO_PACKAGES).__path__):
+        if package.ispkg:
+            module = importlib.import_module(f"{SCENARIO_PACKAGES}.{package.name}.declaration")
+            found.append(module.SCENARIO)
+    ordered = tuple(sorted(found, key=lambda scenario: scenario.order))
+    for facet in ("name", "order", "gym_name"):
+        values = [getattr(scenario, facet) for scenario in ordered]
+        if len(set(values)) != len(values):
+            raise RuntimeError(f"two scenarios declare the same {facet}: {values}")
+    return ordered
 
 
-SCENARIOS: tuple[Scenario, ...] = (
-    Scenario(
-        "treasure-hunt",
-        "textenvs/TreasureHunt-v6",
-        "textenvs.scenarios.treasure_hunt.env:TreasureHuntEnv",
-        "Inverted-Symbol Treasure Hunt Grid",
-        "textenvs.scenarios.treasure_hunt.scoring:TreasureHuntScoring",
-    ),
-    Scenario(
-        "magnetic-field",
-        "textenvs/MagneticField-v6",
-        "textenvs.scenarios.magnetic_field.env:MagneticFieldEnv",
-        "Magnetic Field Pattern Recognition",
-        "textenvs.scenarios.magnetic_field.scoring:MagneticFieldScoring",
-    ),
-    Scenario(
-        "em-anomaly",
-        "textenvs/EMAnomaly-v6",
-        "textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
-        "Electromagnetic Field Anomaly Mapping",
-        "textenvs.scenarios.em_anomaly.scoring:EMAnomalyScoring",
-    ),
-    Scenario(
-        "squad-recon",
-        "textenvs/SquadRecon-v6",
-        "textenvs.scenarios.squad_recon.env:SquadReconEnv",
-        "Squad Reconnaissance and Elimination",
-        "textenvs.scenarios.squad_recon.scoring:SquadReconScoring",
-    ),
-    Scenario(
-        "megacity",
-        "textenvs/Megacity-v7",
-        "textenvs.scenarios.megacity.env:MegacityEnv",
-        "Subterranean Megacity",
-        "textenvs.scenarios.megacity.scoring:MegacityScoring",
-    ),
-)
+SCENARIOS: tuple[Scenario, ...] = declared()
 
 
 class UnknownEnvError(KeyError):

@@ -1,6 +1,6 @@
 """Play one episode: an env, an agent, a seed -> an `EpisodeResult` with every turn.
 
-The env's `reset` and `step` may also be coroutines (see `evals.runner.ThreadedEnv`).
+The env's `reset` and `step` may also be coroutines (see `evals.players.ThreadedEnv`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from textenvs.core.env import TextEnv
 from textenvs.core.registry import episode_level
+from textenvs.episodes.envs import EpisodeEnv
 from textenvs.episodes.protocol import (
     AGENT_ERROR,
     CONTEXT_OVERFLOW,
@@ -24,7 +25,7 @@ from textenvs.episodes.record import INVALID_LIMIT, EpisodeResult, Turn
 
 
 def context_for(
-    env: TextEnv[Any, Any],
+    env: EpisodeEnv,
     seed: int | None,
     options: dict[str, Any] | None = None,
     *,

@@ -8,6 +8,7 @@ registry (`"all"` means every scenario), so the callers follow its ids and versi
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 
 from textenvs.core import registry
 from textenvs.core.parsing import excerpt
+from textenvs.episodes.envs import EpisodeEnv
 
 Seeds = str | int | Sequence[int]
 
@@ -83,6 +85,23 @@ class EpisodeSpec:
     def id(self) -> str:
         return f"{self.env}-{self.seed}"
 
+    def row(self) -> dict[str, Any]:
+        """The episode as a training example (a dataset row): `env`, `seed` and `options`
+        as JSON text, so rows of several scenarios share one column type."""
+        return {
+            "env": self.env,
+            "seed": self.seed,
+            "options": json.dumps(self.options or {}, sort_keys=True),
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> EpisodeSpec:
+        """The episode of a dataset row (`row()`'s columns; `options` as JSON text, a
+        dict or None; other columns are not read)."""
+        options = row.get("options")
+        chosen = json.loads(options) if isinstance(options, str) else options
+        return cls(row["env"], int(row["seed"]), dict(chosen) if chosen else None)
+
 
 def seed_list(seeds: Seeds) -> list[int]:
     if isinstance(seeds, str):
@@ -102,11 +121,18 @@ def check_reset_options(names: Sequence[str], options: Mapping[str, Any] | None)
         raise ValueError("reset options need a single scenario (options differ by scenario)")
     env = registry.make(names[0])
     try:
-        env.reset(seed=0, options=dict(options))
-    except ValueError as exc:
-        raise ValueError(str(exc).splitlines()[0]) from None
+        try_reset_options(env, options)
     finally:
         env.close()
+
+
+def try_reset_options(env: EpisodeEnv, options: Mapping[str, Any], seed: int = 0) -> None:
+    """Reset `env` once with `options` (on `seed`): a key or value it does not take is a
+    one-line ValueError."""
+    try:
+        env.reset(seed=seed, options=dict(options))
+    except ValueError as exc:
+        raise ValueError(str(exc).splitlines()[0]) from None
 
 
 def episode_specs(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Path, Query, Request
@@ -25,14 +25,6 @@ from starlette.routing import Match
 
 from textenvs import __version__
 from textenvs.core import registry
-from textenvs.service.guards import (
-    LOOPBACK_NAMES,
-    REFUSAL_PAUSE_S,
-    Guard,
-    error_response,
-    service_error_response,
-)
-from textenvs.service.logs import hide_query_strings
 from textenvs.service.memory import SessionFreezer
 from textenvs.service.models import (
     ERRORS,
@@ -53,9 +45,16 @@ from textenvs.service.models import (
 from textenvs.service.operations import Operations, safe, validation_details
 from textenvs.service.reading import DEFAULT_TIMEOUT_S, CommandReader
 from textenvs.service.sessions import ServiceError, Session, SessionStore
-from textenvs.service.sockets import DEFAULT_SOCKET_IDLE_S, SocketCount, socket_limits
 from textenvs.service.tenancy import AdmittedRoute, Client, ClientLimits, Credentials, admits
-from textenvs.service.web.record import HumanRecorder
+from textenvs.service.transport.guards import (
+    LOOPBACK_NAMES,
+    REFUSAL_PAUSE_S,
+    Guard,
+    error_response,
+    service_error_response,
+)
+from textenvs.service.transport.logs import hide_query_strings
+from textenvs.service.transport.sockets import DEFAULT_SOCKET_IDLE_S, SocketCount, socket_limits
 
 log = logging.getLogger("textenvs.service")
 
@@ -80,7 +79,6 @@ def create_app(
     limits: ClientLimits | None = None,
     allowed_hosts: Iterable[str] | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    recorder: HumanRecorder | None = None,
     command_timeout: float = DEFAULT_TIMEOUT_S,
     max_connections: int = 1024,
     socket_idle_timeout: float = DEFAULT_SOCKET_IDLE_S,
@@ -93,11 +91,13 @@ def create_app(
     with any, every route but health needs one, and sessions are private to their client.
     Without tokens the server answers only for `allowed_hosts` (loopback names by default;
     `"*"` allows any). `limits` apply to each client; `max_sessions` to the whole server.
-    The play page is at `/play/`; with a `recorder`, its finished episodes become eval runs.
+    Applications mount onto it from outside (the play page: `textenvs.play.page`), through
+    `app.state`: `ops` (the session operations), `clients` (how many clients share the
+    server) and `on_stop` (coroutines awaited when it stops, after every session closed).
     A command not read within `command_timeout` seconds is a 422 that changes nothing.
     WebSockets take at most three quarters of `max_connections`, each client its share,
     and each client's requests in flight that share too. Refusals (401, 429, and 503 when
-    the server is full) are answered after `refusal_pause` seconds (see `guards.py`).
+    the server is full) are answered after `refusal_pause` seconds (see `transport/guards.py`).
     `freeze_gc` keeps long-lived objects out of garbage collections (process-wide, for a
     server process of its own: see `memory.py`).
     """
@@ -116,8 +116,7 @@ def create_app(
     )
     ops = Operations(store, limits, CommandReader(command_timeout), max_body_bytes)
     ops.freezer = SessionFreezer() if freeze_gc else None
-    if recorder is not None:
-        recorder.share_between(max(1, len(tokens)))  # its disk, as sessions are shared
+    on_stop: list[Callable[[], Awaitable[None]]] = []
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -135,9 +134,8 @@ def create_app(
             ops.reader.close()
             if ops.freezer is not None:
                 ops.freezer.stop()
-            if recorder is not None:
-                await recorder.settle()
-                recorder.close()
+            for stop in on_stop:
+                await stop()
 
     app = FastAPI(
         title="textenvs",
@@ -147,6 +145,9 @@ def create_app(
     )
     app.state.store = store
     app.state.credentials = credentials
+    app.state.ops = ops
+    app.state.clients = max(1, len(tokens))
+    app.state.on_stop = on_stop
     hosts = None
     if not credentials.required:
         hosts = frozenset(h.lower() for h in (allowed_hosts or ())) | LOOPBACK_NAMES
@@ -248,9 +249,6 @@ def create_app(
 
     sockets = SocketCount(sockets_in_all, per_client_share, socket_idle_timeout, refusal_pause)
     app.include_router(openenv_router(ops, sockets))
-    from textenvs.service.web import play_router
-
-    app.include_router(play_router(ops, recorder))
     _integral_schema_numbers(app)
     return app
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -329,17 +328,26 @@ def service_error(exc: BaseException, url: str) -> str | None:
     return None
 
 
+class RemoteEnvFactory:
+    """`make(env_name) -> RemoteEnv` on the service `client` speaks to, like `textenvs.make`
+    for local envs. The envs share the client's connection pool (`close()` closes it);
+    close each env to free its session. With a `label`, every session they open carries
+    it, so that a process started after this one was killed can delete what it left open
+    (`ServiceClient.delete_labelled`)."""
+
+    def __init__(self, client: ServiceClient, label: str | None = None) -> None:
+        self.client = client
+        self.label = label
+
+    def __call__(self, env_name: str) -> RemoteEnv:
+        return RemoteEnv(self.client, env_name, label=self.label)
+
+    def close(self) -> None:
+        self.client.close()
+
+
 def remote_env_factory(
     url: str, *, token: str | None = None, timeout: float = 30.0, label: str | None = None
-) -> Callable[[str], RemoteEnv]:
-    """`make(env_name) -> RemoteEnv` for a service at `url`, like `textenvs.make` for local
-    envs. The envs share one connection pool; close each env to free its session. With a
-    `label`, every session they open carries it, so that a process started after this one
-    was killed can delete what it left open (`ServiceClient.delete_labelled`)."""
-    client = ServiceClient(url, token=token, timeout=timeout)
-
-    def make(env_name: str) -> RemoteEnv:
-        return RemoteEnv(client, env_name, label=label)
-
-    make.client = client  # type: ignore[attr-defined]
-    return make
+) -> RemoteEnvFactory:
+    """A `RemoteEnvFactory` for the service at `url` (its own connection pool)."""
+    return RemoteEnvFactory(ServiceClient(url, token=token, timeout=timeout), label)

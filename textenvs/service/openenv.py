@@ -46,8 +46,8 @@ from textenvs.core import registry
 from textenvs.service.models import ERRORS, JsonObject, Request, Seed, StepRequest
 from textenvs.service.operations import Operations, reset_env, safe
 from textenvs.service.sessions import ServiceError, Session
-from textenvs.service.sockets import MAX_MESSAGE_DEPTH, SocketCount, depth_at_most
 from textenvs.service.tenancy import CLIENT, AdmittedRoute, admits, current_client
+from textenvs.service.transport.sockets import MAX_MESSAGE_DEPTH, SocketCount, depth_at_most
 
 EnvPath = Path(max_length=100, description="scenario name, e.g. 'treasure-hunt'")
 #: the OpenEnv HTTP API these endpoints implement (`info.version` of their OpenAPI)
@@ -289,7 +289,7 @@ class SocketSession:
             if frame.get("text") is None:  # a binary frame
                 await self.socket.close(code=1003, reason="only JSON text frames are accepted")
                 return
-            await self.ops.turns.take(self.client)  # clients take turns (fairness.py)
+            await self.ops.turns.take(self.client)  # clients take turns (transport/fairness.py)
             try:
                 reply = await self._reply(frame["text"])
             except ServiceError as exc:

@@ -16,12 +16,12 @@ from pydantic import ValidationError
 
 from textenvs.core import registry
 from textenvs.core.parsing import excerpt
-from textenvs.service.fairness import Turns
 from textenvs.service.memory import SessionFreezer
 from textenvs.service.models import ScenarioInfo
 from textenvs.service.reading import CommandReader, step_parsed
 from textenvs.service.sessions import ServiceError, Session, SessionStore
 from textenvs.service.tenancy import ClientLimits, body_bytes_limiter, limiters
+from textenvs.service.transport.fairness import Turns
 
 # What a scenario raises for options it rejects; the message is meant for the caller.
 OPTION_ERRORS = (ValueError, TypeError, KeyError, ArithmeticError)
@@ -75,7 +75,7 @@ class Operations:
         self.store = store
         self.creates, self.resets, self.steps, self.reads = limiters(limits, store.owner_cap)
         self.bodies = body_bytes_limiter(limits, max_body_bytes)  # and WebSocket messages
-        self.turns = Turns()  # clients take turns starting requests (fairness.py)
+        self.turns = Turns()  # clients take turns starting requests (transport/fairness.py)
         self.reader = reader or CommandReader()
         self.freezer: SessionFreezer | None = None  # see memory.py
         self._catalogue: dict[str, ScenarioInfo] = {}

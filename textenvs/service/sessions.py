@@ -56,7 +56,7 @@ class Session:
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    #: awaited before a step's answer is sent (a recorded episode's write, see web/record.py)
+    #: awaited before a step's answer is sent (a recorded episode's write: play/record.py)
     before_answer: Callable[[], Awaitable[None]] | None = None
 
     def touch(self) -> None:

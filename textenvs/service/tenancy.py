@@ -25,7 +25,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from textenvs.service.sessions import ServiceError
 
 ANONYMOUS = "anonymous"
-#: the scope key under which the guard (`guards.py`) leaves the authenticated client
+#: the scope key under which the guard (`transport/guards.py`) leaves the authenticated client
 CLIENT = "textenvs.client"
 
 
@@ -106,7 +106,7 @@ async def current_client(
 
 def client_of(scope: dict[str, Any]) -> str:
     client = scope.get(CLIENT)
-    if client is None:  # a bug: a route on a public path (see guards.py) asks for a client
+    if client is None:  # a bug: a route on a public path (transport/guards.py) asks for one
         raise RuntimeError(f"no client authenticated for {scope.get('path')!r}")
     return str(client)
 
@@ -269,7 +269,7 @@ def limiters(
     """(creates, resets, steps, reads) for clients that may each hold `sessions_each`
     sessions: creations and resets refill over a minute and come as many at once as a
     client may hold sessions (a trainer opens its batch and starts an episode in each;
-    clients take turns on the event loop, `fairness.py`, so one client's burst delays
+    clients take turns on the event loop, `transport/fairness.py`, so one client's burst delays
     another's requests by at most one of its own each), steps and reads refill over a
     second and come a second's worth at once."""
     patience = limits.patience

@@ -20,6 +20,7 @@ from typing import Any
 from textenvs.evals import bands, plots, run_folder, skills
 from textenvs.evals.line_chart import line_chart
 from textenvs.evals.pdf import svg_to_pdf
+from textenvs.evals.records import played_record
 from textenvs.training.rollouts import Rollout, Timing
 
 COLUMNS = [
@@ -59,17 +60,6 @@ CHARTS = [
 ]
 
 
-def episode_record(rollout: Rollout) -> dict[str, Any]:
-    """A rollout as an eval summary line reads (what `bands` and `skills` take)."""
-    result = rollout.result
-    return {
-        "success": result.success,
-        "return": result.total_reward,
-        "steps": result.steps,
-        "skills": rollout.skills,
-    }
-
-
 def row(
     *,
     step: int,
@@ -82,7 +72,7 @@ def row(
     rollout_s: float,
     timing: Timing,
 ) -> dict[str, Any]:
-    records = [episode_record(r) for r in rollouts]
+    records = [played_record(r.result, r.skills) for r in rollouts]
     steps = sum(r.result.steps for r in rollouts)
     turns = sum(len(r.result.turns) for r in rollouts)
     headlines = [v for rec in records if (v := bands.episode_headline(env, rec)) is not None]

@@ -55,14 +55,15 @@ from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.conversation import Conversation
 from textenvs.agents.llm.history import Message
 from textenvs.agents.llm.reading import COMMAND_ARGUMENT, TOOL_NAME, read_message
+from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.loop import context_for, run_episode
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.episodes.record import EpisodeResult
+from textenvs.episodes.replay import ReplayedAgent
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.evals import store
 from textenvs.inference.chat import ChatTokens, GrowingChat
 from textenvs.inference.tool_calls import call_text, reply_message, template_messages
-from textenvs.training.rollouts import EnvFactory
 
 #: the label of a token not trained on (the loss ignores it)
 IGNORED = -100
@@ -131,24 +132,6 @@ class NoisyAgent(Agent):
 
     def end_episode(self, observation: str, info: dict[str, Any], end: EpisodeEnd) -> None:
         self.agent.end_episode(observation, info, end)
-
-
-class ReplayedAgent(Agent):
-    """Plays the commands an earlier run recorded for one episode, in turn."""
-
-    name = "replayed"
-
-    def __init__(self, commands: Sequence[str]) -> None:
-        self.commands = list(commands)
-        self.turn = 0
-
-    def reset(self, context: EpisodeContext) -> None:
-        super().reset(context)
-        self.turn = 0
-
-    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
-        self.turn += 1
-        return Decision(self.commands[self.turn - 1])
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """GRPO on textenvs episodes with TRL's `GRPOTrainer` and a multi-turn `rollout_func`.
 
-Each training example is an episode (scenario, seed, reset options). TRL repeats each
+Each training example is an episode (scenario, seed, reset options: the dataset row
+`EpisodeSpec.row` writes, the TRL adapter's too, carried in the prompt). TRL repeats each
 example `group_size` times; the rollout function plays all of a step's episodes in
 lockstep with the trainer's own model (`rollouts.play`), and returns per episode the
 prompt ids, the completion ids (every later token), the mask of the model's own tokens
@@ -17,124 +18,48 @@ sampled tokens' log-probabilities returned as TRL expects them.
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 from datasets import Dataset
-from transformers import PreTrainedModel, TrainerCallback
+from transformers import PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
-from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from textenvs.agents.llm import context
-from textenvs.agents.llm.config import LLMConfig
-from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.core import registry
-from textenvs.episodes.specs import EpisodeSpec, seed_ranges
-from textenvs.evals import bands, run_folder
-from textenvs.inference import models
+from textenvs.episodes.envs import EnvFactory
+from textenvs.episodes.specs import EpisodeSpec
+from textenvs.evals.records import result_headline
 from textenvs.inference.chat import ChatTokens
 from textenvs.inference.generation import Sampling
 from textenvs.training import curve
-from textenvs.training.rollouts import EnvFactory, Rollout, Timing, play
+from textenvs.training.rollouts import Rollout, Timing, play
 from textenvs.training.samplers import PromptSampler, trl_vllm_generator
+from textenvs.training.settings import TrainSettings, check_batches
+from textenvs.training.trainers import (
+    RecordWriter,
+    freeze_below,
+    model_prompt_budget,
+    run_conversation,
+    trainer_arguments,
+    without_printing,
+)
 
 
-@dataclass
-class TrainSettings:
-    """Everything a training run depends on (written into every checkpoint)."""
-
-    env: str
-    model: str
-    steps: int
-    seeds: list[int]
-    eval_seeds: list[int]
-    #: the seeds the starting model was trained on (its record's), so `textenvs eval`
-    #: refuses them for this run's checkpoints too
-    earlier_seeds: list[int] = field(default_factory=list)
-    #: "grpo" (reinforcement from the scenario's reward) or "sft" (imitate the episodes
-    #: of the agent `demonstrations` on the training seeds: `sft.py`)
-    method: str = "grpo"
-    demonstrations: str = "scripted"
-    #: sft: imitate won episodes only
-    only_success: bool = False
-    #: --method sft: the share of the replies repeating the command before trained on
-    habit_share: float = 1.0
-    #: --method sft: the share of turns the demonstrator plays a random command on
-    demonstration_noise: float = 0.0
-    options: dict[str, Any] = field(default_factory=dict)
-    #: episodes per seed in a step (GRPO's group), and seeds per step
-    group_size: int = 4
-    seeds_per_step: int = 2
-    #: episodes trained on per forward/backward pass
-    micro_batch: int = 2
-    learning_rate: float = 1e-5
-    temperature: float = 1.0
-    max_tokens: int = 32
-    #: the trainer stops an episode after this many turns (None: the scenario's budget)
-    max_turns: int | None = None
-    #: conversation settings (`agents.llm.conversation.CONVERSATION_SETTINGS`)
-    conversation: dict[str, Any] = field(default_factory=dict)
-    #: "text", "json" (replies held to the action schema) or, --method sft only, "tools"
-    #: (replies as calls of `act`), and in json mode the most characters of reasoning
-    #: before the action (0: none)
-    action_mode: str = "text"
-    json_reasoning: int = 0
-    #: train only the top layers (None: all): on a CPU the backward pass is most of a step
-    train_layers: int | None = None
-    #: "return" (the scenario's reward) or "headline" (the per-episode headline metric)
-    reward: str = "return"
-    env_url: str | None = None
-    #: where rollout replies are sampled: "transformers" (any device, json mode too) or
-    #: "vllm" (TRL's vLLM generation on a GPU: colocated, or the server at `vllm_server`)
-    generation: str = "transformers"
-    vllm_server: str | None = None
-    save_every: int = 10
-    seed: int = 0
-
-    @property
-    def episodes_per_step(self) -> int:
-        return self.group_size * self.seeds_per_step
-
-    def record(self) -> dict[str, Any]:
-        """The settings as JSON, seeds as ranges (`parse_seeds` reads them back)."""
-        fields = asdict(self)
-        for name in ("seeds", "eval_seeds", "earlier_seeds"):
-            fields[name] = seed_ranges(fields[name])
-        return {"textenvs_training": 1, **fields}
+def episode_prompt(spec: EpisodeSpec) -> str:
+    """A training example's prompt: the episode's dataset row (`EpisodeSpec.row`) as JSON
+    text, since TRL hands its `rollout_func` the prompts alone (each turn's prompt is
+    built as the episode is played)."""
+    return json.dumps(spec.row(), sort_keys=True)
 
 
-def episode_prompt(env: str, seed: int) -> str:
-    """A training example: the episode it stands for (the prompt is built per turn)."""
-    return f"{env} seed={seed}"
-
-
-def episode_of(prompt: str, options: dict[str, Any]) -> EpisodeSpec:
-    env, _, seed = prompt.partition(" seed=")
-    return EpisodeSpec(env, int(seed), dict(options) or None)
-
-
-def model_prompt_budget(settings: TrainSettings, model: PreTrainedModel) -> int:
-    """The prompt budget `textenvs eval` sets for `model` (its context window, learned at
-    preflight, less room for a reply of `settings.max_tokens`)."""
-    return context.budget_under(models.context_window(model), settings.max_tokens)
-
-
-def run_conversation(settings: TrainSettings, prompt_budget: int) -> LLMConfig:
-    """The conversation the run's episodes are played in, as `textenvs eval` holds it: the
-    run's action mode and conversation settings under `prompt_budget`. Tools mode (`--method
-    sft` only) holds text mode's conversation, each reply a call of `act` and answered."""
-    tools = settings.action_mode == "tools"
-    config = conversation_settings(
-        "text" if tools else settings.action_mode,
-        settings.json_reasoning,
-        **{"prompt_budget": prompt_budget, **settings.conversation},
-    )
-    return config.model_copy(update={"action_mode": "tools"}) if tools else config
+def episode_of(prompt: str) -> EpisodeSpec:
+    """The episode an `episode_prompt` stands for."""
+    return EpisodeSpec.from_row(json.loads(prompt))
 
 
 class RolloutSource:
@@ -162,11 +87,11 @@ class RolloutSource:
 
     def __call__(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list[Any]]:
         started = time.perf_counter()
-        specs = [episode_of(prompt, self.settings.options) for prompt in prompts]
+        specs = [episode_of(prompt) for prompt in prompts]
         model = trainer.accelerator.unwrap_model(trainer.model)
         was_training = model.training
         model.eval()
-        seed = self.settings.seed * 1_000_003 + trainer.state.global_step
+        seed = self.settings.rng_seed * 1_000_003 + trainer.state.global_step
         self.timing = Timing()
         sampler = None
         if trainer.args.use_vllm:
@@ -202,26 +127,13 @@ class RolloutSource:
         """What GRPO maximises for one episode: its return, or its headline metric."""
         if self.settings.reward == "return":
             return rollout.reward
-        value = bands.episode_headline(self.settings.env, curve.episode_record(rollout))
+        value = result_headline(rollout.result, rollout.skills)
         return 0.0 if value is None else value
 
 
 def episode_reward(prompts: list[Any], completions: list[Any], **fields: Any) -> list[float]:
     """The reward of each episode (the rollout function scores them)."""
     return [float(value) for value in fields["episode_reward"]]
-
-
-class RecordWriter(TrainerCallback):
-    """Writes the run's settings into every checkpoint, so `textenvs eval --model` plays a
-    checkpoint with the settings it was trained with (its reply limit among them)."""
-
-    def __init__(self, settings: TrainSettings) -> None:
-        self.settings = settings
-
-    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if folder.is_dir():
-            models.write_record(folder, self.settings.record())
 
 
 class CurveWriter(RecordWriter):
@@ -270,20 +182,10 @@ def grpo_config(
 ) -> GRPOConfig:
     """TRL's settings for `settings`; the newest `keep_checkpoints` checkpoints are kept
     (None: all)."""
+    check_batches(settings)  # a ValueError saying what does not fit, before TRL's own
     per_step = settings.episodes_per_step
-    if per_step % settings.micro_batch:
-        raise ValueError(
-            f"episodes per step ({per_step}) must be a multiple of the micro batch "
-            f"({settings.micro_batch})"
-        )
-    vllm = settings.generation == "vllm"
-    if vllm and settings.action_mode == "json":
-        raise ValueError(
-            "--generation vllm samples text only (json mode holds each token to the action "
-            "schema): use --action-mode text, or the default transformers generation"
-        )
     return GRPOConfig(
-        use_vllm=vllm,
+        use_vllm=settings.generation == "vllm",
         vllm_mode="server" if settings.vllm_server else "colocate",
         vllm_server_base_url=settings.vllm_server,
         num_generations=settings.group_size,
@@ -295,31 +197,6 @@ def grpo_config(
         beta=0.0,  # no reference model: a second copy costs a CPU more than it helps here
         **trainer_arguments(settings, out, keep_checkpoints),
     )
-
-
-def trainer_arguments(
-    settings: TrainSettings, out: Path, keep_checkpoints: int | None
-) -> dict[str, Any]:
-    """The arguments every trainer of a run takes alike (GRPO's and SFT's); the newest
-    `keep_checkpoints` checkpoints are kept (None: all)."""
-    return {
-        "output_dir": str(out / run_folder.CHECKPOINTS),
-        "max_steps": settings.steps,
-        "learning_rate": settings.learning_rate,
-        "use_cpu": not torch.cuda.is_available(),
-        "bf16": False,
-        # short sequences on a CPU: recomputing activations costs more than keeping them
-        "gradient_checkpointing": False,
-        "logging_steps": 1,
-        "save_steps": settings.save_every,
-        "save_total_limit": keep_checkpoints,
-        "report_to": [],
-        "disable_tqdm": True,
-        "seed": settings.seed,
-        "data_seed": settings.seed,
-        "lr_scheduler_type": "constant",
-        "dataloader_num_workers": 0,
-    }
 
 
 def build_trainer(
@@ -336,9 +213,9 @@ def build_trainer(
     if settings.train_layers is not None:
         freeze_below(model, settings.train_layers)
     source = RolloutSource(settings, chat, make_env, model_prompt_budget(settings, model))
-    dataset = Dataset.from_dict(
-        {"prompt": [episode_prompt(settings.env, seed) for seed in settings.seeds]}
-    )
+    options = settings.options or None
+    specs = [EpisodeSpec(settings.env, seed, options) for seed in settings.seeds]
+    dataset = Dataset.from_dict({"prompt": [episode_prompt(spec) for spec in specs]})
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=episode_reward,
@@ -348,31 +225,4 @@ def build_trainer(
         rollout_func=source,
         callbacks=[CurveWriter(settings, source, out, on_step)],
     )
-    for noisy in (PrinterCallback, ProgressCallback):
-        trainer.remove_callback(noisy)
-    return trainer
-
-
-def freeze_below(model: PreTrainedModel, trained_layers: int) -> None:
-    """Train only the top `trained_layers` decoder layers and the final norm (the
-    embeddings, shared with the output head in small models, stay as they are)."""
-    layers = _decoder_layers(model)
-    if not 0 < trained_layers <= len(layers):
-        raise ValueError(f"--train-layers must be 1-{len(layers)}")
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
-    for layer in layers[len(layers) - trained_layers :]:
-        for parameter in layer.parameters():
-            parameter.requires_grad_(True)
-    norm = getattr(getattr(model, "model", model), "norm", None)
-    if norm is not None:
-        for parameter in norm.parameters():
-            parameter.requires_grad_(True)
-
-
-def _decoder_layers(model: PreTrainedModel) -> Sequence[torch.nn.Module]:
-    inner = getattr(model, "model", None)
-    layers = getattr(inner, "layers", None)
-    if layers is None:
-        raise ValueError("--train-layers needs a decoder model with model.layers")
-    return list(layers)
+    return without_printing(trainer)

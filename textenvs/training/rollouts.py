@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-import numpy as np
 import torch
-from pydantic import BaseModel
 from transformers import PreTrainedModel
 
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.conversation import Conversation
 from textenvs.core.registry import episode_level
+from textenvs.episodes.envs import EnvFactory, EpisodeEnv
 from textenvs.episodes.loop import context_for
 from textenvs.episodes.protocol import Decision
 from textenvs.episodes.record import TURN_LIMIT, EpisodeResult
@@ -38,33 +37,6 @@ from textenvs.evals import skills
 from textenvs.inference.chat import ChatTokens, GrowingChat
 from textenvs.inference.generation import Grammar, Reply, Sampling, Sequences
 from textenvs.training.samplers import Sampler
-
-
-class EpisodeEnv(Protocol):
-    """What a rollout needs of an environment: an in-process env or a remote one
-    (`service.client.RemoteEnv`), with the parts an episode's context reads."""
-
-    name: str
-    rules: str
-    max_steps: int
-    action_schema: type[BaseModel]
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]: ...
-
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
-
-    def parse(self, text: str) -> Any: ...
-
-    def command_for(self, arguments: dict[str, Any]) -> str: ...
-
-    def random_command(self, info: dict[str, Any], rng: np.random.Generator) -> str: ...
-
-    def close(self) -> None: ...
-
-
-EnvFactory = Callable[[str], EpisodeEnv]
 
 
 @dataclass
@@ -108,7 +80,7 @@ class _Episode:
         self.spec = spec
         self.env = env
         self.max_turns = max_turns
-        context = context_for(env, spec.seed, spec.options)  # type: ignore[arg-type]
+        context = context_for(env, spec.seed, spec.options)
         self.conversation = Conversation.for_context(context, settings)
         self.sequence = GrowingChat(chat)
         level = episode_level(env.name, spec.options, getattr(env, "level", None))

@@ -1,160 +1,32 @@
-"""A training run: settings checked, the model loaded, GRPO run, checkpoints and curve
-written (what `textenvs train` does)."""
+"""A training run: the model loaded, GRPO or SFT run, checkpoints and curve written
+(what `textenvs train` does, with settings `settings.settings_from` checked)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-import torch
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 import textenvs
-from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.core.heartbeat import Heartbeat
+from textenvs.core.progress import progress_bar
 from textenvs.core.redact import redact_url
 from textenvs.core.registry import episode_level
-from textenvs.episodes.specs import (
-    TRAINING_SEEDS,
-    check_reset_options,
-    parse_seeds,
-    resolve_envs,
-)
-from textenvs.evals import run_folder, store
-from textenvs.inference import models, tool_template
+from textenvs.episodes.envs import EnvFactory
+from textenvs.evals import run_folder
+from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens, TemplateError
 from textenvs.training import curve, grpo
 from textenvs.training.demonstrations import is_recorded_run, recorded_episodes
-from textenvs.training.grpo import TrainSettings
-from textenvs.training.rollouts import EnvFactory
-
-#: settings that only one method reads (given with the other, they would be recorded
-#: and do nothing)
-ONLY_FOR = {
-    "grpo": (
-        "group_size", "micro_batch", "temperature", "max_turns", "reward", "json_reasoning",
-        "env_url", "generation", "vllm_server",
-    ),
-    "sft": ("demonstrations", "only_success", "habit_share", "demonstration_noise"),
-}  # fmt: skip
-#: every setting at its default
-DEFAULTS = TrainSettings(env="", model="", steps=0, seeds=[], eval_seeds=[])
-#: agents whose episodes `--method sft` can imitate (or a recorded eval run's)
-DEMONSTRATORS = ("scripted", "reactive", "learner", "random")
-
-
-class TrainingError(ValueError):
-    """Why a run cannot start or go on (one line, for the CLI)."""
-
-
-def settings_from(
-    *, env: str, model: str, seeds: str | None, eval_seeds: str, **given: Any
-) -> TrainSettings:
-    """Checked settings: one scenario, seeds that parse and do not overlap, options the
-    scenario takes, conversation settings `textenvs eval` takes. `seeds` None: the
-    recorded run's seeds when the demonstrations are one, else `TRAINING_SEEDS`."""
-    if model != models.LOCAL and not models.is_model_dir(model):
-        raise TrainingError(
-            f"--model {model}: not 'local' nor a transformers model directory (a folder "
-            "with config.json); give 'local' or a model directory (an earlier run's OUT/final)"
-        )
-    names = resolve_envs(env)
-    if len(names) != 1:
-        raise TrainingError("--env: train on one scenario at a time")
-    demonstrator = given.get("demonstrations", TrainSettings.demonstrations)
-    recorded = is_recorded_run(demonstrator)
-    if not recorded and demonstrator not in DEMONSTRATORS:
-        raise TrainingError(
-            f"--demonstrations {demonstrator}: one of {', '.join(DEMONSTRATORS)} (an agent "
-            "that plays in-process) or a 'textenvs eval' run folder (its episodes replayed)"
-        )
-    try:
-        train_seeds, held_out = parse_seeds(seeds or TRAINING_SEEDS), parse_seeds(eval_seeds)
-    except ValueError as exc:
-        raise TrainingError(str(exc)) from None
-    if recorded:
-        played = {episode["seed"] for episode in store.read_episodes(Path(demonstrator))}
-        train_seeds = sorted(played & set(train_seeds)) if seeds else sorted(played)
-        if not train_seeds:
-            raise TrainingError(f"--demonstrations {demonstrator}: no episode on --seeds {seeds}")
-    overlap = sorted(set(train_seeds) & set(held_out))
-    if overlap:
-        shown = ", ".join(map(str, overlap[:5])) + (" ..." if len(overlap) > 5 else "")
-        raise TrainingError(f"--seeds and --eval-seeds overlap ({shown}): hold the eval seeds out")
-    settings = TrainSettings(
-        env=names[0],
-        model=model,
-        seeds=train_seeds,
-        eval_seeds=held_out,
-        earlier_seeds=models.trained_seeds(models.read_record(model) or {}),
-        **given,
-    )
-    for name in ONLY_FOR["grpo" if settings.method == "sft" else "sft"]:
-        if getattr(settings, name) != getattr(DEFAULTS, name):
-            flag = "--" + name.replace("_", "-")
-            raise TrainingError(
-                f"{flag} does nothing with --method {settings.method}; leave it out"
-            )
-    if recorded and settings.demonstration_noise:
-        raise TrainingError(
-            "--demonstration-noise: a recorded run's commands are replayed as they were; "
-            "leave it out"
-        )
-    if settings.method == "sft" and settings.action_mode == "json":
-        raise TrainingError(
-            "--method sft writes demonstrations as text replies or tool calls: give "
-            "--action-mode text or tools, not json"
-        )
-    if settings.method == "grpo" and settings.action_mode == "tools":
-        raise TrainingError(
-            "--action-mode tools: this GRPO samples text or json replies; train tool calls "
-            "with TRL's GRPOTrainer(environment_factory=...) (docs/adapters.md, TRL), or "
-            "give --method sft"
-        )
-    if settings.method == "grpo" and "history" in settings.conversation:
-        raise TrainingError(
-            "--history: GRPO trains each episode as one growing conversation; leave --history "
-            "out (or use --method sft)"
-        )
-    if settings.action_mode == "tools":
-        problem = tool_template.tools_refusal(model, whole_conversation=True)
-        if problem:
-            raise TrainingError(f"--action-mode tools: {problem}")
-    if settings.generation == "vllm":
-        problem = vllm_missing()
-        if problem:
-            raise TrainingError(f"--generation vllm: {problem}")
-    if len(train_seeds) < settings.seeds_per_step:
-        raise TrainingError(f"--seeds: a step needs {settings.seeds_per_step} training seeds")
-    try:
-        check_reset_options([settings.env], settings.options)
-        # tools mode holds text mode's conversation (`grpo.run_conversation`)
-        mode = "text" if settings.action_mode == "tools" else settings.action_mode
-        conversation_settings(mode, settings.json_reasoning, **settings.conversation)
-        grpo.grpo_config(settings, Path("unused"))
-    except ValueError as exc:
-        raise TrainingError(str(exc).splitlines()[0]) from None
-    return settings
-
-
-def vllm_missing() -> str | None:
-    """Why TRL's vLLM generation cannot run here (None: it can)."""
-    if not torch.cuda.is_available():
-        return "vLLM needs a CUDA GPU and none is visible; on a CPU leave --generation out"
-    if importlib.util.find_spec("vllm") is None:
-        return "the vllm package is not installed: pip install vllm (the version TRL supports)"
-    return None
+from textenvs.training.settings import (
+    DEFAULTS,
+    TrainingError,
+    TrainSettings,
+    recorded_settings,
+)
 
 
 def env_factory(settings: TrainSettings) -> EnvFactory:
@@ -167,7 +39,7 @@ def env_factory(settings: TrainSettings) -> EnvFactory:
 
     make = remote_env_factory(settings.env_url)
     try:
-        make.client.checked_env_info(settings.env)  # type: ignore[attr-defined]
+        make.client.checked_env_info(settings.env)
     except Exception as exc:
         message = service_error(exc, redact_url(settings.env_url))
         if message is None:
@@ -204,15 +76,8 @@ def train(
         models.save(model, tokenizer, base, settings.record() | {"step": 0})
     elif checkpoint is None and settings.model != models.LOCAL and not base.exists():
         base.symlink_to(Path(settings.model).resolve(), target_is_directory=True)
-    progress = Progress(
-        TextColumn(f"[bold]{settings.method.upper()} {{task.description}}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-    )
+    title = f"[bold]{settings.method.upper()} {{task.description}}"
+    progress = progress_bar(console, title, "{task.fields[status]}")
     task = progress.add_task(settings.env, total=settings.steps, status="")
     if checkpoint is not None:
         progress.update(task, completed=_step_of(checkpoint))
@@ -318,7 +183,7 @@ def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
     if resume:
         if not saved.is_file():
             raise TrainingError(f"--resume: {out} holds no training run")
-        before = json.loads(saved.read_text())
+        before = recorded_settings(json.loads(saved.read_text()))
         # a setting the run's version did not have yet counts as its default
         defaults = DEFAULTS.record()
         changed = sorted(

@@ -22,13 +22,12 @@ import torch
 from datasets import Dataset
 from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
-from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import SFTConfig, SFTTrainer
 
+from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
-from textenvs.training import grpo
 from textenvs.training.demonstrations import (
     IGNORED,
     Demonstration,
@@ -36,13 +35,21 @@ from textenvs.training.demonstrations import (
     demonstrations,
     replayed_demonstrations,
 )
-from textenvs.training.rollouts import EnvFactory
+from textenvs.training.settings import TrainSettings
+from textenvs.training.trainers import (
+    RecordWriter,
+    freeze_below,
+    model_prompt_budget,
+    run_conversation,
+    trainer_arguments,
+    without_printing,
+)
 
 __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 
 
 def sft_config(
-    settings: grpo.TrainSettings, out: Path, keep_checkpoints: int | None = None
+    settings: TrainSettings, out: Path, keep_checkpoints: int | None = None
 ) -> SFTConfig:
     """One optimizer step per `seeds_per_step` sequences (whole episodes, or turns when
     the conversation is a window), one sequence a pass."""
@@ -50,12 +57,12 @@ def sft_config(
         per_device_train_batch_size=1,  # sequences differ in length: no padding
         gradient_accumulation_steps=settings.seeds_per_step,
         max_length=None,
-        **grpo.trainer_arguments(settings, out, keep_checkpoints),
+        **trainer_arguments(settings, out, keep_checkpoints),
     )
 
 
 def demonstration_dataset(
-    settings: grpo.TrainSettings,
+    settings: TrainSettings,
     tokenizer: PreTrainedTokenizerBase,
     model: PreTrainedModel,
     make_env: EnvFactory,
@@ -68,7 +75,7 @@ def demonstration_dataset(
     of the eval run `settings.demonstrations`), those of the training seeds are replayed
     instead of played."""
     # text or tools mode: `settings_from` refuses --method sft in json mode
-    conversation = grpo.run_conversation(settings, grpo.model_prompt_budget(settings, model))
+    conversation = run_conversation(settings, model_prompt_budget(settings, model))
     chat = ChatTokens(tokenizer)
     if recorded is not None:
         seeds = set(settings.seeds)
@@ -171,12 +178,12 @@ class SharedPrefixTrainer(SFTTrainer):
         return (loss, outputs) if return_outputs else loss
 
 
-class LossWriter(grpo.RecordWriter):
+class LossWriter(RecordWriter):
     """Each optimizer step's loss, for the caller (the progress line), and each
     checkpoint's record (the loss per step is in its `trainer_state.json`)."""
 
     def __init__(
-        self, settings: grpo.TrainSettings, on_step: Callable[[dict[str, Any]], None] | None
+        self, settings: TrainSettings, on_step: Callable[[dict[str, Any]], None] | None
     ) -> None:
         super().__init__(settings)
         self.on_step = on_step
@@ -187,7 +194,7 @@ class LossWriter(grpo.RecordWriter):
 
 
 def build_trainer(
-    settings: grpo.TrainSettings,
+    settings: TrainSettings,
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     dataset: Dataset,
@@ -196,7 +203,7 @@ def build_trainer(
     keep_checkpoints: int | None = None,
 ) -> SFTTrainer:
     if settings.train_layers is not None:
-        grpo.freeze_below(model, settings.train_layers)
+        freeze_below(model, settings.train_layers)
     trainer = SharedPrefixTrainer(
         model=model,
         args=sft_config(settings, out, keep_checkpoints),
@@ -205,6 +212,4 @@ def build_trainer(
         callbacks=[LossWriter(settings, on_step)],
         prefix=shared_prefix(dataset),
     )
-    for noisy in (PrinterCallback, ProgressCallback):
-        trainer.remove_callback(noisy)
-    return trainer
+    return without_printing(trainer)

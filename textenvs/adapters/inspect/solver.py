@@ -29,7 +29,7 @@ from textenvs.agents.llm.conversation import Conversation, conversation_settings
 from textenvs.episodes.loop import run_episode
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.episodes.specs import EpisodeSpec
-from textenvs.evals.runner import episode_record
+from textenvs.evals.records import episode_record
 
 RESULT_KEY = "textenvs_result"  # the episode record the solver leaves for the scorer
 #: Inspect's stop reasons as the `llm` agent reads OpenAI's finish reasons

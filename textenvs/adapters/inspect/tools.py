@@ -28,7 +28,7 @@ from textenvs.adapters.inspect.solver import RESULT_KEY
 from textenvs.episodes.loop import run_episode
 from textenvs.episodes.protocol import UNFINISHED, Agent, Decision
 from textenvs.episodes.record import EpisodeResult
-from textenvs.evals.runner import episode_record
+from textenvs.evals.records import episode_record
 
 EPISODE_KEY = "textenvs_episode"  # {env, seed, options}: which episode the tool plays
 COMMANDS_KEY = "textenvs_commands"  # the commands sent so far

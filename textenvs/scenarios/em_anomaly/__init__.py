@@ -1,5 +1,6 @@
 """Electromagnetic Field Anomaly Mapping."""
 
+from textenvs.scenarios.em_anomaly.declaration import SCENARIO
 from textenvs.scenarios.em_anomaly.env import EMAnomalyEnv
 from textenvs.scenarios.em_anomaly.state import (
     Action,
@@ -10,6 +11,7 @@ from textenvs.scenarios.em_anomaly.state import (
 )
 
 __all__ = [
+    "SCENARIO",
     "Action",
     "EMAnomalyAction",
     "EMAnomalyEnv",

@@ -10,6 +10,7 @@ from textenvs.core.env import TextEnv, Transition
 from textenvs.core.variants import withheld_option
 from textenvs.scenarios.em_anomaly import parse as parsing
 from textenvs.scenarios.em_anomaly import render, rules
+from textenvs.scenarios.em_anomaly.declaration import SCENARIO
 from textenvs.scenarios.em_anomaly.state import (
     STEP_BUDGET,
     Action,
@@ -101,30 +102,20 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
       episodes. `info["observation"]` carries `withheld: true`. Same world per seed.
 
     ## Version history
-    Reading versions, shared by every scenario, are told once in `docs/changelog.md`; each
-    entry names the one it brought and says what changed of this scenario's own.
+    One line a version; the detail is in `docs/scenarios/em-anomaly.md` and, for the readings
+    every scenario shares, `docs/changelog.md`.
     - v0: first release.
-    - v1: reading 1; directions used as places are not read either. Rules and rendering
-      unchanged.
-    - v2: reading 2 (`Action: m; north` was read as `north`). Rules and rendering
-      unchanged.
-    - v3: reading 3. Rules, rendering and baselines unchanged (re-measured under v3 over
-      seeds 0-999).
-    - v4: reading 4. Read as written now: `mark the anomaly`, `mark this tile`, `rotate to
-      the left` (listed among the valid spellings, which is the one change to the
-      goldens). Rules and rendering unchanged; goldens regenerated. Baselines re-measured
-      under v4 over seeds 0-999: every figure as v3.
-    - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
-      goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
-      0-999: every figure as v4.
-    - v6: reading 6 (issue 53; `docs/changelog.md`): a JSON key given twice with two
-      values, a condition after the order and an order inside a reason are rejected;
-      remarks after a dash or a semicolon are read. Rules and rendering unchanged.
+    - v1: reading 1 (directions used as places are not read either).
+    - v2: reading 2.
+    - v3: reading 3.
+    - v4: reading 4 (`mark the anomaly`, `rotate to the left` read as written).
+    - v5: reading 5 (issue 43).
+    - v6: reading 6 (issue 53).
     """
 
-    name = "em-anomaly"
-    title = "Electromagnetic Field Anomaly Mapping"
-    version = "6"
+    name = SCENARIO.name
+    title = SCENARIO.title
+    version = SCENARIO.version
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
     observation_model = EMObservation

@@ -1,5 +1,6 @@
 """Magnetic Field Pattern Recognition."""
 
+from textenvs.scenarios.magnetic_field.declaration import SCENARIO
 from textenvs.scenarios.magnetic_field.env import MagneticFieldEnv
 from textenvs.scenarios.magnetic_field.state import (
     Action,
@@ -9,6 +10,7 @@ from textenvs.scenarios.magnetic_field.state import (
 )
 
 __all__ = [
+    "SCENARIO",
     "Action",
     "MagneticFieldAction",
     "MagneticFieldEnv",

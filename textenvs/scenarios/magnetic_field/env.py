@@ -10,6 +10,7 @@ from textenvs.core.env import TextEnv, Transition
 from textenvs.core.variants import withheld_option
 from textenvs.scenarios.magnetic_field import parse as parsing
 from textenvs.scenarios.magnetic_field import render, rules
+from textenvs.scenarios.magnetic_field.declaration import SCENARIO
 from textenvs.scenarios.magnetic_field.state import (
     LEVELS,
     STEP_BUDGET,
@@ -121,32 +122,20 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
       the same seed and level give in default play.
 
     ## Version history
-    Reading versions, shared by every scenario, are told once in `docs/changelog.md`; each
-    entry names the one it brought and says what changed of this scenario's own.
-    - v0: first release (a random table; every used pattern hinted at every level).
-    - v1: a rule instead of a random table; levels change the number of hints and draw
-      decoration inside the read windows too; the final observation shows the score per
-      slot and the true window bits; strict `level`; step index 0-39 throughout.
-    - v2: reading 2 (`Action: F; submit` was read as `submit`). Rules and rendering
-      unchanged.
-    - v3: reading 3. Rules, rendering and baselines unchanged (re-measured under v3 over
-      seeds 0-999).
-    - v4: reading 4. A lone `A` beside other words rejects the reply (`Action: A; right`
-      ran right), and so does a slot named in brackets (`enter 7 (to slot 3)` ran enter 7);
-      `move the cursor to the right` is read as written. Rules and rendering unchanged;
-      goldens regenerated (unchanged). Baselines re-measured under v4 over seeds 0-999:
-      every figure as v3.
-    - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
-      goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
-      0-999: every figure as v4.
-    - v6: reading 6 (issue 53; `docs/changelog.md`): a JSON key given twice with two
-      values, a condition after the order and an order inside a reason are rejected;
-      remarks after a dash or a semicolon are read. Rules and rendering unchanged.
+    One line a version; the detail is in `docs/scenarios/magnetic-field.md` and, for the readings
+    every scenario shares, `docs/changelog.md`.
+    - v0: first release (a random table).
+    - v1: a rule instead of a random table; levels vary the hints and the decoration.
+    - v2: reading 2.
+    - v3: reading 3.
+    - v4: reading 4 (a lone `A` or a slot in brackets rejects the reply).
+    - v5: reading 5 (issue 43).
+    - v6: reading 6 (issue 53).
     """
 
-    name = "magnetic-field"
-    title = "Magnetic Field Pattern Recognition"
-    version = "6"
+    name = SCENARIO.name
+    title = SCENARIO.title
+    version = SCENARIO.version
     max_steps = STEP_BUDGET
     action_schema = MagneticFieldAction
     observation_model = MagneticObservation

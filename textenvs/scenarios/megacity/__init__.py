@@ -1,5 +1,6 @@
 """Subterranean Megacity."""
 
+from textenvs.scenarios.megacity.declaration import SCENARIO
 from textenvs.scenarios.megacity.env import MegacityEnv
 from textenvs.scenarios.megacity.state import (
     Action,
@@ -8,4 +9,11 @@ from textenvs.scenarios.megacity.state import (
     MegacityState,
 )
 
-__all__ = ["Action", "MegacityAction", "MegacityEnv", "MegacityObservation", "MegacityState"]
+__all__ = [
+    "SCENARIO",
+    "Action",
+    "MegacityAction",
+    "MegacityEnv",
+    "MegacityObservation",
+    "MegacityState",
+]

@@ -12,6 +12,7 @@ from textenvs.core.env import TextEnv, Transition
 from textenvs.core.variants import withheld_option
 from textenvs.scenarios.megacity import maps, render, rules
 from textenvs.scenarios.megacity import parse as parsing
+from textenvs.scenarios.megacity.declaration import SCENARIO
 from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
 from textenvs.scenarios.megacity.state import (
     DIRECTIONS,
@@ -184,51 +185,21 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
       equations from step 0. `info["observation"]` carries `withheld: true`.
 
     ## Version history
-    Reading versions, shared by every scenario, are told once in `docs/changelog.md`; each
-    entry names the one it brought and says what changed of this scenario's own.
+    One line a version; the detail is in `docs/scenarios/megacity.md` and, for the readings
+    every scenario shares, `docs/changelog.md`.
     - v0: first release.
-    - v1: every reply advances the clock; thresholds must hold at every step after the
-      first district; districts must still run at step 40 (after the final reversal);
-      sideways pull beside seams, basic materials fail under it, mycelium needs research;
-      relief reaches the seam's flanks; districts draw more power (one tap cannot feed
-      six); integrity and air changes are paid both ways (no farming).
-    - v2: conduit damping is a one-off (laying a conduit off the seams relieves its cell
-      by 6, no longer 2 every step); the air index moves up to 8 a step (was 3), so late
-      openings face the air rule; rock stress 54-91 (was 40-85) and stronger excavation
-      relief (18 along the seam and beside it, was 12 / 10), so relief digs and seam-flow
-      timing decide seeds; district pay stops at six; `plan_quality` at victory.
-      Reading 2 (`excavate B3..B5` was read as `excavate B3`); the action schema written
-      as JSON text is read.
-    - v3: reading 3. Rules, rendering and baselines unchanged (re-measured under v3 over
-      seeds 0-999).
-    - v4: reading 4. Read as written now: `place a basalt support column at C2`, `open a
-      district at B3`, `excavate a chamber at B3`, `support C2 (basalt)`, `vent A1
-      eastward`, `lay a conduit on B3 and C3`, `scan the seams`. Rules and rendering
-      unchanged; goldens regenerated (unchanged). Baselines re-measured under v4 over seeds
-      0-999: every figure as v3.
-    - v5: levels 0-3 (reset option `level`, make argument, gymnasium kwarg; default 2):
-      softer rock and fewer faults at 0 and 1, harder rock and five faults at 3, a calm
-      current with crosswinds at 0, 1 and 3; level 2 draws v3's and v4's maps for every
-      seed. Physics, costs, rewards, rendering and reading unchanged (v4's reading). Bands,
-      baselines and what the planner's victories need published per level (seeds 0-499).
-    - v6 (issue 43): the research and rules texts say exactly what the physics does (each
-      seam's sideways load once: 20 through the cell, else 10 beside it; the fault load
-      is the dug cell's; seam flow rounded down, row seam first; the field reversed at
-      the steps shown 8-15, 24-31 and 40, not "after"; generation from the step a conduit
-      is laid, the shown power change includes the action's cost; six districts must run,
-      not every one). The observation adds the air target, each district's airflow
-      strength, power generated and drawn per step, and shows a column in undug rock as
-      `|` (v5: `.`). With it, reading 5 (`docs/changelog.md`). Physics, costs, rewards
-      and maps unchanged.
-    - v7 (issue 53): the texts say Megacity's numbers as the physics does them: seam
-      flow passes floor(12%; 24% with a conduit) and each seam cell ends at min(100,
-      stress + received) - passed; a conduit costs 2 per new cell; the stress map is
-      the actual stress before any scan too. With it, reading 6. Physics unchanged.
+    - v1: every reply advances the clock; thresholds hold at every step; no farming.
+    - v2: reward plans, not a recipe (one-off conduit damping, faster air, harder rock); reading 2.
+    - v3: reading 3.
+    - v4: reading 4.
+    - v5: levels 0-3 (reset option `level`; level 2, the default, draws v4's maps).
+    - v6: the texts say what the physics does; the observation shows more; reading 5 (issue 43).
+    - v7: the texts say the numbers as the physics does them; reading 6 (issue 53).
     """
 
-    name = "megacity"
-    title = "Subterranean Megacity"
-    version = "7"
+    name = SCENARIO.name
+    title = SCENARIO.title
+    version = SCENARIO.version
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation

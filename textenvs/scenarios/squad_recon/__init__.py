@@ -1,5 +1,6 @@
 """Squad Reconnaissance and Elimination."""
 
+from textenvs.scenarios.squad_recon.declaration import SCENARIO
 from textenvs.scenarios.squad_recon.env import SquadReconEnv
 from textenvs.scenarios.squad_recon.state import (
     Order,
@@ -10,6 +11,7 @@ from textenvs.scenarios.squad_recon.state import (
 )
 
 __all__ = [
+    "SCENARIO",
     "Order",
     "Orders",
     "ReconObservation",

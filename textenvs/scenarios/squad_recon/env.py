@@ -9,6 +9,7 @@ import numpy as np
 from textenvs.core.env import TextEnv, Transition
 from textenvs.scenarios.squad_recon import parse as parsing
 from textenvs.scenarios.squad_recon import render, rules
+from textenvs.scenarios.squad_recon.declaration import SCENARIO
 from textenvs.scenarios.squad_recon.state import (
     STEP_BUDGET,
     Order,
@@ -104,37 +105,20 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
       wasted turn).
 
     ## Version history
-    Reading versions, shared by every scenario, are told once in `docs/changelog.md`; each
-    entry names the one it brought and says what changed of this scenario's own.
+    One line a version; the detail is in `docs/scenarios/squad-recon.md` and, for the readings
+    every scenario shares, `docs/changelog.md`.
     - v0: first release.
-    - v1: grouped orders (`A+B north`, `A and B north`) give every squad of the group the
-      order (v0 ordered only the last); reading 1, and choices, exceptions and orders for
-      later turns are rejected. Rules and rendering unchanged.
-    - v2: reading 2 (`A regroup; B east` was read as `B east`, `C attack later` as `C
-      attack`). Rules and rendering unchanged.
-    - v3: reading 3. An order on a condition beside others (`A north; B east; C attack if
-      possible`) rejects the reply (the squad was left to hold); one asked as a question
-      is still no order. Rules, rendering and baselines unchanged (re-measured under v3
-      over seeds 0-999).
-    - v4: reading 4. An order under a condition beside others rejects the reply wherever
-      the condition stands (`A north; if possible B east` ran A north alone); `C is east`
-      says where a squad is and rejects the reply (it ran C east). Read as written now: `C
-      holds position`, `C is weak` (a description). Rules and rendering unchanged;
-      goldens regenerated (unchanged). Baselines re-measured under v4 over seeds 0-999:
-      every figure as v3.
-    - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
-      goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
-      0-999: every figure as v4.
-    - v6: reading 6 (issue 53; `docs/changelog.md`): a JSON key given twice with two
-      values, a condition after the order and an order inside a reason are rejected;
-      remarks after a dash or a semicolon are read; holds said in other words
-      (`C stays back`) are read. The rules say there is no exception form (`all but C
-      north`). Rendering unchanged.
+    - v1: a grouped order orders every squad of the group; reading 1.
+    - v2: reading 2.
+    - v3: reading 3 (a conditional order beside others rejects the reply).
+    - v4: reading 4 (`C is east` says where a squad is and rejects the reply).
+    - v5: reading 5 (issue 43).
+    - v6: reading 6 (issue 53); holds in other words read; no exception form.
     """
 
-    name = "squad-recon"
-    title = "Squad Reconnaissance and Elimination"
-    version = "6"
+    name = SCENARIO.name
+    title = SCENARIO.title
+    version = SCENARIO.version
     max_steps = STEP_BUDGET
     action_schema = SquadReconAction
     observation_model = ReconObservation

@@ -1,5 +1,6 @@
 """Inverted-Symbol Treasure Hunt Grid."""
 
+from textenvs.scenarios.treasure_hunt.declaration import SCENARIO
 from textenvs.scenarios.treasure_hunt.env import TreasureHuntEnv
 from textenvs.scenarios.treasure_hunt.state import (
     Action,
@@ -9,6 +10,7 @@ from textenvs.scenarios.treasure_hunt.state import (
 )
 
 __all__ = [
+    "SCENARIO",
     "Action",
     "TreasureHuntAction",
     "TreasureHuntEnv",

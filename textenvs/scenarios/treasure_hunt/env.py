@@ -9,6 +9,7 @@ import numpy as np
 from textenvs.core.env import Event, TextEnv, Transition
 from textenvs.scenarios.treasure_hunt import parse as parsing
 from textenvs.scenarios.treasure_hunt import render, rules
+from textenvs.scenarios.treasure_hunt.declaration import SCENARIO
 from textenvs.scenarios.treasure_hunt.state import (
     STEP_BUDGET,
     Action,
@@ -75,28 +76,20 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
       (1/11) * (1 - C(52,30)/C(63,30)) ~= 0.0909 (see docs/scenarios/treasure-hunt.md).
 
     ## Version history
-    Reading versions, shared by every scenario, are told once in `docs/changelog.md`; each
-    entry names the one it brought and says what changed of this scenario's own.
+    One line a version; the detail is in `docs/scenarios/treasure-hunt.md` and, for the readings
+    every scenario shares, `docs/changelog.md`.
     - v0: first release.
-    - v1: reading 1; direction words used as places are not read either. Rules and
-      rendering unchanged.
-    - v2: reading 2 (`Action: r, then east` was read as `east`). Rules and rendering
-      unchanged.
-    - v3: reading 3. Rules, rendering and baselines unchanged (re-measured under v3 over
-      seeds 0-999).
-    - v4: reading 4. Rules and rendering unchanged; goldens regenerated (unchanged).
-      Baselines re-measured under v4 over seeds 0-999: every figure as v3.
-    - v5: reading 5 (issue 43; `docs/changelog.md`). Rules and rendering unchanged;
-      goldens regenerated (unchanged). Baselines re-measured under v5 over seeds
-      0-999: every figure as v4.
-    - v6: reading 6 (issue 53; `docs/changelog.md`): a JSON key given twice with two
-      values, a condition after the order and an order inside a reason are rejected;
-      remarks after a dash or a semicolon are read. Rules and rendering unchanged.
+    - v1: reading 1 (direction words used as places are not read either).
+    - v2: reading 2.
+    - v3: reading 3.
+    - v4: reading 4.
+    - v5: reading 5 (issue 43).
+    - v6: reading 6 (issue 53).
     """
 
-    name = "treasure-hunt"
-    title = "Inverted-Symbol Treasure Hunt Grid"
-    version = "6"
+    name = SCENARIO.name
+    title = SCENARIO.title
+    version = SCENARIO.version
     max_steps = STEP_BUDGET
     action_schema = TreasureHuntAction
     observation_model = TreasureObservation

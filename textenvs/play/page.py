@@ -1,5 +1,6 @@
 """The play page (`/play/`): people play every scenario in the browser, over the service's
 own session API, and with `--record DIR` their finished episodes become eval runs.
+`mount_play` puts it on a service app (`textenvs serve` and `textenvs play --web` do).
 
 The page (plain HTML, CSS and JavaScript in `static/`, nothing fetched from elsewhere)
 creates its session with `POST /play/api/sessions`, which is `POST /v1/sessions` plus a
@@ -11,17 +12,21 @@ and wasted-turn rule as any agent. See docs/play.md.
 from __future__ import annotations
 
 from importlib.resources import files
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, FastAPI, Query
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
+from textenvs.play.players import NAME_PATTERN
+from textenvs.service.app import create_app as create_service_app
 from textenvs.service.models import ERRORS, EnvName, Request, Seed, SessionCreated
 from textenvs.service.operations import Operations
 from textenvs.service.sessions import ServiceError, Session
 from textenvs.service.tenancy import AdmittedRoute, Client, admits
-from textenvs.service.web.record import NAME_PATTERN, HumanRecorder
+
+if TYPE_CHECKING:  # the recorder (and the eval code it writes with) only when recording
+    from textenvs.play.record import HumanRecorder
 
 STATIC = {"app.js": "text/javascript", "style.css": "text/css", "index.html": "text/html"}
 # Only this server's own files and API: nothing is loaded from anywhere else.
@@ -160,3 +165,25 @@ def play_router(ops: Operations, recorder: HumanRecorder | None) -> APIRouter:
         return Response(await recorder.progress(who), media_type="application/json")
 
     return router
+
+
+def mount_play(app: FastAPI, recorder: HumanRecorder | None = None) -> FastAPI:
+    """`app` (the service's, `textenvs.service.app.create_app`) with the play page at
+    `/play/`; with a `recorder`, its finished episodes become eval runs, and the recorder
+    writes what is due and closes when the server stops."""
+    if recorder is not None:
+        recorder.share_between(app.state.clients)  # its disk, as sessions are shared
+
+        async def stop_recording() -> None:
+            await recorder.settle()
+            recorder.close()
+
+        app.state.on_stop.append(stop_recording)
+    app.include_router(play_router(app.state.ops, recorder))
+    return app
+
+
+def create_app(*, recorder: HumanRecorder | None = None, **options: Any) -> FastAPI:
+    """The service app (`options` as `textenvs.service.app.create_app` takes them) with the
+    play page mounted: what `textenvs serve` and `textenvs play --web` serve."""
+    return mount_play(create_service_app(**options), recorder)

@@ -44,10 +44,10 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from textenvs.core.parsing import excerpt
-from textenvs.service.connections import PARK
-from textenvs.service.fairness import Turns
 from textenvs.service.sessions import ServiceError
 from textenvs.service.tenancy import CLIENT, Credentials, RateLimiter
+from textenvs.service.transport.connections import PARK
+from textenvs.service.transport.fairness import Turns
 
 log = logging.getLogger("textenvs.service")
 

@@ -43,7 +43,7 @@ import uvicorn.protocols.http.httptools_impl as httptools_impl
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
-from textenvs.service.ws_reading import OneMessageAtATime
+from textenvs.service.transport.ws_reading import OneMessageAtATime
 
 #: requests a connection may have read and waiting behind the one being answered
 MAX_PIPELINED = 8

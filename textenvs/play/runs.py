@@ -9,8 +9,8 @@
   to date by every write (files in whole blocks, a run folder's small files counted when
   it is made); a write that would go over a bound is refused before it is made.
 - `FileThreads`: the recorder's own threads for its file work. The event loop's default
-  threads read commands (`reading.py`): episodes written and fsynced there could hold
-  them all on a slow disk, and every client's steps would wait.
+  threads read commands (`textenvs/service/reading.py`): episodes written and fsynced
+  there could hold them all on a slow disk, and every client's steps would wait.
 """
 
 from __future__ import annotations

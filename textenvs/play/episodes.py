@@ -1,42 +1,31 @@
-"""What a recorded session remembers of the episode it plays, and its replay.
+"""What a recorded session remembers of the episode it plays.
 
 A session's env is wrapped in `RecordedEnv`, which remembers each command, what the
 parser read and how long the player took over it. When the episode ends, the recorder
-(`record.py`) replays the commands through `run_episode` with `ReplayAgent` and the
-readings (`replayed`), so nothing is parsed again.
+(`record.py`) replays the commands with those readings (`textenvs.episodes.replay`), so
+nothing is parsed again. `RecordedEnv` knows the recorder only as an `EpisodeSink`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from textenvs.core.parsing import ParseError
-from textenvs.episodes.protocol import Agent, Decision
+from textenvs.episodes.replay import ReplayedAgent
+from textenvs.play.players import Player
 from textenvs.service.reading import Outcome, parsed_of, read
 
-if TYPE_CHECKING:
-    from textenvs.service.web.record import HumanRecorder, Player
 
-
-class ReplayAgent(Agent):
-    """The human's recorded commands, played back (with the time each one took)."""
-
-    name = "human"
-
-    def __init__(self, player: Player, moves: list[tuple[str, float]] | None = None) -> None:
-        self.player = player
-        self._moves: Iterator[tuple[str, float]] = iter(moves or [])
-
-    def config(self) -> dict[str, Any]:
-        return {"name": self.name, "player": self.player.name, "client": self.player.client}
-
-    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
-        command, thinking = next(self._moves)
-        return Decision(command, raw=command, latency_s=thinking)
+def player_agent(
+    player: Player, commands: Sequence[str] = (), latencies: Sequence[float] = ()
+) -> ReplayedAgent:
+    """The human's recorded commands played back (with the time each one took), as the
+    agent `human` of the player's run."""
+    settings = {"player": player.name, "client": player.client}
+    return ReplayedAgent(commands, latencies, name="human", settings=settings)
 
 
 @dataclass
@@ -50,24 +39,18 @@ class Episode:
     last_shown: float = field(default_factory=time.monotonic)
 
 
-def replayed(readings: list[Outcome]) -> Callable[[str], Any]:
-    """A parser that gives back what was read, in order: the replay parses nothing on the
-    event loop (the service read each command off it, within its time limit)."""
-    outcomes = iter(readings)
+class EpisodeSink(Protocol):
+    """Where a recorded session's episode goes (the recorder)."""
 
-    def parse(_: str) -> Any:
-        parsed = parsed_of(next(outcomes))
-        if isinstance(parsed, ParseError):
-            raise parsed
-        return parsed
+    def finish(self, episode: Episode, final_observation: str) -> asyncio.Task[None]: ...
 
-    return parse
+    def release_run(self, player: Player) -> None: ...
 
 
 class RecordedEnv:
     """A session's env that remembers the episode it plays; everything else is the env's."""
 
-    def __init__(self, env: Any, recorder: HumanRecorder, episode: Episode) -> None:
+    def __init__(self, env: Any, recorder: EpisodeSink, episode: Episode) -> None:
         self.env = env
         self._recorder = recorder
         self._episode: Episode | None = episode

@@ -12,9 +12,11 @@ model runs on the (env, seed, episode) keys both played.
 
 A session's env is wrapped in `RecordedEnv` (`episodes.py`), which remembers each command
 and how long the player took over it. When the episode ends, the commands are replayed
-through `run_episode` on a fresh env with the same seed, in the recorder's own process
-(`runs.ReplayProcess`), so the record and trajectory are built by the same code as an
-eval's; a replay that does not end on what the player saw is logged and not written.
+with what the service read from each (`textenvs.episodes.replay`: through `run_episode`,
+each step `step_read`, nothing parsed again) on a fresh env with the same seed, in the
+recorder's own process (`runs.ReplayProcess`), so the record and trajectory are built by
+the same code as an eval's; a replay that does not end on what the player saw is logged
+and not written.
 The step that ended the episode answers once its record is written and fsynced: an
 episode a player saw finish survives a kill -9 of the server.
 
@@ -24,17 +26,16 @@ incrementally (`runs.RunIndex`), `summary.json` is recomputed at most once every
 is bounded per client and in all (`runs.DiskQuota`): over a bound, a recorded session is
 refused with `409 recording_full` and an episode that would not fit is not written.
 
-A baseline set is a named list of seeds each player works through in order, once each: a
-seed handed out is not handed out again to that player while the server runs (reloading
-the page resumes the same session), and when two sessions finish the same set seed only
-the first is recorded.
+A baseline set (`players.py`) is a named list of seeds each player works through in
+order, once each: a seed handed out is not handed out again to that player while the
+server runs (reloading the page resumes the same session), and when two sessions finish
+the same set seed only the first is recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import re
 import time
@@ -45,21 +46,15 @@ from typing import Any
 from pydantic_core import to_json
 
 from textenvs.core import registry
-from textenvs.episodes.loop import run_episode
-from textenvs.episodes.specs import parse_seeds
+from textenvs.episodes.replay import replay_episode
 from textenvs.evals import store
 from textenvs.evals.metrics import Key
-from textenvs.evals.runner import (
-    EvalPlan,
-    build_config,
-    default_command,
-    episode_record,
-    write_summary,
-)
-from textenvs.service.sessions import ServiceError, Session
-from textenvs.service.tenancy import ANONYMOUS
-from textenvs.service.web.episodes import Episode, RecordedEnv, ReplayAgent, replayed
-from textenvs.service.web.runs import (
+from textenvs.evals.plan import EvalPlan, build_config, default_command
+from textenvs.evals.records import episode_record
+from textenvs.evals.runner import write_summary
+from textenvs.play.episodes import Episode, RecordedEnv, player_agent
+from textenvs.play.players import NAME_PATTERN, BaselineSet, Player, client_folder
+from textenvs.play.runs import (
     DEFAULT_MAX_MB,
     RUN_FOLDER_BYTES,
     DiskQuota,
@@ -68,62 +63,13 @@ from textenvs.service.web.runs import (
     RunIndex,
     footprint,
 )
+from textenvs.service.reading import parsed_of
+from textenvs.service.sessions import ServiceError, Session
+from textenvs.service.tenancy import ANONYMOUS
 
 log = logging.getLogger("textenvs.service")
 
-NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"  # player and set names: safe as folder names
-FREE = "free"  # the run of seeds the player chose
-MAX_SET_SEEDS = 10_000
 SUMMARY_EVERY_S = 30.0  # a run's summary.json is recomputed at most this often
-
-
-class BaselineSetError(ValueError):
-    """A `NAME=SEEDS` baseline set that cannot be used."""
-
-
-@dataclass(frozen=True)
-class BaselineSet:
-    name: str
-    seeds: tuple[int, ...]
-    spec: str  # as given, e.g. "0-9" (the eval's `seeds` entry)
-
-
-def parse_baseline_set(text: str) -> BaselineSet:
-    """`"pilot=0-9"` -> the set `pilot` of seeds 0..9 (seed ranges as in `--seeds`)."""
-    name, sep, spec = text.partition("=")
-    name = name.strip().lower()
-    if not sep or not re.fullmatch(NAME_PATTERN, name) or name == FREE:
-        raise BaselineSetError(
-            f"bad baseline set '{text}': use NAME=SEEDS, e.g. pilot=0-9 (NAME of letters, "
-            f"digits, - and _, not '{FREE}')"
-        )
-    try:
-        seeds = parse_seeds(spec)
-    except ValueError as exc:
-        raise BaselineSetError(f"bad baseline set '{text}': {exc}") from None
-    if not seeds or len(seeds) > MAX_SET_SEEDS:
-        raise BaselineSetError(f"bad baseline set '{text}': give 1 to {MAX_SET_SEEDS} seeds")
-    return BaselineSet(name, tuple(seeds), spec.strip())
-
-
-@dataclass(frozen=True)
-class Player:
-    name: str  # chosen by the player, lower case
-    client: str  # the credential the page used (`anonymous` without tokens)
-    baseline: BaselineSet | None
-
-    @property
-    def run(self) -> str:
-        """The run folder, relative to the recording root."""
-        run = f"{self.baseline.name if self.baseline else FREE}-{self.name}"
-        return run if self.client == ANONYMOUS else f"{client_folder(self.client)}/{run}"
-
-
-def client_folder(client: str) -> str:
-    """A client's folder name: its name when that is a safe folder name, else a digest."""
-    if re.fullmatch(NAME_PATTERN, client) and client not in (FREE, ANONYMOUS):
-        return client
-    return "client-" + hashlib.sha256(client.encode("utf-8")).hexdigest()[:16]
 
 
 class HumanRecorder:
@@ -184,7 +130,7 @@ class HumanRecorder:
         spec = player.baseline.spec if player.baseline else "chosen by the player"
         return build_config(
             plan,
-            ReplayAgent(player),
+            player_agent(player),
             agent_options={},
             prices=None,
             seeds_spec=spec,
@@ -377,9 +323,10 @@ def _replayed_record(
     trajectory path in the run, its text, the episodes.jsonl record): in the recorder's
     process (`ReplayProcess`)."""
     env = registry.make(episode.env_name)
-    env.parse = replayed(episode.readings)  # type: ignore[method-assign]
-    agent = ReplayAgent(episode.player, episode.moves)
-    result = asyncio.run(run_episode(env, agent, episode.seed))
+    commands = [command for command, _ in episode.moves]
+    agent = player_agent(episode.player, commands, [thinking for _, thinking in episode.moves])
+    readings = [parsed_of(outcome) for outcome in episode.readings]
+    result = asyncio.run(replay_episode(env, agent, episode.seed, readings=readings))
     result.wall_s = wall_s
     data = {"key": list(key), "model": None, **result.to_dict()}
     trajectory = store.trajectory_file(key)

@@ -1,0 +1,245 @@
+"""A training run's settings (`TrainSettings`, written into `settings.json` and every
+checkpoint) and their checks: `settings_from` turns `textenvs train`'s options into
+checked settings, or one line saying what is wrong (`TrainingError`)."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.episodes.specs import (
+    TRAINING_SEEDS,
+    check_reset_options,
+    parse_seeds,
+    resolve_envs,
+    seed_ranges,
+)
+from textenvs.evals import store
+from textenvs.inference import models, tool_template
+from textenvs.training.demonstrations import is_recorded_run
+
+
+@dataclass
+class TrainSettings:
+    """Everything a training run depends on (written into every checkpoint)."""
+
+    env: str
+    model: str
+    steps: int
+    seeds: list[int]
+    eval_seeds: list[int]
+    #: the seeds the starting model was trained on (its record's), so `textenvs eval`
+    #: refuses them for this run's checkpoints too
+    earlier_seeds: list[int] = field(default_factory=list)
+    #: "grpo" (reinforcement from the scenario's reward) or "sft" (imitate the episodes
+    #: of the agent `demonstrations` on the training seeds: `sft.py`)
+    method: str = "grpo"
+    demonstrations: str = "scripted"
+    #: sft: imitate won episodes only
+    only_success: bool = False
+    #: --method sft: the share of the replies repeating the command before trained on
+    habit_share: float = 1.0
+    #: --method sft: the share of turns the demonstrator plays a random command on
+    demonstration_noise: float = 0.0
+    options: dict[str, Any] = field(default_factory=dict)
+    #: episodes per seed in a step (GRPO's group), and seeds per step
+    group_size: int = 4
+    seeds_per_step: int = 2
+    #: episodes trained on per forward/backward pass
+    micro_batch: int = 2
+    learning_rate: float = 1e-5
+    temperature: float = 1.0
+    max_tokens: int = 32
+    #: the trainer stops an episode after this many turns (None: the scenario's budget)
+    max_turns: int | None = None
+    #: conversation settings (`agents.llm.conversation.CONVERSATION_SETTINGS`)
+    conversation: dict[str, Any] = field(default_factory=dict)
+    #: "text", "json" (replies held to the action schema) or, --method sft only, "tools"
+    #: (replies as calls of `act`), and in json mode the most characters of reasoning
+    #: before the action (0: none)
+    action_mode: str = "text"
+    json_reasoning: int = 0
+    #: train only the top layers (None: all): on a CPU the backward pass is most of a step
+    train_layers: int | None = None
+    #: "return" (the scenario's reward) or "headline" (the per-episode headline metric)
+    reward: str = "return"
+    env_url: str | None = None
+    #: where rollout replies are sampled: "transformers" (any device, json mode too) or
+    #: "vllm" (TRL's vLLM generation on a GPU: colocated, or the server at `vllm_server`)
+    generation: str = "transformers"
+    vllm_server: str | None = None
+    save_every: int = 10
+    #: the run's random number generators (sampling, data order; `textenvs train --seed`),
+    #: not an episode seed: those are `seeds`
+    rng_seed: int = 0
+
+    @property
+    def episodes_per_step(self) -> int:
+        return self.group_size * self.seeds_per_step
+
+    def record(self) -> dict[str, Any]:
+        """The settings as JSON, seeds as ranges (`parse_seeds` reads them back)."""
+        fields = asdict(self)
+        for name in ("seeds", "eval_seeds", "earlier_seeds"):
+            fields[name] = seed_ranges(fields[name])
+        return {"textenvs_training": 1, **fields}
+
+
+#: settings an earlier version recorded under another name: {old name: name}
+RENAMED = {"seed": "rng_seed"}
+
+
+def recorded_settings(record: dict[str, Any]) -> dict[str, Any]:
+    """A run's recorded settings (`settings.json`) under today's names, so a run of an
+    earlier version resumes (`RENAMED`; a setting it lacks counts as its default)."""
+    return {RENAMED.get(name, name): value for name, value in record.items()}
+
+
+#: settings that only one method reads (given with the other, they would be recorded
+#: and do nothing)
+ONLY_FOR = {
+    "grpo": (
+        "group_size", "micro_batch", "temperature", "max_turns", "reward", "json_reasoning",
+        "env_url", "generation", "vllm_server",
+    ),
+    "sft": ("demonstrations", "only_success", "habit_share", "demonstration_noise"),
+}  # fmt: skip
+#: every setting at its default
+DEFAULTS = TrainSettings(env="", model="", steps=0, seeds=[], eval_seeds=[])
+#: agents whose episodes `--method sft` can imitate (or a recorded eval run's)
+DEMONSTRATORS = ("scripted", "reactive", "learner", "random")
+
+
+class TrainingError(ValueError):
+    """Why a run cannot start or go on (one line, for the CLI)."""
+
+
+def check_batches(settings: TrainSettings) -> None:
+    """A step's episodes fit the trainer's batches (a ValueError saying what does not):
+    whole micro batches, GRPO's groups of two or more, and vLLM sampling text only."""
+    per_step = settings.episodes_per_step
+    if per_step % settings.micro_batch:
+        raise ValueError(
+            f"episodes per step ({per_step}) must be a multiple of the micro batch "
+            f"({settings.micro_batch})"
+        )
+    if settings.generation == "vllm" and settings.action_mode == "json":
+        raise ValueError(
+            "--generation vllm samples text only (json mode holds each token to the action "
+            "schema): use --action-mode text, or the default transformers generation"
+        )
+    if settings.group_size < 2:  # TRL's own words, as its GRPOConfig refuses it
+        raise ValueError(
+            "GRPO requires at least 2 generations per prompt to calculate the advantages. "
+            f"You provided {settings.group_size}, which is less than the minimum required."
+        )
+
+
+def settings_from(
+    *, env: str, model: str, seeds: str | None, eval_seeds: str, **given: Any
+) -> TrainSettings:
+    """Checked settings: one scenario, seeds that parse and do not overlap, options the
+    scenario takes, conversation settings `textenvs eval` takes. `seeds` None: the
+    recorded run's seeds when the demonstrations are one, else `TRAINING_SEEDS`."""
+    if model != models.LOCAL and not models.is_model_dir(model):
+        raise TrainingError(
+            f"--model {model}: not 'local' nor a transformers model directory (a folder "
+            "with config.json); give 'local' or a model directory (an earlier run's OUT/final)"
+        )
+    names = resolve_envs(env)
+    if len(names) != 1:
+        raise TrainingError("--env: train on one scenario at a time")
+    demonstrator = given.get("demonstrations", TrainSettings.demonstrations)
+    recorded = is_recorded_run(demonstrator)
+    if not recorded and demonstrator not in DEMONSTRATORS:
+        raise TrainingError(
+            f"--demonstrations {demonstrator}: one of {', '.join(DEMONSTRATORS)} (an agent "
+            "that plays in-process) or a 'textenvs eval' run folder (its episodes replayed)"
+        )
+    try:
+        train_seeds, held_out = parse_seeds(seeds or TRAINING_SEEDS), parse_seeds(eval_seeds)
+    except ValueError as exc:
+        raise TrainingError(str(exc)) from None
+    if recorded:
+        played = {episode["seed"] for episode in store.read_episodes(Path(demonstrator))}
+        train_seeds = sorted(played & set(train_seeds)) if seeds else sorted(played)
+        if not train_seeds:
+            raise TrainingError(f"--demonstrations {demonstrator}: no episode on --seeds {seeds}")
+    overlap = sorted(set(train_seeds) & set(held_out))
+    if overlap:
+        shown = ", ".join(map(str, overlap[:5])) + (" ..." if len(overlap) > 5 else "")
+        raise TrainingError(f"--seeds and --eval-seeds overlap ({shown}): hold the eval seeds out")
+    settings = TrainSettings(
+        env=names[0],
+        model=model,
+        seeds=train_seeds,
+        eval_seeds=held_out,
+        earlier_seeds=models.trained_seeds(models.read_record(model) or {}),
+        **given,
+    )
+    check_method(settings, recorded)
+    if settings.action_mode == "tools":
+        problem = tool_template.tools_refusal(model, whole_conversation=True)
+        if problem:
+            raise TrainingError(f"--action-mode tools: {problem}")
+    if settings.generation == "vllm":
+        problem = vllm_missing()
+        if problem:
+            raise TrainingError(f"--generation vllm: {problem}")
+    if len(train_seeds) < settings.seeds_per_step:
+        raise TrainingError(f"--seeds: a step needs {settings.seeds_per_step} training seeds")
+    try:
+        check_reset_options([settings.env], settings.options)
+        # tools mode holds text mode's conversation (`trainers.run_conversation`)
+        mode = "text" if settings.action_mode == "tools" else settings.action_mode
+        conversation_settings(mode, settings.json_reasoning, **settings.conversation)
+        check_batches(settings)
+    except ValueError as exc:
+        raise TrainingError(str(exc).splitlines()[0]) from None
+    return settings
+
+
+def check_method(settings: TrainSettings, recorded: bool) -> None:
+    """The settings the method reads, in forms it trains (`recorded`: the demonstrations
+    are a recorded run's)."""
+    for name in ONLY_FOR["grpo" if settings.method == "sft" else "sft"]:
+        if getattr(settings, name) != getattr(DEFAULTS, name):
+            flag = "--" + name.replace("_", "-")
+            raise TrainingError(
+                f"{flag} does nothing with --method {settings.method}; leave it out"
+            )
+    if recorded and settings.demonstration_noise:
+        raise TrainingError(
+            "--demonstration-noise: a recorded run's commands are replayed as they were; "
+            "leave it out"
+        )
+    if settings.method == "sft" and settings.action_mode == "json":
+        raise TrainingError(
+            "--method sft writes demonstrations as text replies or tool calls: give "
+            "--action-mode text or tools, not json"
+        )
+    if settings.method == "grpo" and settings.action_mode == "tools":
+        raise TrainingError(
+            "--action-mode tools: this GRPO samples text or json replies; train tool calls "
+            "with TRL's GRPOTrainer(environment_factory=...) (docs/adapters.md, TRL), or "
+            "give --method sft"
+        )
+    if settings.method == "grpo" and "history" in settings.conversation:
+        raise TrainingError(
+            "--history: GRPO trains each episode as one growing conversation; leave --history "
+            "out (or use --method sft)"
+        )
+
+
+def vllm_missing() -> str | None:
+    """Why TRL's vLLM generation cannot run here (None: it can)."""
+    if not torch.cuda.is_available():
+        return "vLLM needs a CUDA GPU and none is visible; on a CPU leave --generation out"
+    if importlib.util.find_spec("vllm") is None:
+        return "the vllm package is not installed: pip install vllm (the version TRL supports)"
+    return None
