@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
+from textenvs.agents.plays import not_played
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 AGENTS = ("random", "scripted", "reactive", "learner", "human", "llm")
@@ -49,12 +49,6 @@ def agent_problem(name: str, env_name: str) -> str | None:
         return None
     problem = not_played(name, plays, env_name)
     return problem and f"{problem}; give --env one of them"
-
-
-def not_played(name: str, plays: Iterable[str], env_name: str) -> str | None:
-    """The line saying that agent `name` plays only `plays` (None when it plays `env_name`)."""
-    plays = list(plays)
-    return None if env_name in plays else f"--agent {name} plays {', '.join(plays)}, not {env_name}"
 
 
 __all__ = [

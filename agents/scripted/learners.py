@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from textenvs.agents import not_played
+from textenvs.agents.plays import not_played
 from textenvs.agents.scripted.em_anomaly import EMAnomalyPolicy
 from textenvs.agents.scripted.magnetic_field import messages, next_command, window_keys
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from textenvs.agents import not_played
+from textenvs.agents.plays import not_played
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 CLOCKWISE = ("north", "east", "south", "west")

@@ -42,7 +42,6 @@ import openai
 import verifiers.v1 as vf
 from pydantic import Field, create_model, model_validator
 
-import textenvs
 from textenvs.agents.llm.config import LLMConfig
 from textenvs.agents.llm.conversation import (
     CONVERSATION_SETTINGS,
@@ -51,6 +50,7 @@ from textenvs.agents.llm.conversation import (
     episode_system_prompt,
     system_for,
 )
+from textenvs.core.registry import make
 from textenvs.episodes.loop import run_episode
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 from textenvs.episodes.record import EpisodeResult
@@ -136,7 +136,7 @@ def default_system_prompt(
 class TextenvsTaskset(vf.Taskset[TextenvsTask, TextenvsConfig]):
     def load(self) -> Iterator[TextenvsTask]:
         for spec in self.config.specs():
-            env = textenvs.make(spec.env)
+            env = make(spec.env)
             first, _ = env.reset(seed=spec.seed, options=spec.options)
             env.close()
             data = TextenvsData(
@@ -253,7 +253,7 @@ class TextenvsHarness(vf.Harness[TextenvsHarnessConfig]):  # type: ignore[valid-
             if system == default_system_prompt(data.env, data.options):
                 system = default_system_prompt(data.env, data.options, settings)
             agent = InterceptedModel(client, ctx.model, system, settings)
-            env = textenvs.make(data.env)
+            env = make(data.env)
             try:
                 result = await run_episode(env, agent, data.seed, options=data.options or None)
             finally:
