@@ -214,7 +214,13 @@ def test_an_interrupted_run_says_what_it_keeps_and_how_to_resume(tiny_dir, tmp_p
                "--model", str(tiny_dir), "--out", str(out), "--steps", "50", "--max-turns", "3",
                "--group-size", "2", "--seeds-per-step", "1", *SMALL,
                "--save-every", "1"]  # fmt: skip
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    # a pytest-xdist worker may hold SIGINT ignored, which the child would inherit
+    process = subprocess.Popen(
+        command,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 300
     while not list((out / "checkpoints").glob("checkpoint-*")) and time.monotonic() < deadline:
         time.sleep(0.5)
