@@ -5,38 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from textenvs.agents.plays import not_played
+from textenvs.core.declaration import load_entry_point
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
-AGENTS = ("random", "scripted", "reactive", "learner", "human", "llm")
+#: each agent's class ("module:Class"), imported only when one is made (the llm agent's
+#: module pulls in its client)
+AGENT_CLASSES = {
+    "random": "textenvs.agents.random_agent:RandomAgent",
+    "scripted": "textenvs.agents.scripted:ScriptedAgent",
+    "reactive": "textenvs.agents.scripted.reactive:ReactiveAgent",
+    "learner": "textenvs.agents.scripted.learners:LearnerAgent",
+    "human": "textenvs.agents.human:HumanAgent",
+    "llm": "textenvs.agents.llm:LLMAgent",
+}
+AGENTS = tuple(AGENT_CLASSES)
 
 
 def make_agent(name: str, **options: Any) -> Agent:
     """Build an agent by name; `options` are that agent's settings."""
-    if name == "random":
-        from textenvs.agents.random_agent import RandomAgent
-
-        return RandomAgent(**options)
-    if name == "scripted":
-        from textenvs.agents.scripted import ScriptedAgent
-
-        return ScriptedAgent(**options)
-    if name == "reactive":
-        from textenvs.agents.scripted.reactive import ReactiveAgent
-
-        return ReactiveAgent(**options)
-    if name == "learner":
-        from textenvs.agents.scripted.learners import LearnerAgent
-
-        return LearnerAgent(**options)
-    if name == "human":
-        from textenvs.agents.human import HumanAgent
-
-        return HumanAgent(**options)
-    if name == "llm":
-        from textenvs.agents.llm import LLMAgent
-
-        return LLMAgent(**options)
-    raise ValueError(f"unknown agent '{name}'. Known: {', '.join(AGENTS)}")
+    if name not in AGENT_CLASSES:
+        raise ValueError(f"unknown agent '{name}'. Known: {', '.join(AGENTS)}")
+    return load_entry_point(AGENT_CLASSES[name])(**options)
 
 
 def agent_problem(name: str, env_name: str) -> str | None:

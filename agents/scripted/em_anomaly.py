@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from textenvs.agents.scripted import ScriptedPolicy
+from textenvs.core.compass import COMPASS
 
 SIZE = 15  # the lab is SIZE x SIZE: the relative frame spans +-(SIZE - 1) around the start
-MOVES = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0)}
+MOVES = COMPASS
 MOVE_LIST = tuple(MOVES.items())
 AROUND = ((0, 0), *MOVES.values())  # a tile and its orthogonal neighbours
 PAD = 4  # margin so shifted kernels never wrap around the array

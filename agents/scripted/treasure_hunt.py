@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from textenvs.agents.scripted import ScriptedPolicy
+from textenvs.core.compass import COMPASS
 
 SIZE = 8
-MOVES = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0)}
+MOVES = COMPASS
 
 
 class TreasureHuntPolicy(ScriptedPolicy):

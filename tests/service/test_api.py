@@ -29,12 +29,6 @@ def url() -> Iterator[str]:
         yield base
 
 
-@pytest.fixture
-def http(url: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=url, timeout=10) as client:
-        yield client
-
-
 def jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value))
 

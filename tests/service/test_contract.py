@@ -28,12 +28,6 @@ def url() -> Iterator[str]:
         yield base
 
 
-@pytest.fixture
-def http(url: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=url, timeout=10) as client:
-        yield client
-
-
 def post_raw(http: httpx.Client, path: str, body: str) -> httpx.Response:
     return http.post(path, content=body, headers={"Content-Type": "application/json"})
 

@@ -1,4 +1,5 @@
-"""The `textenvs` command. Each subcommand lives in its own module with a `register`.
+"""The `textenvs` command. Each subcommand lives in its own module, which declares it
+(`cli.command.Command`).
 
 Every error is one line on stderr, `textenvs COMMAND: error: what was wrong; what to do`,
 with a non-zero exit status (docs/architecture.md, "Error lines")."""
@@ -6,24 +7,25 @@ with a non-zero exit status (docs/architecture.md, "Error lines")."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from typing import Any, NoReturn
 
 from textenvs import __version__
+from textenvs.core.declaration import load_entry_point
 from textenvs.core.registry import UnknownEnvError
 
-# Subcommand modules, in the order `--help` lists them.
+# Subcommands ("module:Command"), in the order `--help` lists them.
 COMMANDS = (
-    "textenvs.cli.info",
-    "textenvs.cli.play",
-    "textenvs.cli.run",
-    "textenvs.cli.eval",
-    "textenvs.cli.report",
-    "textenvs.cli.export",
-    "textenvs.cli.train",
-    "textenvs.cli.save_model",
-    "textenvs.cli.serve",
+    "textenvs.cli.info:LIST",
+    "textenvs.cli.info:RULES",
+    "textenvs.cli.play:COMMAND",
+    "textenvs.cli.run:COMMAND",
+    "textenvs.cli.eval:COMMAND",
+    "textenvs.cli.report:COMMAND",
+    "textenvs.cli.export:COMMAND",
+    "textenvs.cli.train:COMMAND",
+    "textenvs.cli.save_model:COMMAND",
+    "textenvs.cli.serve:COMMAND",
 )
 
 
@@ -49,8 +51,8 @@ def build_parser() -> OneLineParser:
     )
     parser.add_argument("--version", action="version", version=f"textenvs {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMANDS:
-        importlib.import_module(module).register(sub)
+    for command in COMMANDS:
+        load_entry_point(command).add_to(sub)
     parser.commands = dict(sub.choices)
     return parser
 

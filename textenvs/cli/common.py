@@ -142,6 +142,11 @@ def print_outcome(result: EpisodeResult, scrub: Scrubber | None = None) -> None:
     )
 
 
+def env_argument(parser: argparse.ArgumentParser) -> None:
+    """The one scenario a command plays or shows, named as `textenvs list` names it."""
+    parser.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
+
+
 def env_url_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--env-url",

@@ -13,6 +13,7 @@ from rich.console import Console
 from textenvs.agents import agent_problem
 from textenvs.agents.llm.config import strip_credentials
 from textenvs.cli import checkpoint
+from textenvs.cli.command import Command
 from textenvs.cli.common import (
     EXIT_USAGE,
     add_agent_options,
@@ -71,16 +72,7 @@ EVAL_OPTIONS = frozenset(
 SECRET_WORDS = ("key", "secret", "token", "password", "auth")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "eval",
-        help="run an agent on scenarios across many seeds and score it",
-        description="Run ENV x SEEDS episodes with an agent; results go to DIR "
-        "(config.json, episodes.jsonl, trajectories/, summary.json). Crash-safe: "
-        "rerun with --resume to finish an interrupted run. Exit status: 0 done, 1 not "
-        "every episode recorded, 2 bad options or an unusable endpoint or DIR, 3 done but "
-        "some episodes ended in agent errors, 4 stopped early by the fail-fast checks.",
-    )
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", required=True, help="scenario name, a comma list, or 'all'")
     env_option_argument(p)
     add_agent_options(p)
@@ -178,7 +170,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="USD",
         help="price of 1,000 completion tokens, for the report's cost per episode",
     )
-    p.set_defaults(handler=_eval)
 
 
 def _share(text: str) -> float:
@@ -393,3 +384,16 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             backend.stop()
     stdout_console().print(results_table(summary, str(args.out)))
     return closing_verdict(args, summary, console, config["command"])
+
+
+COMMAND = Command(
+    "eval",
+    help="run an agent on scenarios across many seeds and score it",
+    description="Run ENV x SEEDS episodes with an agent; results go to DIR "
+    "(config.json, episodes.jsonl, trajectories/, summary.json). Crash-safe: "
+    "rerun with --resume to finish an interrupted run. Exit status: 0 done, 1 not "
+    "every episode recorded, 2 bad options or an unusable endpoint or DIR, 3 done but "
+    "some episodes ended in agent errors, 4 stopped early by the fail-fast checks.",
+    handler=_eval,
+    arguments=_arguments,
+)

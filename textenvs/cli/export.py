@@ -7,21 +7,10 @@ import sys
 from pathlib import Path
 
 import textenvs
+from textenvs.cli.command import Command
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "export",
-        help="export the trajectories of eval runs as a chat-format dataset",
-        description="Write every recorded episode of the eval run directories as one "
-        "chat-format record (system, then user observation / assistant reply per turn) "
-        "with env, seed, outcome, success, return, per-turn rewards and parse status as "
-        "columns, and a 'prompt' column (the rules and the first observation) for GRPO-style "
-        "trainers. Episodes are split by seed into train and eval (--eval-seeds), and a "
-        "dataset card (README.md) describes the export. 'jsonl-chat' writes OUT/train.jsonl "
-        "and OUT/eval.jsonl (datasets.load_dataset(OUT)); 'hf' saves a Hugging Face "
-        "DatasetDict (datasets.load_from_disk; needs pip install 'textenvs[datasets]').",
-    )
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dirs", nargs="+", type=Path, metavar="RUN_DIR", help="eval run directories")
     p.add_argument(
         "--format",
@@ -64,7 +53,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="seeds whose episodes form the eval split (N, N-M or a comma list; 'none' for "
         "no eval split); default: every tenth seed (seed %% 10 == 0)",
     )
-    p.set_defaults(handler=_export)
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -96,3 +84,19 @@ def _export(args: argparse.Namespace) -> int:
 def _fail(message: str) -> int:
     print(f"textenvs export: error: {message}", file=sys.stderr)
     return 2
+
+
+COMMAND = Command(
+    "export",
+    help="export the trajectories of eval runs as a chat-format dataset",
+    description="Write every recorded episode of the eval run directories as one "
+    "chat-format record (system, then user observation / assistant reply per turn) "
+    "with env, seed, outcome, success, return, per-turn rewards and parse status as "
+    "columns, and a 'prompt' column (the rules and the first observation) for GRPO-style "
+    "trainers. Episodes are split by seed into train and eval (--eval-seeds), and a "
+    "dataset card (README.md) describes the export. 'jsonl-chat' writes OUT/train.jsonl "
+    "and OUT/eval.jsonl (datasets.load_dataset(OUT)); 'hf' saves a Hugging Face "
+    "DatasetDict (datasets.load_from_disk; needs pip install 'textenvs[datasets]').",
+    handler=_export,
+    arguments=_arguments,
+)

@@ -6,23 +6,20 @@ import argparse
 
 from rich.table import Table
 
-from textenvs.cli.common import checked_env_options, env_option_argument, positive
+from textenvs.cli.command import Command
+from textenvs.cli.common import (
+    checked_env_options,
+    env_argument,
+    env_option_argument,
+    positive,
+)
 from textenvs.cli.tables import stdout_console
 from textenvs.core import registry
 from textenvs.prompts import Mode, prompt_name, rules_text
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("list", help="list the scenarios", description="List the scenarios.")
-    p.set_defaults(handler=_list)
-    p = sub.add_parser(
-        "rules",
-        help="print a scenario's rules",
-        description="Print the rules text a player (person or LLM) is given for ENV: by "
-        "default for one episode, as `textenvs play`, a single-episode eval and the service "
-        "give it; with --trials K as trial mode gives it.",
-    )
-    p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
+def _rules_arguments(p: argparse.ArgumentParser) -> None:
+    env_argument(p)
     p.add_argument(
         "--trials",
         type=positive,
@@ -33,7 +30,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "ended (1)",
     )
     env_option_argument(p)
-    p.set_defaults(handler=_rules)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -52,3 +48,15 @@ def _rules(args: argparse.Namespace) -> int:
     options = checked_env_options(args, registry.make(name), seed=0)
     print(rules_text(prompt_name(name, options), Mode(continued=args.trials > 1)), end="")
     return 0
+
+
+LIST = Command("list", help="list the scenarios", description="List the scenarios.", handler=_list)
+RULES = Command(
+    "rules",
+    help="print a scenario's rules",
+    description="Print the rules text a player (person or LLM) is given for ENV: by "
+    "default for one episode, as `textenvs play`, a single-episode eval and the service "
+    "give it; with --trials K as trial mode gives it.",
+    handler=_rules,
+    arguments=_rules_arguments,
+)

@@ -8,8 +8,10 @@ import os
 import sys
 
 from textenvs.agents.human import HELP, HumanAgent
+from textenvs.cli.command import Command
 from textenvs.cli.common import (
     checked_env_options,
+    env_argument,
     env_option_argument,
     print_outcome,
     seed_argument,
@@ -21,19 +23,11 @@ from textenvs.episodes.loop import run_episode
 from textenvs.episodes.record import Turn
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "play",
-        help="play a scenario yourself in the terminal",
-        description="Play ENV in the terminal: read the observation, type a command. "
-        "'help' shows the rules and commands, 'quit' stops. A command that cannot be "
-        "read is explained and does not cost a step.",
-    )
-    p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
+def _arguments(p: argparse.ArgumentParser) -> None:
+    env_argument(p)
     seed_argument(p)
     env_option_argument(p)
     add_web_arguments(p)
-    p.set_defaults(handler=_play)
 
 
 def _show_reward(turn: Turn) -> None:
@@ -68,3 +62,14 @@ def _play(args: argparse.Namespace) -> int:
     print(result.final_observation)
     print_outcome(result)
     return 0
+
+
+COMMAND = Command(
+    "play",
+    help="play a scenario yourself in the terminal",
+    description="Play ENV in the terminal: read the observation, type a command. "
+    "'help' shows the rules and commands, 'quit' stops. A command that cannot be "
+    "read is explained and does not cost a step.",
+    handler=_play,
+    arguments=_arguments,
+)

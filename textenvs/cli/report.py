@@ -7,20 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from textenvs.cli.command import Command
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report",
-        help="write report.md, report.html, results.csv, results.tex and figures for eval runs",
-        description="Write report.md, a self-contained report.html (inline CSS and SVG "
-        "plots, readable offline), results.csv (one row per run and scenario) and "
-        "results.tex (a booktabs table) for eval run directories, each chart as SVG and PDF "
-        "(figures/), and a transcript page per episode, all in one output folder. Each "
-        "scenario is read against its reference band (random, scripted, ceiling) as a "
-        "normalised score with a 95% bootstrap interval over seeds. Several DIRs are "
-        "compared with a paired per-seed test against the first, and each seed both played "
-        "gets a side-by-side page.",
-    )
+
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="eval run directories")
     p.add_argument(
         "--out",
@@ -30,7 +20,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the report's own folder; nothing is written into the runs (default: "
         "reports/RUN for one run, reports/RUN1-vs-RUN2... for several)",
     )
-    p.set_defaults(handler=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -52,3 +41,19 @@ def _report(args: argparse.Namespace) -> int:
 
 def _warn(note: str) -> None:
     print(f"textenvs report: warning: {note}", file=sys.stderr)
+
+
+COMMAND = Command(
+    "report",
+    help="write report.md, report.html, results.csv, results.tex and figures for eval runs",
+    description="Write report.md, a self-contained report.html (inline CSS and SVG "
+    "plots, readable offline), results.csv (one row per run and scenario) and "
+    "results.tex (a booktabs table) for eval run directories, each chart as SVG and PDF "
+    "(figures/), and a transcript page per episode, all in one output folder. Each "
+    "scenario is read against its reference band (random, scripted, ceiling) as a "
+    "normalised score with a 95% bootstrap interval over seeds. Several DIRs are "
+    "compared with a paired per-seed test against the first, and each seed both played "
+    "gets a side-by-side page.",
+    handler=_report,
+    arguments=_arguments,
+)

@@ -9,11 +9,13 @@ import sys
 
 from textenvs.agents import agent_problem
 from textenvs.cli import checkpoint
+from textenvs.cli.command import Command
 from textenvs.cli.common import (
     EXIT_AGENT_ERRORS,
     add_agent_options,
     agent_from_args,
     checked_env_options,
+    env_argument,
     env_option_argument,
     env_url_argument,
     fail,
@@ -32,15 +34,8 @@ from textenvs.episodes.record import EpisodeResult
 from textenvs.evals.trials import play_group
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "run",
-        help="play one episode with an agent and print the transcript",
-        description="Play one episode of ENV with an agent and print the transcript live. "
-        "Exit status: 0 played, 2 bad options or an unusable endpoint, 3 the episode ended "
-        "in an agent error.",
-    )
-    p.add_argument("env", metavar="ENV", help="scenario name, e.g. treasure-hunt")
+def _arguments(p: argparse.ArgumentParser) -> None:
+    env_argument(p)
     seed_argument(p)
     p.add_argument(
         "--trials",
@@ -53,7 +48,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     env_option_argument(p)
     add_agent_options(p)
     env_url_argument(p)
-    p.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -128,3 +122,14 @@ def _play(args: argparse.Namespace) -> int:
         wins = "".join("+" if r.success else "-" for r in results)
         print(f"\nTrials played: {len(results)} of {args.trials}; successes by trial: {wins}")
     return EXIT_AGENT_ERRORS if any(r.outcome == AGENT_ERROR for r in results) else 0
+
+
+COMMAND = Command(
+    "run",
+    help="play one episode with an agent and print the transcript",
+    description="Play one episode of ENV with an agent and print the transcript live. "
+    "Exit status: 0 played, 2 bad options or an unusable endpoint, 3 the episode ended "
+    "in an agent error.",
+    handler=_run,
+    arguments=_arguments,
+)

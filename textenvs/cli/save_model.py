@@ -8,26 +8,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from textenvs.cli.command import Command
 from textenvs.cli.common import fail, missing_extra
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "save-model",
-        help="write a model ('local' or a directory) as a transformers model directory, "
-        "optionally with a chat template that renders tools",
-        description="Write --model as a transformers model directory (weights, tokenizer, "
-        "chat template, and a checkpoint's training record): 'local', SmolLM2-135M-Instruct "
-        "from the GGUF of the [local] extra, becomes a folder that TRL, transformers and "
-        "'textenvs eval --model DIR' load offline. With --tools-template its chat template "
-        "renders tools: a model whose template does is kept as it is, and a ChatML model "
-        "(SmolLM2) is given TRL's bundled Qwen 2.5 template, the one TRL's "
-        "GRPOTrainer(environment_factory=...) recognises and parses calls with. Needs pip "
-        "install 'textenvs[train]' (and [local] for 'local').",
-        epilog="Then: textenvs train --method sft --action-mode tools --model OUT ... (a "
-        "warm start that calls act), or GRPOTrainer(model=OUT, environment_factory=...) "
-        "(docs/adapters.md, TRL).",
-    )
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
         required=True,
@@ -42,7 +27,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="give the tokenizer a chat template that renders tools (TRL's Qwen 2.5 "
         "template for a ChatML model; a template that renders tools is kept)",
     )
-    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,3 +48,23 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+COMMAND = Command(
+    "save-model",
+    help="write a model ('local' or a directory) as a transformers model directory, "
+    "optionally with a chat template that renders tools",
+    description="Write --model as a transformers model directory (weights, tokenizer, "
+    "chat template, and a checkpoint's training record): 'local', SmolLM2-135M-Instruct "
+    "from the GGUF of the [local] extra, becomes a folder that TRL, transformers and "
+    "'textenvs eval --model DIR' load offline. With --tools-template its chat template "
+    "renders tools: a model whose template does is kept as it is, and a ChatML model "
+    "(SmolLM2) is given TRL's bundled Qwen 2.5 template, the one TRL's "
+    "GRPOTrainer(environment_factory=...) recognises and parses calls with. Needs pip "
+    "install 'textenvs[train]' (and [local] for 'local').",
+    handler=run,
+    arguments=_arguments,
+    epilog="Then: textenvs train --method sft --action-mode tools --model OUT ... (a "
+    "warm start that calls act), or GRPOTrainer(model=OUT, environment_factory=...) "
+    "(docs/adapters.md, TRL).",
+)

@@ -9,6 +9,7 @@ import resource
 import socket
 import sys
 
+from textenvs.cli.command import Command
 from textenvs.cli.web import add_record_arguments, recorder_from_args
 from textenvs.core.numbers import (
     bounded,
@@ -31,18 +32,7 @@ def _default_max_connections() -> int:
     return max(16, min(4096, soft - 64))
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "serve",
-        help="serve every scenario over HTTP (see docs/service.md)",
-        description="Serve every scenario as HTTP sessions under /v1 and as OpenEnv "
-        "environments under /openenv/ENV (OpenAPI at /openapi.json, interactive docs at "
-        "/docs; with tokens, every route but /v1/health and the play page's files needs "
-        "one), with a page for people to play them at /play/. Binds to loopback unless "
-        "told otherwise. Limits marked 'per client' apply "
-        "to each credential (to everyone together when no token is set).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="interface to bind")
     p.add_argument("--port", type=port, default=8000, help="TCP port (0 picks a free one)")
     auth = p.add_argument_group("clients and tokens")
@@ -197,7 +187,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="event loop (auto: uvloop when installed)",
     )
     server.add_argument("--access-log", action="store_true", help="log every request")
-    p.set_defaults(handler=_serve)
 
 
 def _fail(message: str) -> int:
@@ -310,3 +299,18 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+COMMAND = Command(
+    "serve",
+    help="serve every scenario over HTTP (see docs/service.md)",
+    description="Serve every scenario as HTTP sessions under /v1 and as OpenEnv "
+    "environments under /openenv/ENV (OpenAPI at /openapi.json, interactive docs at "
+    "/docs; with tokens, every route but /v1/health and the play page's files needs "
+    "one), with a page for people to play them at /play/. Binds to loopback unless "
+    "told otherwise. Limits marked 'per client' apply "
+    "to each credential (to everyone together when no token is set).",
+    handler=_serve,
+    arguments=_arguments,
+    formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+)

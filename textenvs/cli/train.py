@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from textenvs.cli.command import Command
 from textenvs.cli.common import (
     env_option_argument,
     env_options_from_args,
@@ -24,26 +25,7 @@ from textenvs.evals import run_folder
 DEFAULT_EVAL_SEEDS = "0-99"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "train",
-        help="train a model on a scenario: reinforcement (TRL's GRPO) or supervised (SFT)",
-        description="Train a model on one scenario with TRL's GRPOTrainer, multi-turn: one "
-        "rollout is one whole episode, each turn's prompt the conversation 'textenvs eval "
-        "--agent llm' sends, the reward the scenario's own return. Only the model's own "
-        "tokens are trained on. Or, with --method sft, with TRL's SFTTrainer on another "
-        "agent's episodes written as that same conversation. Writes OUT/checkpoints/ (the "
-        "last one kept, resumable), OUT/final (a transformers directory 'textenvs eval "
-        "--model' plays), OUT/base (the starting weights: a link to --model DIR, a copy "
-        "with --save-base) and, for GRPO, OUT/curve.csv, OUT/figures/ (the training curve) "
-        "and OUT/rollouts.jsonl (every step's episodes: commands and rewards). Needs pip "
-        "install 'textenvs[train]'; runs on a CPU (the model samples with transformers) or "
-        "a GPU.",
-        epilog="Evaluate before and after on held-out seeds with the same harness: "
-        "textenvs eval --env ENV --agent llm --model OUT/base --seeds 0-99 --out runs/before "
-        "(with --model local, train with --save-base to have OUT/base); "
-        "the same with --model OUT/final; then textenvs report runs/before runs/after.",
-    )
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", required=True, metavar="ENV", help="the scenario to train on")
     p.add_argument(
         "--model",
@@ -263,7 +245,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="go on from the last checkpoint in OUT/checkpoints (the same settings)",
     )
-    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -382,3 +363,26 @@ def _kept(args: argparse.Namespace, training: Any) -> str:
 def _conversation(args: argparse.Namespace) -> dict[str, Any]:
     given = {"observations": args.observations, "reasks": args.reasks, "history": args.history}
     return {name: value for name, value in given.items() if value is not None}
+
+
+COMMAND = Command(
+    "train",
+    help="train a model on a scenario: reinforcement (TRL's GRPO) or supervised (SFT)",
+    description="Train a model on one scenario with TRL's GRPOTrainer, multi-turn: one "
+    "rollout is one whole episode, each turn's prompt the conversation 'textenvs eval "
+    "--agent llm' sends, the reward the scenario's own return. Only the model's own "
+    "tokens are trained on. Or, with --method sft, with TRL's SFTTrainer on another "
+    "agent's episodes written as that same conversation. Writes OUT/checkpoints/ (the "
+    "last one kept, resumable), OUT/final (a transformers directory 'textenvs eval "
+    "--model' plays), OUT/base (the starting weights: a link to --model DIR, a copy "
+    "with --save-base) and, for GRPO, OUT/curve.csv, OUT/figures/ (the training curve) "
+    "and OUT/rollouts.jsonl (every step's episodes: commands and rewards). Needs pip "
+    "install 'textenvs[train]'; runs on a CPU (the model samples with transformers) or "
+    "a GPU.",
+    handler=run,
+    arguments=_arguments,
+    epilog="Evaluate before and after on held-out seeds with the same harness: "
+    "textenvs eval --env ENV --agent llm --model OUT/base --seeds 0-99 --out runs/before "
+    "(with --model local, train with --save-base to have OUT/base); "
+    "the same with --model OUT/final; then textenvs report runs/before runs/after.",
+)

@@ -36,12 +36,9 @@ class Scenario:
     #: its place among the scenarios (listed, played and reported in this order): the
     #: number of the specification it implements
     order: int
-    #: "module:Class" of its env
-    entry_point: str
-    #: "module:Class" of its `core.scoring.Scoring`
-    scoring_entry_point: str
-    #: "module:Class" of its scripted baseline (a `textenvs.agents.scripted.ScriptedPolicy`)
-    scripted_entry_point: str
+    #: its package, `textenvs.scenarios.<package>` (the declaration passes `__package__`);
+    #: its env, scoring and scripted baseline are found from it and `gym_name`, below
+    package: str
     #: "module:function" of its reference runs beyond random and scripted, which the bands
     #: publish: `measure(level, seeds, planner_wins, play_episode, workers, note)`
     reference_entry_point: str | None = None
@@ -50,6 +47,23 @@ class Scenario:
     def env_id(self) -> str:
         """The gymnasium id, e.g. `textenvs/TreasureHunt-v6`."""
         return f"textenvs/{self.gym_name}-v{self.version}"
+
+    @property
+    def entry_point(self) -> str:
+        """ "module:Class" of its env: `<package>.env:<gym_name>Env`."""
+        return f"{self.package}.env:{self.gym_name}Env"
+
+    @property
+    def scoring_entry_point(self) -> str:
+        """ "module:Class" of its `core.scoring.Scoring`: `<package>.scoring:<gym_name>Scoring`."""
+        return f"{self.package}.scoring:{self.gym_name}Scoring"
+
+    @property
+    def scripted_entry_point(self) -> str:
+        """ "module:Class" of its scripted baseline (a `textenvs.agents.scripted.ScriptedPolicy`),
+        beside the other scripted agents under its package's name:
+        `textenvs.agents.scripted.<package>:<gym_name>Policy`."""
+        return f"textenvs.agents.scripted.{self.package.rpartition('.')[2]}:{self.gym_name}Policy"
 
     @property
     def rules_prompt(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import string
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -19,6 +19,9 @@ from gymnasium.utils import seeding
 from pydantic import BaseModel, ConfigDict
 
 from textenvs.core.parsing import MAX_COMMAND_CHARS, ParseError
+
+if TYPE_CHECKING:
+    from textenvs.core.declaration import Scenario
 
 S = TypeVar("S")
 A = TypeVar("A")
@@ -93,6 +96,13 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
     levels: ClassVar[tuple[int, ...]] = ()
     #: the level played when none is given (None: no levels)
     default_level: ClassVar[int | None] = None
+
+    def __init_subclass__(cls, scenario: Scenario | None = None, **kwargs: Any) -> None:
+        """`class XEnv(TextEnv[S, A], scenario=SCENARIO)`: the name, title and version are
+        read from the scenario's declaration, so the env class does not restate them."""
+        super().__init_subclass__(**kwargs)
+        if scenario is not None:
+            cls.name, cls.title, cls.version = scenario.name, scenario.title, scenario.version
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:

@@ -9,7 +9,5 @@ SCENARIO = Scenario(
     version="6",
     gym_name="EMAnomaly",
     order=2,
-    entry_point="textenvs.scenarios.em_anomaly.env:EMAnomalyEnv",
-    scoring_entry_point="textenvs.scenarios.em_anomaly.scoring:EMAnomalyScoring",
-    scripted_entry_point="textenvs.agents.scripted.em_anomaly:EMAnomalyPolicy",
+    package=__package__,
 )

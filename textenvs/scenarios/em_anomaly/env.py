@@ -20,7 +20,7 @@ from textenvs.scenarios.em_anomaly.state import (
 )
 
 
-class EMAnomalyEnv(TextEnv[EMState, Action]):
+class EMAnomalyEnv(TextEnv[EMState, Action], scenario=SCENARIO):
     """Electromagnetic Field Anomaly Mapping (`textenvs/EMAnomaly-v6`, `em-anomaly`).
 
     ## Description
@@ -113,9 +113,6 @@ class EMAnomalyEnv(TextEnv[EMState, Action]):
     - v6: reading 6 (issue 53).
     """
 
-    name = SCENARIO.name
-    title = SCENARIO.title
-    version = SCENARIO.version
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
     observation_model = EMObservation

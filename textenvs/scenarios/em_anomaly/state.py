@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar, Literal
 
+from textenvs.core.compass import COMPASS
 from textenvs.core.env import ActionSchema
 from textenvs.core.variants import VariantObservation
 
@@ -37,13 +38,7 @@ class Facing(StrEnum):
     WEST = "west"
 
 
-# (dx, dy): x grows to the east, y grows to the north.
-MOVES: dict[Action, tuple[int, int]] = {
-    Action.NORTH: (0, 1),
-    Action.SOUTH: (0, -1),
-    Action.EAST: (1, 0),
-    Action.WEST: (-1, 0),
-}
+MOVES: dict[Action, tuple[int, int]] = {Action(name): step for name, step in COMPASS.items()}
 # Clockwise order: RotateRight steps forward through it, RotateLeft backward.
 CLOCKWISE = (Facing.NORTH, Facing.EAST, Facing.SOUTH, Facing.WEST)
 

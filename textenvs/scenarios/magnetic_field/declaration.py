@@ -9,7 +9,5 @@ SCENARIO = Scenario(
     version="6",
     gym_name="MagneticField",
     order=1,
-    entry_point="textenvs.scenarios.magnetic_field.env:MagneticFieldEnv",
-    scoring_entry_point="textenvs.scenarios.magnetic_field.scoring:MagneticFieldScoring",
-    scripted_entry_point="textenvs.agents.scripted.magnetic_field:MagneticFieldPolicy",
+    package=__package__,
 )

@@ -21,7 +21,7 @@ from textenvs.scenarios.magnetic_field.state import (
 )
 
 
-class MagneticFieldEnv(TextEnv[MagneticState, Action]):
+class MagneticFieldEnv(TextEnv[MagneticState, Action], scenario=SCENARIO):
     """Magnetic Field Pattern Recognition (`textenvs/MagneticField-v6`, `magnetic-field`).
 
     ## Description
@@ -133,9 +133,6 @@ class MagneticFieldEnv(TextEnv[MagneticState, Action]):
     - v6: reading 6 (issue 53).
     """
 
-    name = SCENARIO.name
-    title = SCENARIO.title
-    version = SCENARIO.version
     max_steps = STEP_BUDGET
     action_schema = MagneticFieldAction
     observation_model = MagneticObservation

@@ -9,8 +9,6 @@ SCENARIO = Scenario(
     version="7",
     gym_name="Megacity",
     order=4,
-    entry_point="textenvs.scenarios.megacity.env:MegacityEnv",
-    scoring_entry_point="textenvs.scenarios.megacity.scoring:MegacityScoring",
-    scripted_entry_point="textenvs.agents.scripted.megacity:MegacityPolicy",
+    package=__package__,
     reference_entry_point="textenvs.agents.scripted.megacity_reference:measure",
 )

@@ -51,7 +51,7 @@ PARAMETERS: dict[str, list[str]] = {
 }
 
 
-class MegacityEnv(TextEnv[MegacityState, Action]):
+class MegacityEnv(TextEnv[MegacityState, Action], scenario=SCENARIO):
     """Subterranean Megacity (`textenvs/Megacity-v7`, `megacity`).
 
     ## Description
@@ -197,9 +197,6 @@ class MegacityEnv(TextEnv[MegacityState, Action]):
     - v7: the texts say the numbers as the physics does them; reading 6 (issue 53).
     """
 
-    name = SCENARIO.name
-    title = SCENARIO.title
-    version = SCENARIO.version
     max_steps = STEP_BUDGET
     action_schema = MegacityAction
     observation_model = MegacityObservation

@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, model_validator
 
+from textenvs.core.compass import COMPASS
 from textenvs.core.env import ActionSchema
 from textenvs.core.variants import VariantObservation
 from textenvs.scenarios.megacity.parameters import PHYSICS, Physics
@@ -30,7 +31,7 @@ Vec = tuple[int, int]
 Grid = tuple[tuple[int, ...], ...]
 VecGrid = tuple[tuple[Vec, ...], ...]
 
-DIRECTIONS: dict[str, Vec] = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0)}
+DIRECTIONS: dict[str, Vec] = dict(COMPASS)
 BASIC_MATERIALS = ("timber", "basalt")
 ADVANCED_MATERIALS = ("mycelium", "lodestone")
 MATERIALS = BASIC_MATERIALS + ADVANCED_MATERIALS

@@ -9,7 +9,5 @@ SCENARIO = Scenario(
     version="6",
     gym_name="SquadRecon",
     order=3,
-    entry_point="textenvs.scenarios.squad_recon.env:SquadReconEnv",
-    scoring_entry_point="textenvs.scenarios.squad_recon.scoring:SquadReconScoring",
-    scripted_entry_point="textenvs.agents.scripted.squad_recon:SquadReconPolicy",
+    package=__package__,
 )

@@ -22,7 +22,7 @@ from textenvs.scenarios.squad_recon.state import (
 ORDER_WORDS = "north|south|east|west|hold|attack"
 
 
-class SquadReconEnv(TextEnv[ReconState, Orders]):
+class SquadReconEnv(TextEnv[ReconState, Orders], scenario=SCENARIO):
     """Squad Reconnaissance and Elimination (`textenvs/SquadRecon-v6`, `squad-recon`).
 
     ## Description
@@ -116,9 +116,6 @@ class SquadReconEnv(TextEnv[ReconState, Orders]):
     - v6: reading 6 (issue 53); holds in other words read; no exception form.
     """
 
-    name = SCENARIO.name
-    title = SCENARIO.title
-    version = SCENARIO.version
     max_steps = STEP_BUDGET
     action_schema = SquadReconAction
     observation_model = ReconObservation

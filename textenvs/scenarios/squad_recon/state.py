@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from textenvs.core.compass import COMPASS
 from textenvs.core.env import ActionSchema
 
 SIZE = 15
@@ -39,13 +40,7 @@ class Order(StrEnum):
     ATTACK = "attack"
 
 
-# (dx, dy): x grows to the east, y grows to the north.
-MOVES: dict[Order, Cell] = {
-    Order.NORTH: (0, 1),
-    Order.SOUTH: (0, -1),
-    Order.EAST: (1, 0),
-    Order.WEST: (-1, 0),
-}
+MOVES: dict[Order, Cell] = {Order(name): step for name, step in COMPASS.items()}
 NEIGHBOURS: tuple[Cell, ...] = tuple(MOVES.values())
 
 

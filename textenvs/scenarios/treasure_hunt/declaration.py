@@ -9,7 +9,5 @@ SCENARIO = Scenario(
     version="6",
     gym_name="TreasureHunt",
     order=0,
-    entry_point="textenvs.scenarios.treasure_hunt.env:TreasureHuntEnv",
-    scoring_entry_point="textenvs.scenarios.treasure_hunt.scoring:TreasureHuntScoring",
-    scripted_entry_point="textenvs.agents.scripted.treasure_hunt:TreasureHuntPolicy",
+    package=__package__,
 )

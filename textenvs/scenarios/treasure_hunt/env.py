@@ -19,7 +19,7 @@ from textenvs.scenarios.treasure_hunt.state import (
 )
 
 
-class TreasureHuntEnv(TextEnv[TreasureState, Action]):
+class TreasureHuntEnv(TextEnv[TreasureState, Action], scenario=SCENARIO):
     """Inverted-Symbol Treasure Hunt Grid (`textenvs/TreasureHunt-v6`, `treasure-hunt`).
 
     ## Description
@@ -87,9 +87,6 @@ class TreasureHuntEnv(TextEnv[TreasureState, Action]):
     - v6: reading 6 (issue 53).
     """
 
-    name = SCENARIO.name
-    title = SCENARIO.title
-    version = SCENARIO.version
     max_steps = STEP_BUDGET
     action_schema = TreasureHuntAction
     observation_model = TreasureObservation

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from textenvs.core.compass import COMPASS
 from textenvs.core.env import ActionSchema
 
 SIZE = 8
@@ -33,13 +34,7 @@ class Action(StrEnum):
     WAIT = "wait"
 
 
-# (dx, dy): x grows to the east, y grows to the north.
-MOVES: dict[Action, tuple[int, int]] = {
-    Action.NORTH: (0, 1),
-    Action.SOUTH: (0, -1),
-    Action.EAST: (1, 0),
-    Action.WEST: (-1, 0),
-}
+MOVES: dict[Action, tuple[int, int]] = {Action(name): step for name, step in COMPASS.items()}
 
 Cell = tuple[int, int]
 
