@@ -16,9 +16,11 @@ from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.training.demonstrations import (
     recorded_episodes,
+    recorded_runs,
     replayed_demonstrations,
     reply_for,
 )
+from textenvs.training.settings import settings_from
 
 WINDOW = conversation_settings(prompt_budget=7000, history=0)
 
@@ -36,7 +38,7 @@ def reactive_run(tmp_path_factory):
 def test_a_recorded_episode_is_replayed_command_for_command_as_its_replies(tiny, reactive_run):
     _, tokenizer = tiny
     chat = ChatTokens(tokenizer)
-    episodes, unreadable = recorded_episodes(reactive_run, "em-anomaly")
+    episodes, unreadable = recorded_episodes([reactive_run], "em-anomaly")
     assert unreadable == 0 and len(episodes) == 12
     won = [episode for episode in episodes if episode.success]
     assert 0 < len(won) < 12  # the test needs both
@@ -57,13 +59,13 @@ def test_a_replay_that_ends_otherwise_than_recorded_is_refused(tiny, reactive_ru
     run.mkdir()
     (run / store.EPISODES).write_text((reactive_run / store.EPISODES).read_text())
     (run / store.TRAJECTORIES).symlink_to(reactive_run / store.TRAJECTORIES)
-    (episode, *_), _ = recorded_episodes(run, "em-anomaly")
+    (episode, *_), _ = recorded_episodes([run], "em-anomaly")
     lines = (run / store.EPISODES).read_text().splitlines()
     first = json.loads(lines[0])
     first["return"] += 1  # as if another version of the scenario had paid it
     lines[0] = json.dumps(first)
     (run / store.EPISODES).write_text("\n".join(lines) + "\n")
-    (tampered, *_), _ = recorded_episodes(run, "em-anomaly")
+    (tampered, *_), _ = recorded_episodes([run], "em-anomaly")
     with pytest.raises(ValueError, match="its commands end otherwise than recorded"):
         replayed_demonstrations([tampered], textenvs.make, WINDOW, ChatTokens(tokenizer))
     assert episode.total_reward + 1 == tampered.total_reward
@@ -79,7 +81,7 @@ def test_an_episode_with_an_unreadable_reply_is_left_out_and_counted(reactive_ru
         if record["seed"] == 2003:
             data["turns"][1]["invalid_action"] = True
         (run / record["trajectory"]).write_text(json.dumps(data))
-    episodes, unreadable = recorded_episodes(run, "em-anomaly")
+    episodes, unreadable = recorded_episodes([run], "em-anomaly")
     assert unreadable == 1
     assert [e.spec.seed for e in episodes] == [r["seed"] for r in records if r["seed"] != 2003]
 
@@ -135,5 +137,26 @@ def test_a_recorded_run_is_imitated_with_sft_and_replayed_as_it_was(
     )
     with pytest.raises(SystemExit):
         main([*base, "--method", "sft", "--demonstrations", str(tmp_path)])
-    assert "or a 'textenvs eval' run folder" in capsys.readouterr().err
+    assert "or 'textenvs eval' run folders, a comma list" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_several_runs_are_one_set_of_demonstrations(tiny_dir, reactive_run, tmp_path):
+    """Rounds pooled: `--demonstrations RUN1,RUN2` replays both runs' episodes, run after
+    run, and trains on (and so refuses at eval) the seeds of both."""
+    other = tmp_path / "other"
+    code = main(["eval", "--env", "em-anomaly", "--agent", "reactive", "--seeds", "2100-2102",
+                 "--out", str(other)])  # fmt: skip
+    assert code == 0
+    pooled = f"{reactive_run},{other}"
+    assert recorded_runs(pooled) == [reactive_run, other]
+    assert recorded_runs(f"{reactive_run},{tmp_path / 'missing'}") == []
+    episodes, unreadable = recorded_episodes(recorded_runs(pooled), "em-anomaly")
+    assert unreadable == 0
+    seeds = [e.spec.seed for e in episodes]  # each run's in the order it recorded them
+    assert sorted(seeds[:12]) == [*range(2000, 2012)] and sorted(seeds[12:]) == [2100, 2101, 2102]
+    settings = settings_from(
+        env="em-anomaly", model=str(tiny_dir), seeds=None, eval_seeds="3000-3009",
+        method="sft", demonstrations=pooled, steps=1,
+    )  # fmt: skip
+    assert settings.seeds == [*range(2000, 2012), *range(2100, 2103)]

@@ -49,12 +49,13 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--demonstrations",
         default="scripted",
-        metavar="AGENT|RUN",
+        metavar="AGENT|RUN[,RUN...]",
         help="--method sft: the agent whose episodes are imitated (default scripted: it "
         "reads only what the observation shows; reactive: em-anomaly, acts on the current "
-        "observation alone, for a model trained with --history 0), or a 'textenvs eval' "
-        "run folder whose episodes are replayed: the model's own run, sampled at a "
-        "temperature, with --only-success is expert iteration (docs/training.md)",
+        "observation alone, for a model trained with --history 0), or 'textenvs eval' "
+        "run folders, a comma list, whose episodes are replayed: the model's own runs, "
+        "sampled at a temperature, with --only-success are expert iteration "
+        "(docs/training.md)",
     )
     p.add_argument(
         "--habit-share",

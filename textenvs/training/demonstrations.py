@@ -144,34 +144,37 @@ class RecordedEpisode:
     total_reward: float
 
 
-def is_recorded_run(path: str) -> bool:
-    """Whether `path` is a `textenvs eval` run folder (it has an episodes file)."""
-    return (Path(path) / store.EPISODES).is_file()
+def recorded_runs(demonstrations: str) -> list[Path]:
+    """The `textenvs eval` run folders (each with an episodes file) that `demonstrations`
+    names, a comma list; empty when it names something else (an agent)."""
+    runs = [Path(part) for part in demonstrations.split(",")]
+    return runs if all((run / store.EPISODES).is_file() for run in runs) else []
 
 
 def recorded_episodes(
-    run: Path, env: str, options: dict[str, Any] | None = None
+    runs: Sequence[Path], env: str, options: dict[str, Any] | None = None
 ) -> tuple[list[RecordedEpisode], int]:
-    """The episodes of `env` the eval run folder `run` recorded, in order; and how many
-    were left out because a reply in them was unreadable (it has no command to write as
-    the reply the rules teach)."""
+    """The episodes of `env` the eval run folders `runs` recorded, run after run, each in
+    order; and how many were left out because a reply in them was unreadable (it has no
+    command to write as the reply the rules teach)."""
     kept: list[RecordedEpisode] = []
     unreadable = 0
-    for record in store.read_episodes(run):
-        if record["env"] != env:
-            continue
-        turns = json.loads((run / record["trajectory"]).read_text())["turns"]
-        if any(turn["invalid_action"] or not turn["command"] for turn in turns):
-            unreadable += 1
-            continue
-        kept.append(
-            RecordedEpisode(
-                EpisodeSpec(env, record["seed"], options or None),
-                tuple(turn["command"] for turn in turns),
-                bool(record["success"]),
-                float(record["return"]),
+    for run in runs:
+        for record in store.read_episodes(run):
+            if record["env"] != env:
+                continue
+            turns = json.loads((run / record["trajectory"]).read_text())["turns"]
+            if any(turn["invalid_action"] or not turn["command"] for turn in turns):
+                unreadable += 1
+                continue
+            kept.append(
+                RecordedEpisode(
+                    EpisodeSpec(env, record["seed"], options or None),
+                    tuple(turn["command"] for turn in turns),
+                    bool(record["success"]),
+                    float(record["return"]),
+                )
             )
-        )
     return kept, unreadable
 
 

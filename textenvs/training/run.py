@@ -20,7 +20,7 @@ from textenvs.evals import run_folder
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens, TemplateError
 from textenvs.training import curve, grpo
-from textenvs.training.demonstrations import is_recorded_run, recorded_episodes
+from textenvs.training.demonstrations import recorded_episodes, recorded_runs
 from textenvs.training.settings import (
     DEFAULTS,
     TrainingError,
@@ -135,10 +135,9 @@ def _sft_trainer(
     from textenvs.training import sft
 
     recorded = None
-    if is_recorded_run(settings.demonstrations):
-        recorded, unreadable = recorded_episodes(
-            Path(settings.demonstrations), settings.env, settings.options
-        )
+    runs = recorded_runs(settings.demonstrations)
+    if runs:
+        recorded, unreadable = recorded_episodes(runs, settings.env, settings.options)
         console.print(
             f"replaying the episodes of {settings.demonstrations} on {len(settings.seeds)} "
             f"seeds ({unreadable} left out: a reply in them was unreadable)"

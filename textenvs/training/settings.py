@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -21,7 +20,7 @@ from textenvs.episodes.specs import (
 )
 from textenvs.evals import store
 from textenvs.inference import models, tool_template
-from textenvs.training.demonstrations import is_recorded_run
+from textenvs.training.demonstrations import recorded_runs
 
 
 @dataclass
@@ -155,18 +154,19 @@ def settings_from(
     if len(names) != 1:
         raise TrainingError("--env: train on one scenario at a time")
     demonstrator = given.get("demonstrations", TrainSettings.demonstrations)
-    recorded = is_recorded_run(demonstrator)
-    if not recorded and demonstrator not in DEMONSTRATORS:
+    runs = recorded_runs(demonstrator)
+    if not runs and demonstrator not in DEMONSTRATORS:
         raise TrainingError(
             f"--demonstrations {demonstrator}: one of {', '.join(DEMONSTRATORS)} (an agent "
-            "that plays in-process) or a 'textenvs eval' run folder (its episodes replayed)"
+            "that plays in-process) or 'textenvs eval' run folders, a comma list (their "
+            "episodes replayed)"
         )
     try:
         train_seeds, held_out = parse_seeds(seeds or TRAINING_SEEDS), parse_seeds(eval_seeds)
     except ValueError as exc:
         raise TrainingError(str(exc)) from None
-    if recorded:
-        played = {episode["seed"] for episode in store.read_episodes(Path(demonstrator))}
+    if runs:
+        played = {episode["seed"] for run in runs for episode in store.read_episodes(run)}
         train_seeds = sorted(played & set(train_seeds)) if seeds else sorted(played)
         if not train_seeds:
             raise TrainingError(f"--demonstrations {demonstrator}: no episode on --seeds {seeds}")
@@ -182,7 +182,7 @@ def settings_from(
         earlier_seeds=models.trained_seeds(models.read_record(model) or {}),
         **given,
     )
-    check_method(settings, recorded)
+    check_method(settings, bool(runs))
     if settings.action_mode == "tools":
         problem = tool_template.tools_refusal(model, whole_conversation=True)
         if problem:
