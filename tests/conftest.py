@@ -24,6 +24,11 @@ ENV_NAMES = textenvs.names()
 # Ray reads this when it is imported, so it is set before any test imports it.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
+# torch on one thread a process: `-n auto` runs a worker a core, and tiny models on two
+# threads each oversubscribe the cores (a tiny model's fitting took 10.6 s at 2 threads and
+# 2.6 s at 1 beside a busy core). Set before torch is imported, so children inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 # Property tests: the default profile keeps the everyday run short and repeatable (the
 # same examples in every run and every xdist worker); `--hypothesis-profile thorough`
 # runs each property test with the example count written on it, random examples included.
