@@ -81,8 +81,8 @@ CASES: dict[str, Case] = {
                                           "squad-recon; give --env one of them"),
     "eval: an agent for other scenarios": (None, [*EVAL, "--agent", "reactive", "--out", "r"],
                                            "textenvs eval: error: --agent reactive plays "
-                                           "em-anomaly, not treasure-hunt; give --env one of "
-                                           "them"),
+                                           "em-anomaly, squad-recon, not treasure-hunt; give "
+                                           "--env one of them"),
     "eval: a mistyped checkpoint": (training_run, [*EVAL, "--agent", "llm", "--model",
                                                    "runs/t1/finall", "--out", "r"],
                                     f"textenvs eval: error: --model runs/t1/finall: {NO_MODEL}"),

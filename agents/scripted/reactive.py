@@ -19,6 +19,10 @@ Exploring by bumping wastes steps (turning clockwise, before the wall, to the fi
 side the scan shows wins 36%), but its cues are single words of the observation
 (`Facing`, `BLOCKED`), where the other's is a tile of the 3x3 scan, which SmolLM2-135M did
 not learn to read from a few thousand examples (`docs/training.md`).
+
+Squad Recon (seeds 0-999: 66.7% won, against the scripted agent's 69.0%; every constant
+order and cycle of 2-3 orders wins none of seeds 0-99): the scripted plan, made afresh
+each turn, so it forgets the cells its squads stood on (`SquadReconReactive`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from __future__ import annotations
 from typing import Any
 
 from textenvs.agents.plays import not_played
+from textenvs.agents.scripted import ScriptedPolicy
+from textenvs.agents.scripted.squad_recon import SquadReconPolicy
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 CLOCKWISE = ("north", "east", "south", "west")
@@ -82,7 +88,23 @@ def em_anomaly_decision(observation: dict[str, Any]) -> tuple[str, str]:
     return facing, STRAIGHT
 
 
-POLICIES = {"em-anomaly": em_anomaly}
+class SquadReconReactive(SquadReconPolicy):
+    """Squad Recon: the scripted plan (concentrate on a camp the squads can beat, explore
+    apart otherwise), made from the current observation alone: it forgets the cells its
+    squads stood on, so an explorer may be sent back to one whose sensor already swept."""
+
+    remembers_visits = False
+
+
+class EMAnomalyReactive(ScriptedPolicy):
+    def choose(self, observation: dict[str, Any]) -> str:
+        return em_anomaly(observation)
+
+
+POLICIES: dict[str, type[ScriptedPolicy]] = {
+    "em-anomaly": EMAnomalyReactive,
+    "squad-recon": SquadReconReactive,
+}
 
 
 class ReactiveAgent(Agent):
@@ -94,7 +116,7 @@ class ReactiveAgent(Agent):
         if problem := not_played(self.name, POLICIES, context.env_name):
             raise ValueError(problem)
         super().reset(context)
-        self._policy = POLICIES[context.env_name]
+        self._policy = POLICIES[context.env_name](context)
 
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
-        return Decision(self._policy(info["observation"]))
+        return Decision(self._policy.choose(info["observation"]))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import combinations
-from typing import Any
+from typing import Any, ClassVar
 
 from textenvs.agents.scripted import ScriptedPolicy
 from textenvs.episodes.protocol import EpisodeContext
@@ -34,6 +34,10 @@ Cell = tuple[int, int]
 
 
 class SquadReconPolicy(ScriptedPolicy):
+    #: whether it remembers the cells its squads stood on, its one memory beyond the
+    #: observation (the reactive agent's copy keeps only where they stand now)
+    remembers_visits: ClassVar[bool] = True
+
     def __init__(self, context: EpisodeContext) -> None:
         super().__init__(context)
         self.visited: set[Cell] = set()
@@ -52,6 +56,8 @@ class SquadReconPolicy(ScriptedPolicy):
             if s["status"] == "active"
         }
         # A sensor has already swept from every cell a squad stood on: no target there.
+        if not self.remembers_visits:
+            self.visited.clear()
         self.visited.update(cell for cell, _strength in squads.values())
         orders: dict[str, str] = {}
         camps = [c for c in observation["camps"] if c["status"] == "standing"]

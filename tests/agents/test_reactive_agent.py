@@ -9,7 +9,7 @@ import pytest
 import textenvs
 from textenvs.agents import make_agent
 from textenvs.agents.scripted.reactive import em_anomaly, em_anomaly_decision
-from textenvs.episodes.loop import run_episode
+from textenvs.episodes.loop import context_for, run_episode
 
 
 def test_it_wins_em_anomaly_by_reading_alone_and_plays_the_same_episode_twice():
@@ -45,5 +45,35 @@ def test_it_marks_climbs_and_turns_at_walls_and_says_why():
 
 
 def test_it_plays_only_the_scenarios_it_has_a_policy_for():
-    with pytest.raises(ValueError, match="--agent reactive plays em-anomaly, not treasure-hunt"):
+    with pytest.raises(
+        ValueError, match="--agent reactive plays em-anomaly, squad-recon, not treasure-hunt"
+    ):
         asyncio.run(run_episode(textenvs.make("treasure-hunt"), make_agent("reactive"), 0))
+
+
+def test_its_squad_recon_orders_follow_from_the_observation_alone():
+    """The scripted Squad Recon plan without its memory: at every turn of an episode a
+    fresh agent shown that observation orders what the playing one ordered; the scripted
+    agent, which remembers the cells its squads stood on, does not always."""
+    env = textenvs.make("squad-recon")
+    _, info = env.reset(seed=3)
+    context = context_for(env, 3)
+    playing, scripted = make_agent("reactive"), make_agent("scripted")
+    playing.reset(context)
+    scripted.reset(context)
+    differs = False
+    for _ in range(env.max_steps):
+        command = asyncio.run(playing.act("", info)).command
+        fresh = make_agent("reactive")
+        fresh.reset(context)
+        assert asyncio.run(fresh.act("", info)).command == command
+        differs |= asyncio.run(scripted.act("", info)).command != command
+        _, _, terminated, truncated, info = env.step(command)
+        if terminated or truncated:
+            break
+    assert differs
+    wins = sum(
+        asyncio.run(run_episode(textenvs.make("squad-recon"), make_agent("reactive"), seed)).success
+        for seed in range(20)
+    )
+    assert 8 <= wins <= 18  # 63% over seeds 0-199 (scripted 68%); every blind policy 0

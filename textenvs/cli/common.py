@@ -31,8 +31,8 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         required=True,
         choices=[a for a in AGENTS if a != "human"],
         help="who plays: 'random' (uniform random commands), 'scripted' (the scenario's "
-        "heuristic, reads only the observation), 'reactive' (em-anomaly: acts on the current "
-        "observation alone, no memory), 'learner' (magnetic-field and em-anomaly: "
+        "heuristic, reads only the observation), 'reactive' (em-anomaly, squad-recon: acts "
+        "on the current observation alone, no memory), 'learner' (magnetic-field and em-anomaly: "
         "starts ignorant and learns across --trials from what episodes show), 'llm' (an "
         "OpenAI-compatible model)",
     )

@@ -51,8 +51,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         default="scripted",
         metavar="AGENT|RUN[,RUN...]",
         help="--method sft: the agent whose episodes are imitated (default scripted: it "
-        "reads only what the observation shows; reactive: em-anomaly, acts on the current "
-        "observation alone, for a model trained with --history 0), or 'textenvs eval' "
+        "reads only what the observation shows; reactive: em-anomaly or squad-recon, acts "
+        "on the current observation alone, for a model trained with --history 0), or "
+        "'textenvs eval' "
         "run folders, a comma list, whose episodes are replayed: the model's own runs, "
         "sampled at a temperature, with --only-success are expert iteration "
         "(docs/training.md)",
