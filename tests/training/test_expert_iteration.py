@@ -160,3 +160,31 @@ def test_several_runs_are_one_set_of_demonstrations(tiny_dir, reactive_run, tmp_
         method="sft", demonstrations=pooled, steps=1,
     )  # fmt: skip
     assert settings.seeds == [*range(2000, 2012), *range(2100, 2103)]
+
+
+@pytest.mark.slow
+def test_reward_weighted_training_weighs_won_and_lost_episodes(
+    tiny_dir, reactive_run, tmp_path, capsys
+):
+    base = ["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
+            "--steps", "1", "--demonstrations", str(reactive_run), "--reward-weighted",
+            "--history", "0", "--seeds-per-step", "2", "--eval-seeds", "3000-3009"]  # fmt: skip
+    code = main([*base, "--out", str(tmp_path / "run")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0, err
+    successes = [r["success"] for r in store.read_episodes(reactive_run)]
+    won, share = sum(successes), sum(successes) / len(successes)
+    lost = min(won, len(successes) - won)
+    assert f"{won + lost} demonstrations ({won} won)" in err
+    lost_weight = -share * (len(successes) - won) / lost
+    assert f"each lost episode's replies weigh {lost_weight:+.3f}, each won one's" in err
+    assert f"{1 - share:+.3f} (success minus the runs' mean success)" in err
+    assert models.read_record(tmp_path / "run" / "final")["reward_weighted"] is True
+    for extra, said in [
+        (["--only-success"], "--only-success on won ones alone: give one of them"),
+        (["--demonstrations", "reactive", "--seeds", "1000-1003"], "'textenvs eval' run folders"),
+    ]:
+        with pytest.raises(SystemExit):
+            main([*base, *extra, "--out", str(tmp_path / "refused")])
+        assert said in capsys.readouterr().err
+    assert not (tmp_path / "refused").exists()

@@ -81,6 +81,15 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="--method sft: imitate only the episodes the agent won",
     )
+    p.add_argument(
+        "--reward-weighted",
+        action="store_true",
+        help="--method sft with --demonstrations RUN (the model's own sampled episodes): "
+        "train on won and lost episodes, each reply weighted by its episode's success "
+        "minus the runs' mean success (REINFORCE with a baseline: what won is drawn up, "
+        "what lost down); as many lost episodes as won are drawn, each weighing for all "
+        "the lost",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
@@ -267,6 +276,7 @@ def run(args: argparse.Namespace) -> int:
             method=args.method,
             demonstrations=args.demonstrations,
             only_success=args.only_success,
+            reward_weighted=args.reward_weighted,
             habit_share=args.habit_share,
             demonstration_noise=args.demonstration_noise,
             options=env_options_from_args(args),

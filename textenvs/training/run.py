@@ -167,6 +167,12 @@ def _sft_trainer(
         f"{len(kept)} demonstrations ({won} won), {len(dataset):,} sequences, {tokens:,} "
         f"tokens, {trained:,} of them replies (trained on)"
     )
+    if settings.reward_weighted:
+        weights = sorted(set(dataset["weight"]))
+        console.print(
+            f"each lost episode's replies weigh {weights[0]:+.3f}, each won one's "
+            f"{weights[-1]:+.3f} (success minus the runs' mean success)"
+        )
     return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
 
 

@@ -41,6 +41,9 @@ class TrainSettings:
     demonstrations: str = "scripted"
     #: sft: imitate won episodes only
     only_success: bool = False
+    #: --method sft on recorded runs: every reply weighted by its episode's success minus
+    #: the runs' mean (REINFORCE with a baseline, `weighting.py`)
+    reward_weighted: bool = False
     #: --method sft: the share of the replies repeating the command before trained on
     habit_share: float = 1.0
     #: --method sft: the share of turns the demonstrator plays a random command on
@@ -106,7 +109,10 @@ ONLY_FOR = {
         "group_size", "micro_batch", "temperature", "max_turns", "reward", "json_reasoning",
         "env_url", "generation", "vllm_server",
     ),
-    "sft": ("demonstrations", "only_success", "habit_share", "demonstration_noise"),
+    "sft": (
+        "demonstrations", "only_success", "reward_weighted", "habit_share",
+        "demonstration_noise",
+    ),
 }  # fmt: skip
 #: every setting at its default
 DEFAULTS = TrainSettings(env="", model="", steps=0, seeds=[], eval_seeds=[])
@@ -213,6 +219,16 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             raise TrainingError(
                 f"{flag} does nothing with --method {settings.method}; leave it out"
             )
+    if settings.reward_weighted and not recorded:
+        raise TrainingError(
+            "--reward-weighted weighs a model's own sampled episodes by their success: give "
+            "--demonstrations 'textenvs eval' run folders, not an agent"
+        )
+    if settings.reward_weighted and settings.only_success:
+        raise TrainingError(
+            "--reward-weighted trains on won and lost episodes, --only-success on won ones "
+            "alone: give one of them"
+        )
     if recorded and settings.demonstration_noise:
         raise TrainingError(
             "--demonstration-noise: a recorded run's commands are replayed as they were; "

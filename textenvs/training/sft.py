@@ -44,6 +44,7 @@ from textenvs.training.trainers import (
     trainer_arguments,
     without_printing,
 )
+from textenvs.training.weighting import success_weighted
 
 __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 
@@ -57,6 +58,8 @@ def sft_config(
         per_device_train_batch_size=1,  # sequences differ in length: no padding
         gradient_accumulation_steps=settings.seeds_per_step,
         max_length=None,
+        # keep the dataset's `weight` column (--reward-weighted) for `compute_loss`
+        remove_unused_columns=not settings.reward_weighted,
         **trainer_arguments(settings, out, keep_checkpoints),
     )
 
@@ -73,10 +76,12 @@ def demonstration_dataset(
     `labels`), in the conversation `textenvs eval` holds for this model (its prompt
     budget, the run's conversation settings, text or tools mode). With `recorded` (the episodes
     of the eval run `settings.demonstrations`), those of the training seeds are replayed
-    instead of played."""
+    instead of played; with `settings.reward_weighted`, each sequence has the `weight` of
+    its episode (`weighting.py`)."""
     # text or tools mode: `settings_from` refuses --method sft in json mode
     conversation = run_conversation(settings, model_prompt_budget(settings, model))
     chat = ChatTokens(tokenizer)
+    weights: list[float] = []
     if recorded is not None:
         seeds = set(settings.seeds)
         chosen = [
@@ -84,6 +89,8 @@ def demonstration_dataset(
             for episode in recorded
             if episode.spec.seed in seeds and (episode.success or not settings.only_success)
         ]
+        if settings.reward_weighted:
+            chosen, weights = success_weighted(chosen, settings.rng_seed)
         kept = replayed_demonstrations(
             chosen,
             make_env,
@@ -113,10 +120,10 @@ def demonstration_dataset(
             "episodes (leave --only-success out, or give more --seeds)"
         )
     sequences = [sequence for d in kept for sequence in d.sequences]
-    dataset = Dataset.from_dict(
-        {"input_ids": [s.ids for s in sequences], "labels": [s.labels for s in sequences]}
-    )
-    return dataset, kept
+    columns = {"input_ids": [s.ids for s in sequences], "labels": [s.labels for s in sequences]}
+    if weights:
+        columns["weight"] = [w for d, w in zip(kept, weights, strict=True) for _ in d.sequences]
+    return Dataset.from_dict(columns), kept
 
 
 def shared_prefix(dataset: Dataset) -> list[int]:
@@ -134,14 +141,18 @@ def shared_prefix(dataset: Dataset) -> list[int]:
 
 class SharedPrefixTrainer(SFTTrainer):
     """SFT whose sequences all open with `prefix`, untrained: its keys and values are
-    computed once an optimizer step, without gradient, and each sequence feeds the rest."""
+    computed once an optimizer step, without gradient, and each sequence feeds the rest.
+    A dataset with a `weight` column has each sequence's loss multiplied by its weight."""
 
     def __init__(self, *args: Any, prefix: list[int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.prefix = prefix
+        self.weighted = "weight" in self.train_dataset.column_names
+        if self.weighted:
+            self.data_collator = WeightKeeping(self.data_collator)
         self.cache_argument = models.cache_argument(self.model)
-        if prefix:  # the loss below is a sequence's mean: average it over accumulation
-            self.loss_is_scaled_for_ga = False
+        if prefix or self.weighted:  # the loss below is a sequence's mean: average it
+            self.loss_is_scaled_for_ga = False  # over accumulation
         self.prefix_cache: tuple[int, DynamicCache] | None = None  # (step, cache)
 
     def cache_for_step(self, model: PreTrainedModel) -> DynamicCache:
@@ -161,11 +172,12 @@ class SharedPrefixTrainer(SFTTrainer):
         return_outputs: bool = False,
         num_items_in_batch: Any = None,
     ) -> Any:
-        if not self.prefix:
+        weight = inputs.pop("weight", None)
+        if not self.prefix and weight is None:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         cut = len(self.prefix)
         ids, labels = inputs["input_ids"], inputs["labels"]
-        cache = {self.cache_argument: self.cache_for_step(model)}
+        cache = {self.cache_argument: self.cache_for_step(model)} if cut else {}
         outputs = model(input_ids=ids[:, cut:], **cache)
         # logits at position i predict token i + 1; the first fed token is never trained
         logits = outputs.logits[:, :-1]
@@ -175,7 +187,22 @@ class SharedPrefixTrainer(SFTTrainer):
             targets.reshape(-1),
             ignore_index=IGNORED,
         )
+        if weight is not None:  # one sequence a batch (`sft_config`)
+            loss = loss * weight.to(loss.dtype).squeeze()
         return (loss, outputs) if return_outputs else loss
+
+
+class WeightKeeping:
+    """TRL's collator, with each sequence's `weight` passed on as a tensor beside it."""
+
+    def __init__(self, collate: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> None:
+        self.collate = collate
+
+    def __call__(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+        weights = [example.pop("weight") for example in examples]
+        batch = self.collate(examples)
+        batch["weight"] = torch.tensor(weights, dtype=torch.float32)
+        return batch
 
 
 class LossWriter(RecordWriter):

@@ -1,0 +1,83 @@
+"""REINFORCE on recorded episodes (`--reward-weighted`, `training/weighting.py`): each
+episode weighs its success minus the runs' mean, as many lost episodes as won are drawn,
+and the weight reaches each sequence's loss through TRL's own collator and trainer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from datasets import Dataset
+from trl import SFTConfig
+
+import textenvs
+from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.episodes.specs import EpisodeSpec
+from textenvs.inference.chat import ChatTokens
+from textenvs.training.demonstrations import RecordedEpisode, demonstrate
+from textenvs.training.sft import SharedPrefixTrainer, shared_prefix
+from textenvs.training.weighting import success_weighted
+
+
+def recorded(successes: list[bool]) -> list[RecordedEpisode]:
+    return [
+        RecordedEpisode(EpisodeSpec("em-anomaly", 2000 + n), ("north",), won, float(won))
+        for n, won in enumerate(successes)
+    ]
+
+
+def test_each_episode_weighs_its_success_minus_the_mean():
+    episodes = recorded([False, True, False, False, True, False, False, True, False, False])
+    chosen, weights = success_weighted(episodes, rng_seed=0)
+    won = [e for e in chosen if e.success]
+    assert len(won) == 3 and len(chosen) == 6  # the 3 won and 3 of the 7 lost
+    assert [e.spec.seed for e in chosen] == sorted(e.spec.seed for e in chosen)  # as recorded
+    for episode, weight in zip(chosen, weights, strict=True):
+        # p = 0.3: a won one 1 - p, a drawn lost one -p for each of the 7 / 3 it stands for
+        assert weight == pytest.approx(0.7 if episode.success else -0.3 * 7 / 3)
+    assert sum(weights) == pytest.approx(0)  # the baseline centres the batch
+    assert success_weighted(episodes, rng_seed=0) == (chosen, weights)
+    draws = {tuple(e.spec.seed for e in success_weighted(episodes, seed)[0]) for seed in range(9)}
+    assert len(draws) > 1  # the draw follows the run's seed
+
+
+@pytest.mark.parametrize("won", [True, False])
+def test_runs_all_won_or_all_lost_have_nothing_to_weigh(won):
+    with pytest.raises(ValueError, match=f"was {'won' if won else 'lost'}"):
+        success_weighted(recorded([won] * 4), rng_seed=0)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_each_sequence_loss_is_multiplied_by_its_weight(tiny, tmp_path, shared):
+    """Through the trainer's own data loader (TRL's collator, wrapped) to `compute_loss`,
+    with the rules prompt fed once (`shared`) or whole."""
+    model, tokenizer = tiny
+    settings = conversation_settings(prompt_budget=7000, history=0)
+    shown = demonstrate(
+        EpisodeSpec("em-anomaly", 4), "reactive", textenvs.make, settings, ChatTokens(tokenizer)
+    )
+    rows = shown.sequences[:3]
+    weights = [0.5, -1.5, 2.0]
+    dataset = Dataset.from_dict(
+        {"input_ids": [r.ids for r in rows], "labels": [r.labels for r in rows], "weight": weights}
+    )
+    config = SFTConfig(
+        output_dir=str(tmp_path), use_cpu=True, report_to=[], max_length=None,
+        per_device_train_batch_size=1, remove_unused_columns=False,
+    )  # fmt: skip
+    trainer = SharedPrefixTrainer(
+        model=model,
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        prefix=shared_prefix(dataset) if shared else [],
+    )
+    seen = []
+    for batch in trainer.get_train_dataloader():
+        weight = float(batch["weight"])
+        plain = {"input_ids": batch["input_ids"], "labels": batch["labels"]}
+        with torch.no_grad():
+            weighted = float(trainer.compute_loss(model, batch))
+            whole = float(model(**plain).loss)
+        assert weighted == pytest.approx(weight * whole, rel=1e-4)
+        seen.append(weight)
+    assert sorted(seen) == sorted(weights)
