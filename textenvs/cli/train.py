@@ -249,7 +249,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "--seed",
         type=non_negative,
         default=0,
-        help="seed of the run (sampling, data order; default %(default)s)",
+        help="seed of the run (sampling, data order, --reward-weighted's draw of lost episodes; "
+        "default %(default)s)",
     )
     p.add_argument(
         "--resume",
