@@ -55,19 +55,47 @@ def recorded_seeds(run_dir: Path) -> list[int]:
 
 def test_an_episode_the_player_saw_end_survives_kill_9(tmp_path: Path) -> None:
     """The server is killed the moment the last answer arrives: the episode is on disk
-    already, whole (its trajectory too), and the run resumes on the next server."""
+    already, whole (its trajectory too), and the run resumes on the next server. The
+    processes the server started (the recorder's replay process among them) go with it."""
     for seed in (11, 12):
         with (
             serving("--record", str(tmp_path)) as (url, pid),
             httpx.Client(base_url=url, timeout=60) as http,
         ):
             play(http, {"env": "treasure-hunt", "player": "ada", "seed": seed})
+            started = children(pid)
             os.kill(pid, signal.SIGKILL)
         assert seed in recorded_seeds(tmp_path / "free-ada")
+        assert started  # the replay process at least
+        deadline = time.monotonic() + 10 * runs.PARENT_CHECK_S
+        while not all(map(ended, started)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(map(ended, started)), [p for p in started if not ended(p)]
     _, records = read_run(tmp_path / "free-ada")
     assert [r["seed"] for r in records] == [11, 12]
     for r in records:
         assert json.loads((tmp_path / "free-ada" / r["trajectory"]).read_text())["turns"]
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def ended(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"  # exited, not yet reaped by whoever adopted it
 
 
 def test_the_summary_is_written_at_most_every_so_often_and_at_stop(

@@ -21,6 +21,8 @@ import json
 import multiprocessing
 import os
 import re
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -69,9 +71,26 @@ class ReplayProcess(FileThreads):
     def __init__(self) -> None:
         context = multiprocessing.get_context("spawn")
         self._pool = ProcessPoolExecutor(  # type: ignore[assignment]
-            1, mp_context=context, initializer=os.nice, initargs=(10,)
-        )  # niced: the server's own work (every client's requests) comes first
+            1, mp_context=context, initializer=replay_process_start, initargs=(os.getpid(),)
+        )
         self._pool.submit(int)  # starts the process now
+
+
+PARENT_CHECK_S = 1.0
+
+
+def replay_process_start(server_pid: int) -> None:
+    """Niced, so the server's own work (every client's requests) comes first; and gone
+    within a second when the server is: a worker holds its own queue's writing end, so
+    it never reads an end of file, and a server killed with -9 left it running for good."""
+    os.nice(10)
+
+    def exit_when_orphaned() -> None:
+        while os.getppid() == server_pid:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(0)
+
+    threading.Thread(target=exit_when_orphaned, daemon=True, name="textenvs-orphan").start()
 
 
 def footprint(size: int) -> int:
