@@ -22,6 +22,8 @@ OUT/base/, OUT/final/    the starting and the trained model, each a transformers
                          with its training record (`textenvs.inference.models.RECORD_FILE`)
 OUT/curve.csv            one row per optimizer step
 OUT/figures/             the curve's charts (SVG and PDF)
+OUT/sampled-logprobs.json   --reward-weighted: each sequence's trained tokens'
+                         log-probabilities under the starting model, for --resume
 ```
 """
 
@@ -42,3 +44,4 @@ BASE = "base"
 FINAL = "final"
 CURVE = "curve.csv"
 FIGURES = "figures"
+SAMPLED_LOGPROBS = "sampled-logprobs.json"

@@ -1,6 +1,8 @@
-"""REINFORCE on recorded episodes (`--reward-weighted`, `training/weighting.py`): each
-episode weighs its success minus the runs' mean, as many lost episodes as won are drawn,
-and the weight reaches each sequence's loss through TRL's own collator and trainer."""
+"""A policy gradient on recorded episodes (`--reward-weighted`, `training/weighting.py`):
+each episode weighs its success minus the runs' mean, as many lost episodes as won are
+drawn, a token stops moving once its probability is `CLIP` past its sampled one, and the
+weight and the sampled log-probabilities reach each sequence's loss through TRL's own
+collator and trainer."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference.chat import ChatTokens
 from textenvs.training.demonstrations import RecordedEpisode, demonstrate
 from textenvs.training.sft import SharedPrefixTrainer, shared_prefix
-from textenvs.training.weighting import success_weighted
+from textenvs.training.weighting import CLIP, clipped_policy_loss, success_weighted
 
 
 def recorded(successes: list[bool]) -> list[RecordedEpisode]:
@@ -71,6 +73,7 @@ def test_each_sequence_loss_is_multiplied_by_its_weight(tiny, tmp_path, shared):
         processing_class=tokenizer,
         prefix=shared_prefix(dataset) if shared else [],
     )
+    trainer.with_sampled_logprobs(trainer.sampled_logprobs())  # every ratio 1
     seen = []
     for batch in trainer.get_train_dataloader():
         weight = float(batch["weight"])
@@ -81,3 +84,24 @@ def test_each_sequence_loss_is_multiplied_by_its_weight(tiny, tmp_path, shared):
         assert weighted == pytest.approx(weight * whole, rel=1e-4)
         seen.append(weight)
     assert sorted(seen) == sorted(weights)
+
+
+@pytest.mark.parametrize("advantage", [0.8, -0.8])
+def test_a_token_stops_moving_once_its_probability_is_clip_past_its_sampled_one(advantage):
+    logprobs = torch.log(torch.tensor([0.5, 0.5, 0.5])).requires_grad_()
+    push = 1 if advantage > 0 else -1  # the side the advantage moves a probability to
+    # ratios: 1, within the clip on the pushed side, past it
+    ratios = torch.tensor([1.0, 1 + push * CLIP / 2, 1 + push * CLIP * 2])
+    sampled = logprobs.detach() - ratios.log()
+    loss = clipped_policy_loss(logprobs, sampled, advantage)
+    loss.backward()
+    # d loss / d log p = -advantage * ratio / n where not past, 0 past
+    expected = [-advantage * float(r) / 3 for r in ratios[:2]] + [0.0]
+    assert logprobs.grad.tolist() == pytest.approx(expected)
+    cross_entropy = -logprobs.detach()
+    assert float(loss) == pytest.approx(
+        float((advantage * ratios[:2] * cross_entropy[:2]).sum() / 3)
+    )
+    # on the other side a token is never held: the loss pulls it back
+    back = clipped_policy_loss(logprobs, logprobs.detach() + push * 2.0, advantage)
+    assert float(back) != 0

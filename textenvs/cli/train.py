@@ -85,10 +85,10 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "--reward-weighted",
         action="store_true",
         help="--method sft with --demonstrations RUN (the model's own sampled episodes): "
-        "train on won and lost episodes, each reply weighted by its episode's success "
-        "minus the runs' mean success (REINFORCE with a baseline: what won is drawn up, "
-        "what lost down); as many lost episodes as won are drawn, each weighing for all "
-        "the lost",
+        "a policy gradient on won and lost episodes, each reply weighted by its episode's "
+        "success minus the runs' mean success (what won is drawn up, what lost down), each "
+        "token only until its probability is 20%% past the starting model's (PPO's clip); "
+        "as many lost episodes as won are drawn, each weighing for all the lost",
     )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(

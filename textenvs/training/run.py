@@ -173,6 +173,11 @@ def _sft_trainer(
             f"each lost episode's replies weigh {weights[0]:+.3f}, each won one's "
             f"{weights[-1]:+.3f} (success minus the runs' mean success)"
         )
+        if not (out / run_folder.SAMPLED_LOGPROBS).is_file():
+            console.print(
+                f"scoring the {len(dataset):,} sequences' replies with the starting model "
+                f"(once, minutes; kept in {out / run_folder.SAMPLED_LOGPROBS} for --resume)"
+            )
     return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
 
 

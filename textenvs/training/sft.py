@@ -14,6 +14,7 @@ that the rules prompt's own keys and values are not trained, only what reads the
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from trl import SFTConfig, SFTTrainer
 
 from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.specs import EpisodeSpec
+from textenvs.evals import run_folder
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.training.demonstrations import (
@@ -44,7 +46,7 @@ from textenvs.training.trainers import (
     trainer_arguments,
     without_printing,
 )
-from textenvs.training.weighting import success_weighted
+from textenvs.training.weighting import clipped_policy_loss, success_weighted
 
 __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 
@@ -142,14 +144,16 @@ def shared_prefix(dataset: Dataset) -> list[int]:
 class SharedPrefixTrainer(SFTTrainer):
     """SFT whose sequences all open with `prefix`, untrained: its keys and values are
     computed once an optimizer step, without gradient, and each sequence feeds the rest.
-    A dataset with a `weight` column has each sequence's loss multiplied by its weight."""
+    A dataset with a `weight` column (--reward-weighted) is trained with the clipped
+    policy loss of `weighting.py` instead, each sequence's tokens against their
+    log-probabilities when sampled (`with_sampled_logprobs`)."""
 
     def __init__(self, *args: Any, prefix: list[int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.prefix = prefix
         self.weighted = "weight" in self.train_dataset.column_names
         if self.weighted:
-            self.data_collator = WeightKeeping(self.data_collator)
+            self.data_collator = ColumnsKeeping(self.data_collator, WEIGHTED_COLUMNS)
         self.cache_argument = models.cache_argument(self.model)
         if prefix or self.weighted:  # the loss below is a sequence's mean: average it
             self.loss_is_scaled_for_ga = False  # over accumulation
@@ -165,6 +169,35 @@ class SharedPrefixTrainer(SFTTrainer):
             self.prefix_cache = (step, cache)
         return copy.deepcopy(self.prefix_cache[1])
 
+    def trained_logprobs(
+        self, model: PreTrainedModel, ids: torch.Tensor, labels: torch.Tensor
+    ) -> tuple[torch.Tensor, Any]:
+        """The log-probabilities of one sequence's trained tokens, and the model's outputs."""
+        cut = len(self.prefix)
+        cache = {self.cache_argument: self.cache_for_step(model)} if cut else {}
+        outputs = model(input_ids=ids[:, cut:], **cache)
+        # logits at position i predict token i + 1; the first fed token is never trained
+        targets = labels[:, cut + 1 :]
+        trained = targets != IGNORED
+        logits = outputs.logits[:, :-1][trained].float()
+        chosen = logits.log_softmax(-1).gather(-1, targets[trained].unsqueeze(-1))
+        return chosen.squeeze(-1), outputs
+
+    def with_sampled_logprobs(self, sampled: list[list[float]]) -> None:
+        """Give each sequence its trained tokens' log-probabilities under the policy that
+        sampled them (`sampled_logprobs` computes them with the starting model)."""
+        self.train_dataset = self.train_dataset.add_column(SAMPLED, sampled)
+
+    def sampled_logprobs(self) -> list[list[float]]:
+        """Each sequence's trained tokens' log-probabilities under the model as it is now."""
+        rows = []
+        with torch.no_grad():
+            for row in self.train_dataset:
+                ids, labels = torch.tensor([row["input_ids"]]), torch.tensor([row["labels"]])
+                logprobs, _ = self.trained_logprobs(self.model, ids, labels)
+                rows.append(logprobs.tolist())
+        return rows
+
     def compute_loss(
         self,
         model: PreTrainedModel,
@@ -172,36 +205,40 @@ class SharedPrefixTrainer(SFTTrainer):
         return_outputs: bool = False,
         num_items_in_batch: Any = None,
     ) -> Any:
-        weight = inputs.pop("weight", None)
+        weight, sampled = inputs.pop("weight", None), inputs.pop(SAMPLED, None)
         if not self.prefix and weight is None:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        cut = len(self.prefix)
-        ids, labels = inputs["input_ids"], inputs["labels"]
-        cache = {self.cache_argument: self.cache_for_step(model)} if cut else {}
-        outputs = model(input_ids=ids[:, cut:], **cache)
-        # logits at position i predict token i + 1; the first fed token is never trained
-        logits = outputs.logits[:, :-1]
-        targets = labels[:, cut + 1 :]
-        loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]).float(),
-            targets.reshape(-1),
-            ignore_index=IGNORED,
-        )
-        if weight is not None:  # one sequence a batch (`sft_config`)
-            loss = loss * weight.to(loss.dtype).squeeze()
+        logprobs, outputs = self.trained_logprobs(model, inputs["input_ids"], inputs["labels"])
+        if weight is None:
+            loss = -logprobs.mean()
+        else:  # one sequence a batch (`sft_config`)
+            loss = clipped_policy_loss(logprobs, sampled[0], float(weight))
         return (loss, outputs) if return_outputs else loss
 
 
-class WeightKeeping:
-    """TRL's collator, with each sequence's `weight` passed on as a tensor beside it."""
+SAMPLED = "sampled_logprob"
+#: what a --reward-weighted dataset carries beside the tokens, to `compute_loss`
+WEIGHTED_COLUMNS = ("weight", SAMPLED)
 
-    def __init__(self, collate: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> None:
+
+class ColumnsKeeping:
+    """TRL's collator, with the `columns` it does not know passed on as tensors beside."""
+
+    def __init__(
+        self, collate: Callable[[list[dict[str, Any]]], dict[str, Any]], columns: tuple[str, ...]
+    ) -> None:
         self.collate = collate
+        self.columns = columns
 
     def __call__(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
-        weights = [example.pop("weight") for example in examples]
+        kept = {
+            column: [example.pop(column) for example in examples]
+            for column in self.columns
+            if column in examples[0]
+        }
         batch = self.collate(examples)
-        batch["weight"] = torch.tensor(weights, dtype=torch.float32)
+        for column, values in kept.items():
+            batch[column] = torch.tensor(values, dtype=torch.float32)
         return batch
 
 
@@ -239,4 +276,25 @@ def build_trainer(
         callbacks=[LossWriter(settings, on_step)],
         prefix=shared_prefix(dataset),
     )
+    if settings.reward_weighted:
+        trainer.with_sampled_logprobs(kept_sampled_logprobs(trainer, out))
     return without_printing(trainer)
+
+
+def kept_sampled_logprobs(trainer: SharedPrefixTrainer, out: Path) -> list[list[float]]:
+    """Each sequence's trained tokens' log-probabilities under the policy that sampled
+    them, for which the starting model stands (the runs were sampled from it, or from a
+    round that played as it did): computed at a run's start and kept in OUT, since a
+    resumed run's model is its checkpoint's."""
+    path = out / run_folder.SAMPLED_LOGPROBS
+    if path.is_file():
+        rows: list[list[float]] = json.loads(path.read_text())
+        if len(rows) != len(trainer.train_dataset):
+            raise ValueError(
+                f"{path} holds {len(rows)} sequences, the demonstrations "
+                f"{len(trainer.train_dataset)}: start the run again in a new --out"
+            )
+        return rows
+    rows = trainer.sampled_logprobs()
+    path.write_text(json.dumps(rows))
+    return rows

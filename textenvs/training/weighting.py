@@ -1,7 +1,11 @@
-"""REINFORCE on a model's recorded episodes (`--method sft --demonstrations RUN
---reward-weighted`): every reply of an episode is trained on with the weight of its
-episode's success minus the runs' mean success, the policy gradient of the success reward
-with the batch mean as its baseline. Won episodes' replies are drawn up, lost ones' down.
+"""A policy gradient on a model's recorded episodes (`--method sft --demonstrations RUN
+--reward-weighted`): every reply of an episode is trained on with the weight (advantage)
+of its episode's success minus the runs' mean success, the policy gradient of the success
+reward with the batch mean as its baseline. Won episodes' replies are drawn up, lost ones'
+down, each token only as long as its probability stays within `CLIP` of the probability
+it was sampled at (PPO's clipped objective, as GRPO uses it): without that bound, pushing
+lost replies down has no floor, and a first run at lr 3e-4 drove a lost reply's loss to
+-8.8 a token within 7 steps and the won replies' to +2.8 in the next, a wrecked model.
 
 Where expert iteration (`--only-success`) moves only what won, this also moves away from
 what lost: a command common to both is pushed up and down about equally and stays, what
@@ -15,7 +19,13 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+import torch
+
 from textenvs.training.demonstrations import RecordedEpisode
+
+#: how far a token's probability may move from its sampled one, as a ratio, before the
+#: loss stops moving it (PPO's epsilon)
+CLIP = 0.2
 
 
 def success_weighted(
@@ -37,3 +47,16 @@ def success_weighted(
     chosen = sorted([*won, *drawn])
     weights = [1 - share if episodes[at].success else lost_weight for at in chosen]
     return [episodes[at] for at in chosen], weights
+
+
+def clipped_policy_loss(
+    logprobs: torch.Tensor, sampled: torch.Tensor, advantage: float
+) -> torch.Tensor:
+    """A loss whose gradient is PPO's clipped surrogate's for one sequence's trained
+    tokens: -advantage * ratio * grad log p where the ratio of a token's probability to
+    its sampled one is within `CLIP` on the side the advantage pushes it, 0 past it. Its
+    value is the advantage times the tokens' mean cross-entropy, weighted by the ratios,
+    so at the start (ratios 1) it is the weighted imitation loss."""
+    ratio = (logprobs.detach() - sampled.to(logprobs.device)).exp()
+    past = ratio > 1 + CLIP if advantage > 0 else ratio < 1 - CLIP
+    return -(advantage * ratio * ~past * logprobs).mean()
