@@ -167,11 +167,21 @@ def test_reward_weighted_training_weighs_won_and_lost_episodes(
     tiny_dir, reactive_run, tmp_path, capsys
 ):
     base = ["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
-            "--steps", "1", "--demonstrations", str(reactive_run), "--reward-weighted",
-            "--history", "0", "--seeds-per-step", "2", "--eval-seeds", "3000-3009"]  # fmt: skip
-    code = main([*base, "--out", str(tmp_path / "run")])
+            "--demonstrations", str(reactive_run), "--reward-weighted", "--history", "0",
+            "--seeds-per-step", "2", "--eval-seeds", "3000-3009", "--save-every", "1"]  # fmt: skip
+    run = tmp_path / "run"
+    code = main([*base, "--steps", "1", "--out", str(run)])
     err = " ".join(capsys.readouterr().err.split())
     assert code == 0, err
+    assert "sequences' replies with the starting model" in err
+    scored = (run / "sampled-logprobs.json").read_text()
+    # a resumed run's model is its checkpoint's: the starting model's scores are kept
+    code = main([*base, "--steps", "2", "--out", str(run), "--resume"])
+    resumed = " ".join(capsys.readouterr().err.split())
+    assert code == 0, resumed
+    assert "with the starting model" not in resumed
+    assert (run / "sampled-logprobs.json").read_text() == scored
+    assert models.read_record(run / "final")["step"] == 2
     successes = [r["success"] for r in store.read_episodes(reactive_run)]
     won, share = sum(successes), sum(successes) / len(successes)
     lost = min(won, len(successes) - won)
@@ -179,12 +189,12 @@ def test_reward_weighted_training_weighs_won_and_lost_episodes(
     lost_weight = -share * (len(successes) - won) / lost
     assert f"each lost episode's replies weigh {lost_weight:+.3f}, each won one's" in err
     assert f"{1 - share:+.3f} (success minus the runs' mean success)" in err
-    assert models.read_record(tmp_path / "run" / "final")["reward_weighted"] is True
+    assert models.read_record(run / "final")["reward_weighted"] is True
     for extra, said in [
         (["--only-success"], "--only-success on won ones alone: give one of them"),
         (["--demonstrations", "reactive", "--seeds", "1000-1003"], "'textenvs eval' run folders"),
     ]:
         with pytest.raises(SystemExit):
-            main([*base, *extra, "--out", str(tmp_path / "refused")])
+            main([*base, *extra, "--steps", "1", "--out", str(tmp_path / "refused")])
         assert said in capsys.readouterr().err
     assert not (tmp_path / "refused").exists()
