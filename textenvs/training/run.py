@@ -176,8 +176,16 @@ def _sft_trainer(
         if not (out / run_folder.SAMPLED_LOGPROBS).is_file():
             console.print(
                 f"scoring the {len(dataset):,} sequences' replies with the starting model "
-                f"(once, minutes; kept in {out / run_folder.SAMPLED_LOGPROBS} for --resume)"
+                f"(once, about half a second each here; kept in "
+                f"{out / run_folder.SAMPLED_LOGPROBS} for --resume)"
             )
+            scoring = progress_bar(console, "[bold]scoring")
+            task = scoring.add_task("", total=len(dataset))
+            with scoring:
+                return sft.build_trainer(
+                    settings, model, tokenizer, dataset, out, on_step, keep_checkpoints,
+                    on_scored=lambda: scoring.advance(task),
+                )  # fmt: skip
     return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
 
 

@@ -188,14 +188,17 @@ class SharedPrefixTrainer(SFTTrainer):
         sampled them (`sampled_logprobs` computes them with the starting model)."""
         self.train_dataset = self.train_dataset.add_column(SAMPLED, sampled)
 
-    def sampled_logprobs(self) -> list[list[float]]:
-        """Each sequence's trained tokens' log-probabilities under the model as it is now."""
+    def sampled_logprobs(self, on_row: Callable[[], Any] | None = None) -> list[list[float]]:
+        """Each sequence's trained tokens' log-probabilities under the model as it is now
+        (`on_row` called after each)."""
         rows = []
         with torch.no_grad():
             for row in self.train_dataset:
                 ids, labels = torch.tensor([row["input_ids"]]), torch.tensor([row["labels"]])
                 logprobs, _ = self.trained_logprobs(self.model, ids, labels)
                 rows.append(logprobs.tolist())
+                if on_row is not None:
+                    on_row()
         return rows
 
     def compute_loss(
@@ -265,7 +268,10 @@ def build_trainer(
     out: Path,
     on_step: Callable[[dict[str, Any]], None] | None = None,
     keep_checkpoints: int | None = None,
+    on_scored: Callable[[], Any] | None = None,
 ) -> SFTTrainer:
+    """The trainer; with --reward-weighted, its sequences scored by the starting model
+    first, `on_scored` called after each (or read back from OUT on a resume)."""
     if settings.train_layers is not None:
         freeze_below(model, settings.train_layers)
     trainer = SharedPrefixTrainer(
@@ -277,11 +283,13 @@ def build_trainer(
         prefix=shared_prefix(dataset),
     )
     if settings.reward_weighted:
-        trainer.with_sampled_logprobs(kept_sampled_logprobs(trainer, out))
+        trainer.with_sampled_logprobs(kept_sampled_logprobs(trainer, out, on_scored))
     return without_printing(trainer)
 
 
-def kept_sampled_logprobs(trainer: SharedPrefixTrainer, out: Path) -> list[list[float]]:
+def kept_sampled_logprobs(
+    trainer: SharedPrefixTrainer, out: Path, on_row: Callable[[], Any] | None = None
+) -> list[list[float]]:
     """Each sequence's trained tokens' log-probabilities under the policy that sampled
     them, for which the starting model stands (the runs were sampled from it, or from a
     round that played as it did): computed at a run's start and kept in OUT, since a
@@ -295,6 +303,6 @@ def kept_sampled_logprobs(trainer: SharedPrefixTrainer, out: Path) -> list[list[
                 f"{len(trainer.train_dataset)}: start the run again in a new --out"
             )
         return rows
-    rows = trainer.sampled_logprobs()
+    rows = trainer.sampled_logprobs(on_row)
     path.write_text(json.dumps(rows))
     return rows
