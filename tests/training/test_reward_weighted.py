@@ -17,7 +17,12 @@ from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference.chat import ChatTokens
 from textenvs.training.demonstrations import RecordedEpisode, demonstrate
 from textenvs.training.sft import SharedPrefixTrainer, shared_prefix
-from textenvs.training.weighting import CLIP, clipped_policy_loss, success_weighted
+from textenvs.training.weighting import (
+    CLIP,
+    clipped_policy_loss,
+    success_weighted,
+    turn_weights,
+)
 
 
 def recorded(successes: list[bool]) -> list[RecordedEpisode]:
@@ -40,6 +45,18 @@ def test_each_episode_weighs_its_success_minus_the_mean():
     assert success_weighted(episodes, rng_seed=0) == (chosen, weights)
     draws = {tuple(e.spec.seed for e in success_weighted(episodes, seed)[0]) for seed in range(9)}
     assert len(draws) > 1  # the draw follows the run's seed
+
+
+def test_an_episode_counts_once_however_many_turns_it_took():
+    """A won episode of 8 turns and a lost one of 30 (as they run at the step limit) push
+    as much each, and a turn weighs its episode's weight on average."""
+    shares = turn_weights([0.9, -0.9], [8, 30])
+    assert [len(share) for share in shares] == [8, 30]
+    assert sum(shares[0]) == pytest.approx(-sum(shares[1]))
+    assert len(set(shares[0])) == len(set(shares[1])) == 1  # evenly within an episode
+    every = [abs(weight) for share in shares for weight in share]
+    assert sum(every) / len(every) == pytest.approx(0.9)
+    assert turn_weights([0.5, -0.5], [3, 0]) == [[pytest.approx(0.25)] * 3, []]
 
 
 @pytest.mark.parametrize("won", [True, False])

@@ -168,10 +168,13 @@ def _sft_trainer(
         f"tokens, {trained:,} of them replies (trained on)"
     )
     if settings.reward_weighted:
-        weights = sorted(set(dataset["weight"]))
+        weights = dataset["weight"]
+        won_turns = [w for w in weights if w > 0]
+        lost_turns = [w for w in weights if w < 0]
         console.print(
-            f"each lost episode's replies weigh {weights[0]:+.3f}, each won one's "
-            f"{weights[-1]:+.3f} (success minus the runs' mean success)"
+            "each episode's weight (success minus the runs' mean success) is shared among "
+            f"its turns: a won episode's turn weighs {sum(won_turns) / len(won_turns):+.3f} "
+            f"on average, a lost one's {sum(lost_turns) / len(lost_turns):+.3f}"
         )
         if not (out / run_folder.SAMPLED_LOGPROBS).is_file():
             console.print(

@@ -46,7 +46,7 @@ from textenvs.training.trainers import (
     trainer_arguments,
     without_printing,
 )
-from textenvs.training.weighting import clipped_policy_loss, success_weighted
+from textenvs.training.weighting import clipped_policy_loss, success_weighted, turn_weights
 
 __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 
@@ -78,8 +78,8 @@ def demonstration_dataset(
     `labels`), in the conversation `textenvs eval` holds for this model (its prompt
     budget, the run's conversation settings, text or tools mode). With `recorded` (the episodes
     of the eval run `settings.demonstrations`), those of the training seeds are replayed
-    instead of played; with `settings.reward_weighted`, each sequence has the `weight` of
-    its episode (`weighting.py`)."""
+    instead of played; with `settings.reward_weighted`, each sequence has its share of
+    its episode's `weight` (`weighting.py`)."""
     # text or tools mode: `settings_from` refuses --method sft in json mode
     conversation = run_conversation(settings, model_prompt_budget(settings, model))
     chat = ChatTokens(tokenizer)
@@ -124,7 +124,8 @@ def demonstration_dataset(
     sequences = [sequence for d in kept for sequence in d.sequences]
     columns = {"input_ids": [s.ids for s in sequences], "labels": [s.labels for s in sequences]}
     if weights:
-        columns["weight"] = [w for d, w in zip(kept, weights, strict=True) for _ in d.sequences]
+        shares = turn_weights(weights, [len(d.sequences) for d in kept])
+        columns["weight"] = [weight for share in shares for weight in share]
     return Dataset.from_dict(columns), kept
 
 

@@ -1,11 +1,12 @@
 """A policy gradient on a model's recorded episodes (`--method sft --demonstrations RUN
 --reward-weighted`): every reply of an episode is trained on with the weight (advantage)
 of its episode's success minus the runs' mean success, the policy gradient of the success
-reward with the batch mean as its baseline. Won episodes' replies are drawn up, lost ones'
-down, each token only as long as its probability stays within `CLIP` of the probability
-it was sampled at (PPO's clipped objective, as GRPO uses it): without that bound, pushing
-lost replies down has no floor, and a first run at lr 3e-4 drove a lost reply's loss to
--8.8 a token within 7 steps and the won replies' to +2.8 in the next, a wrecked model.
+reward with the batch mean as its baseline, each episode's weight shared among its turns
+(`turn_weights`). Won episodes' replies are drawn up, lost ones' down, each token only
+as long as its probability stays within `CLIP` of the probability it was sampled at
+(PPO's clipped objective, as GRPO uses it): without that bound, pushing lost replies
+down has no floor, and a first run at lr 3e-4 drove a lost reply's loss to -8.8 a token
+within 7 steps and the won replies' to +2.8 in the next, a wrecked model.
 
 Where expert iteration (`--only-success`) moves only what won, this also moves away from
 what lost: a command common to both is pushed up and down about equally and stays, what
@@ -60,3 +61,14 @@ def clipped_policy_loss(
     ratio = (logprobs.detach() - sampled.to(logprobs.device)).exp()
     past = ratio > 1 + CLIP if advantage > 0 else ratio < 1 - CLIP
     return -(advantage * ratio * ~past * logprobs).mean()
+
+
+def turn_weights(weights: Sequence[float], turns: Sequence[int]) -> list[list[float]]:
+    """Each episode's weight shared among its `turns` trained turns, scaled so that a turn
+    weighs its episode's weight on average over the runs: an episode counts once, however
+    long. Summed over turns instead, lost episodes (which run to the step limit: 30 turns
+    against a won one's 8-10) outweighed won ones 3.4 times at equal counts; every
+    command but `mark` was pushed down, and the policy marked on its first turn."""
+    mean = sum(turns) / len(turns)
+    shared = zip(weights, turns, strict=True)
+    return [[weight * mean / count for _ in range(count)] for weight, count in shared]
