@@ -179,7 +179,7 @@ def _sft_trainer(
         if not (out / run_folder.SAMPLED_LOGPROBS).is_file():
             console.print(
                 f"scoring the {len(dataset):,} sequences' replies with the starting model "
-                f"(once, about half a second each here; kept in "
+                "(once, about 0.65 s each on 2 CPU cores; kept in "
                 f"{out / run_folder.SAMPLED_LOGPROBS} for --resume)"
             )
             scoring = progress_bar(console, "[bold]scoring")

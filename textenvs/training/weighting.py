@@ -5,8 +5,8 @@ reward with the batch mean as its baseline, each episode's weight shared among i
 (`turn_weights`). Won episodes' replies are drawn up, lost ones' down, each token only
 as long as its probability stays within `CLIP` of the probability it was sampled at
 (PPO's clipped objective, as GRPO uses it): without that bound, pushing lost replies
-down has no floor, and a first run at lr 3e-4 drove a lost reply's loss to -8.8 a token
-within 7 steps and the won replies' to +2.8 in the next, a wrecked model.
+down has no floor, and a first run at lr 3e-4 drove a step's loss to -8.8 within 7 steps
+and to +2.75 two steps later, a wrecked model.
 
 Where expert iteration (`--only-success`) moves only what won, this also moves away from
 what lost: a command common to both is pushed up and down about equally and stays, what
