@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -167,6 +168,8 @@ def _sft_trainer(
         f"{len(kept)} demonstrations ({won} won), {len(dataset):,} sequences, {tokens:,} "
         f"tokens, {trained:,} of them replies (trained on)"
     )
+    scoring: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    on_scored = None
     if settings.reward_weighted:
         weights = dataset["weight"]
         won_turns = [w for w in weights if w > 0]
@@ -182,14 +185,13 @@ def _sft_trainer(
                 "(once, about 0.65 s each on 2 CPU cores; kept in "
                 f"{out / run_folder.SAMPLED_LOGPROBS} for --resume)"
             )
-            scoring = progress_bar(console, "[bold]scoring")
-            task = scoring.add_task("", total=len(dataset))
-            with scoring:
-                return sft.build_trainer(
-                    settings, model, tokenizer, dataset, out, on_step, keep_checkpoints,
-                    on_scored=lambda: scoring.advance(task),
-                )  # fmt: skip
-    return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
+            bar = progress_bar(console, "[bold]scoring")
+            task = bar.add_task("", total=len(dataset))
+            scoring, on_scored = bar, lambda: bar.advance(task)
+    with scoring:
+        return sft.build_trainer(
+            settings, model, tokenizer, dataset, out, on_step, keep_checkpoints, on_scored
+        )
 
 
 def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:

@@ -41,8 +41,8 @@ class TrainSettings:
     demonstrations: str = "scripted"
     #: sft: imitate won episodes only
     only_success: bool = False
-    #: --method sft on recorded runs: every reply weighted by its episode's success minus
-    #: the runs' mean (REINFORCE with a baseline, `weighting.py`)
+    #: --method sft on recorded runs: a clipped policy gradient, each episode weighted by
+    #: its success minus the runs' mean (`weighting.py`)
     reward_weighted: bool = False
     #: --method sft: the share of the replies repeating the command before trained on
     habit_share: float = 1.0
