@@ -90,6 +90,7 @@ async def play_with_fresh_agent(
             key[1],
             options=plan.env_options or None,
             max_invalid=plan.max_invalid,
+            repeat=key[2],
         )
     except Exception as exc:
         return crashed_result(key, agent.name if agent is not None else "?", exc)
@@ -151,6 +152,7 @@ class EpisodePlayer:
                 [key[1] for key in keys],
                 options=self.plan.env_options or None,
                 max_invalid=self.plan.max_invalid,
+                repeat=keys[0][2],
             )
             async for result in group:
                 results.append(result)

@@ -93,6 +93,7 @@ async def play_group(
     options: dict[str, Any] | None = None,
     max_invalid: int | None = None,
     on_turn: Callable[[Turn], None] | None = None,
+    repeat: int = 0,
 ) -> AsyncIterator[EpisodeResult]:
     """Play the trials in order with one agent, yielding each episode as it ends; stop
     after one that ends in an agent error (the conversation cannot go on)."""
@@ -106,6 +107,7 @@ async def play_group(
             max_invalid=max_invalid,
             trial=trial,
             trials=len(seeds),
+            repeat=repeat,
         )
         yield result
         if result.outcome == AGENT_ERROR:

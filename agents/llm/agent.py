@@ -293,8 +293,12 @@ def episode_ending(context: EpisodeContext, observation: str, end: EpisodeEnd) -
 
 def request_seed(seed: int, context: EpisodeContext, index: int) -> int:
     """The sampling seed of an episode's `index`-th request under `--llm-seed seed`: one
-    of its own for each (seed, scenario, episode seed, trial, request), so a server that
-    honours it draws each reply the same whatever order the episodes run in, how many
-    run at once, or where a resumed run starts."""
+    of its own for each (seed, scenario, episode seed, trial, repeat, request), so a
+    server that honours it draws each reply the same whatever order the episodes run in,
+    how many run at once, or where a resumed run starts, and a seed's K episodes
+    (`--episodes-per-seed K`) differently. A first episode's key has no repeat, as
+    before repeats counted: its replies stay those published."""
     key = f"{seed}:{context.env_name}:{context.seed}:{context.trial}:{index}"
+    if context.repeat:
+        key += f":{context.repeat}"
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest()) >> 1

@@ -64,6 +64,29 @@ def test_text_mode_prompt_and_request_fields(server: OpenAIServer) -> None:
     json.dumps(result.to_dict())  # the whole trajectory is JSON-able
 
 
+def test_a_seeds_episodes_are_sampled_with_seeds_of_their_own(
+    server: OpenAIServer, tmp_path: Any
+) -> None:
+    """`--episodes-per-seed 2 --llm-seed N`: the two episodes of a seed send different
+    request seeds (else a sampling run's repeats would be one episode twice), and the
+    first keeps the seeds it had before repeats counted (published runs replay)."""
+    import asyncio
+    import hashlib
+
+    from textenvs.evals import runner
+    from textenvs.evals.plan import EvalPlan, build_config
+
+    server.default = text("Action: mark")  # ends the episode: one request each
+    plan = EvalPlan(envs=["em-anomaly"], seeds=[3], episodes_per_seed=2)
+    factory = lambda: agent_for(server, seed=7, temperature=1.0)  # noqa: E731
+    config = build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="3")
+    asyncio.run(runner.run_eval(plan, tmp_path, factory, config))
+    sent = [request.body["seed"] for request in server.requests]
+    assert len(sent) == 2 and len(set(sent)) == 2
+    before = int.from_bytes(hashlib.blake2b(b"7:em-anomaly:3:1:0", digest_size=4).digest()) >> 1
+    assert before in sent
+
+
 def test_unset_sampling_options_are_not_sent(server: OpenAIServer) -> None:
     server.script(text("wait"))
     env = textenvs.make("treasure-hunt")

@@ -31,6 +31,7 @@ def context_for(
     *,
     trial: int = 1,
     trials: int = 1,
+    repeat: int = 0,
 ) -> EpisodeContext:
     from textenvs.prompts import Mode, prompt_name, rules_text
 
@@ -51,6 +52,7 @@ def context_for(
         prompt=prompt,
         trial=trial,
         trials=trials,
+        repeat=repeat,
     )
 
 
@@ -64,17 +66,19 @@ async def run_episode(
     max_invalid: int | None = None,
     trial: int = 1,
     trials: int = 1,
+    repeat: int = 0,
 ) -> EpisodeResult:
     """Play until the episode ends or the agent cannot go on. Agent faults are recorded
     as outcome `agent_error` and never raised. `max_invalid` stops the episode (outcome
     `invalid_limit`) after that many invalid commands in a row. `trial` of `trials`: the
-    episode's place in a trial group (`evals.trials`), told to the agent. An episode the
+    episode's place in a trial group (`evals.trials`), and `repeat` which of a seed's
+    episodes it is, told to the agent. An episode the
     agent did not break off ends with `agent.end_episode` and the final observation."""
     started = time.perf_counter()
     level = episode_level(env.name, options, getattr(env, "level", None))
     result = EpisodeResult(env=env.name, seed=seed, agent=agent.name, level=level)
     observation, info = await _maybe_await(env.reset(seed=seed, options=options))
-    agent.reset(context_for(env, seed, options, trial=trial, trials=trials))
+    agent.reset(context_for(env, seed, options, trial=trial, trials=trials, repeat=repeat))
     invalid_run = 0
     while True:
         try:

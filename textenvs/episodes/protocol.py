@@ -37,6 +37,9 @@ class EpisodeContext:
     #: the same agent in one continuing conversation (1 of 1 otherwise)
     trial: int = 1
     trials: int = 1
+    #: which of a seed's episodes this is (`--episodes-per-seed K`: 0 to K-1), so an
+    #: agent that samples can draw each of them differently
+    repeat: int = 0
 
 
 # Outcomes an agent may end an episode with (`Decision.outcome`); the others are in
