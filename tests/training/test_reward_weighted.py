@@ -1,8 +1,9 @@
 """A policy gradient on recorded episodes (`--reward-weighted`, `training/weighting.py`):
-each episode weighs its success minus the runs' mean, as many lost episodes as won are
-drawn, a token stops moving once its probability is `CLIP` past its sampled one, and the
-weight and the sampled log-probabilities reach each sequence's loss through TRL's own
-collator and trainer."""
+each episode weighs its success minus the runs' mean (as many lost episodes as won
+drawn) or minus its seed's mean where a seed was played several times, a token stops
+moving once its probability is `CLIP` past its sampled one, and the weight and the
+sampled log-probabilities reach each sequence's loss through TRL's own collator and
+trainer."""
 
 from __future__ import annotations
 
@@ -45,6 +46,25 @@ def test_each_episode_weighs_its_success_minus_the_mean():
     assert success_weighted(episodes, rng_seed=0) == (chosen, weights)
     draws = {tuple(e.spec.seed for e in success_weighted(episodes, seed)[0]) for seed in range(9)}
     assert len(draws) > 1  # the draw follows the run's seed
+
+
+def test_a_seed_played_several_times_is_its_own_baseline():
+    """GRPO's group baseline: each episode weighs its success minus its seed's mean, and a
+    seed won every time or lost every time teaches nothing and is left out."""
+    plays = {2000: [True, False, False, False], 2001: [False] * 4, 2002: [True, True, False, True]}
+    plays[2003] = [True] * 4
+    episodes = [
+        RecordedEpisode(EpisodeSpec("em-anomaly", seed), ("north",), won, float(won))
+        for seed, outcomes in plays.items()
+        for won in outcomes
+    ]
+    chosen, weights = success_weighted(episodes, rng_seed=0)
+    assert [e.spec.seed for e in chosen] == [2000] * 4 + [2002] * 4  # recorded order
+    assert weights == pytest.approx([0.75, -0.25, -0.25, -0.25, 0.25, 0.25, -0.75, 0.25])
+    assert success_weighted(episodes, rng_seed=5) == (chosen, weights)  # nothing is drawn
+    alike = [e for e in episodes if e.spec.seed in (2001, 2003)]
+    with pytest.raises(ValueError, match="won every time or lost every time"):
+        success_weighted(alike, rng_seed=0)
 
 
 def test_an_episode_counts_once_however_many_turns_it_took():

@@ -86,9 +86,11 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="--method sft with --demonstrations RUN (the model's own sampled episodes): "
         "a policy gradient on won and lost episodes, each reply weighted by its episode's "
-        "success minus the runs' mean success (what won is drawn up, what lost down), each "
-        "token only until its probability is 20%% past the starting model's (PPO's clip); "
-        "as many lost episodes as won are drawn, each weighing for all the lost",
+        "success minus its seed's mean where a seed was sampled more than once (eval "
+        "--episodes-per-seed K: GRPO's group baseline), else minus the runs' mean (as many "
+        "lost episodes as won drawn, each weighing for all the lost); what won is drawn up, "
+        "what lost down, each token only until its probability is 20%% past the starting "
+        "model's (PPO's clip)",
     )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(

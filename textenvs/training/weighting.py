@@ -1,23 +1,29 @@
 """A policy gradient on a model's recorded episodes (`--method sft --demonstrations RUN
 --reward-weighted`): every reply of an episode is trained on with the weight (advantage)
-of its episode's success minus the runs' mean success, the policy gradient of the success
-reward with the batch mean as its baseline, each episode's weight shared among its turns
+of its episode's success minus a baseline, each episode's weight shared among its turns
 (`turn_weights`). Won episodes' replies are drawn up, lost ones' down, each token only
 as long as its probability stays within `CLIP` of the probability it was sampled at
 (PPO's clipped objective, as GRPO uses it): without that bound, pushing lost replies
 down has no floor, and a first run at lr 3e-4 drove a step's loss to -8.8 within 7 steps
 and to +2.75 two steps later, a wrecked model.
 
+The baseline: where the runs played a seed more than once (`textenvs eval
+--episodes-per-seed K`), an episode is compared with the others on its seed (GRPO's group
+baseline: a win counts where the same world was also lost, not where it is easy), and
+seeds whose episodes all ended alike are left out. With one episode a seed, the runs'
+mean success; lost episodes then far outnumber won ones at a checkpoint's 10-15%, so as
+many lost as won are drawn (with the run's `rng_seed`), each weighing for all the lost:
+the same expected gradient at a fraction of the sequences.
+
 Where expert iteration (`--only-success`) moves only what won, this also moves away from
 what lost: a command common to both is pushed up and down about equally and stays, what
-won episodes did more often than lost ones grows. Lost episodes far outnumber won ones at
-a checkpoint's 10-15%, so as many lost as won are drawn (with the run's `rng_seed`), and
-each weighs for all the lost: the same expected gradient at a fraction of the sequences.
+won episodes did more often than lost ones grows.
 """
 
 from __future__ import annotations
 
 import random
+from collections import defaultdict
 from collections.abc import Sequence
 
 import torch
@@ -32,16 +38,52 @@ CLIP = 0.2
 def success_weighted(
     episodes: Sequence[RecordedEpisode], rng_seed: int
 ) -> tuple[list[RecordedEpisode], list[float]]:
-    """The won episodes and as many drawn lost ones, in their recorded order, each with
-    its weight: 1 - p for a won one, -p * lost / drawn for a lost one (p: the share won)."""
-    won = [at for at, episode in enumerate(episodes) if episode.success]
-    lost = [at for at, episode in enumerate(episodes) if not episode.success]
-    if not won or not lost:
+    """The episodes trained on, in their recorded order, each with its weight: success
+    minus its seed's mean where a seed was played more than once (`seed_relative`), else
+    minus the runs' mean (`mean_relative`)."""
+    won = sum(episode.success for episode in episodes)
+    if won in (0, len(episodes)):
         ended = "won" if won else "lost"
         raise ValueError(
             f"--reward-weighted: every episode on the training seeds was {ended}, so success "
             "minus its mean is 0 for all; give runs with won and lost episodes"
         )
+    seeds = {episode.spec.seed for episode in episodes}
+    if len(seeds) < len(episodes):
+        return seed_relative(episodes)
+    return mean_relative(episodes, rng_seed)
+
+
+def seed_relative(
+    episodes: Sequence[RecordedEpisode],
+) -> tuple[list[RecordedEpisode], list[float]]:
+    """The episodes of the seeds both won and lost, each weighing its success minus its
+    seed's mean success."""
+    by_seed: dict[int, list[int]] = defaultdict(list)
+    for at, episode in enumerate(episodes):
+        by_seed[episode.spec.seed].append(at)
+    weights: dict[int, float] = {}
+    for group in by_seed.values():
+        mean = sum(episodes[at].success for at in group) / len(group)
+        if 0 < mean < 1:
+            weights.update({at: episodes[at].success - mean for at in group})
+    if not weights:
+        raise ValueError(
+            "--reward-weighted: every seed played more than once was won every time or "
+            "lost every time, so no episode beats its seed's mean; sample more episodes a "
+            "seed (--episodes-per-seed) or more seeds"
+        )
+    chosen = sorted(weights)
+    return [episodes[at] for at in chosen], [weights[at] for at in chosen]
+
+
+def mean_relative(
+    episodes: Sequence[RecordedEpisode], rng_seed: int
+) -> tuple[list[RecordedEpisode], list[float]]:
+    """The won episodes and as many drawn lost ones, each with its weight: 1 - p for a
+    won one, -p * lost / drawn for a lost one (p: the share won)."""
+    won = [at for at, episode in enumerate(episodes) if episode.success]
+    lost = [at for at, episode in enumerate(episodes) if not episode.success]
     share = len(won) / len(episodes)
     drawn = random.Random(rng_seed).sample(lost, min(len(won), len(lost)))
     lost_weight = -share * len(lost) / len(drawn)
