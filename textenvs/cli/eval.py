@@ -83,7 +83,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         default=1,
         metavar="K",
         help="episodes per (env, seed) (1); the same seed gives the same world, so K > 1 "
-        "only measures the agent's own variance",
+        "measures the agent's own variance (sampled with --temperature and --llm-seed, "
+        "each episode with seeds of its own: the groups `train --reward-weighted` "
+        "compares within)",
     )
     p.add_argument(
         "--trials",
