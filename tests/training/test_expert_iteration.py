@@ -186,7 +186,7 @@ def test_reward_weighted_training_weighs_won_and_lost_episodes(
     won = sum(successes)
     lost = min(won, len(successes) - won)
     assert f"{won + lost} demonstrations ({won} won)" in err
-    assert "each episode's weight (success minus the runs' mean success) is shared" in err
+    assert "else the runs' mean) is shared among its turns" in err
     assert "a won episode's turn weighs +" in err and "a lost one's -" in err
     assert models.read_record(run / "final")["reward_weighted"] is True
     for extra, said in [

@@ -175,8 +175,9 @@ def _sft_trainer(
         won_turns = [w for w in weights if w > 0]
         lost_turns = [w for w in weights if w < 0]
         console.print(
-            "each episode's weight (success minus the runs' mean success) is shared among "
-            f"its turns: a won episode's turn weighs {sum(won_turns) / len(won_turns):+.3f} "
+            "each episode's weight (success minus its seed's mean where a seed was sampled "
+            "more than once, else the runs' mean) is shared among its turns: a won "
+            f"episode's turn weighs {sum(won_turns) / len(won_turns):+.3f} "
             f"on average, a lost one's {sum(lost_turns) / len(lost_turns):+.3f}"
         )
         if not (out / run_folder.SAMPLED_LOGPROBS).is_file():
