@@ -5,6 +5,8 @@ Every test talks to a real HTTP server on loopback (benchmarks/support/openai_se
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 from typing import Any
 
@@ -22,6 +24,8 @@ from tests.agents.conftest import KEY
 from tests.agents.llm_support import LongHunt, agent_for, play
 from textenvs.agents.llm import LLMAgent
 from textenvs.agents.llm.agent import request_seed
+from textenvs.evals import runner
+from textenvs.evals.plan import EvalPlan, build_config
 from textenvs.prompts import Mode, system_prompt
 
 
@@ -70,15 +74,12 @@ def test_a_seeds_episodes_are_sampled_with_seeds_of_their_own(
     """`--episodes-per-seed 2 --llm-seed N`: the two episodes of a seed send different
     request seeds (else a sampling run's repeats would be one episode twice), and the
     first keeps the seeds it had before repeats counted (published runs replay)."""
-    import asyncio
-    import hashlib
-
-    from textenvs.evals import runner
-    from textenvs.evals.plan import EvalPlan, build_config
-
     server.default = text("Action: mark")  # ends the episode: one request each
     plan = EvalPlan(envs=["em-anomaly"], seeds=[3], episodes_per_seed=2)
-    factory = lambda: agent_for(server, seed=7, temperature=1.0)  # noqa: E731
+
+    def factory() -> LLMAgent:
+        return agent_for(server, seed=7, temperature=1.0)
+
     config = build_config(plan, factory(), agent_options={}, prices=None, seeds_spec="3")
     asyncio.run(runner.run_eval(plan, tmp_path, factory, config))
     sent = [request.body["seed"] for request in server.requests]

@@ -72,8 +72,8 @@ async def run_episode(
     as outcome `agent_error` and never raised. `max_invalid` stops the episode (outcome
     `invalid_limit`) after that many invalid commands in a row. `trial` of `trials`: the
     episode's place in a trial group (`evals.trials`), and `repeat` which of a seed's
-    episodes it is, told to the agent. An episode the
-    agent did not break off ends with `agent.end_episode` and the final observation."""
+    episodes it is, told to the agent. An episode the agent did not break off ends with
+    `agent.end_episode` and the final observation."""
     started = time.perf_counter()
     level = episode_level(env.name, options, getattr(env, "level", None))
     result = EpisodeResult(env=env.name, seed=seed, agent=agent.name, level=level)
