@@ -42,7 +42,8 @@ class TrainSettings:
     #: sft: imitate won episodes only
     only_success: bool = False
     #: --method sft on recorded runs: a clipped policy gradient, each episode weighted by
-    #: its success minus the runs' mean (`weighting.py`)
+    #: its success minus its seed's mean (a seed sampled more than once) or the runs'
+    #: mean (`weighting.py`)
     reward_weighted: bool = False
     #: --method sft: the share of the replies repeating the command before trained on
     habit_share: float = 1.0
