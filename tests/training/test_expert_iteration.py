@@ -5,6 +5,7 @@ trained checkpoint refusing every seed it or its starting model trained on."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -189,6 +190,7 @@ def test_reward_weighted_training_weighs_won_and_lost_episodes(
     assert "else the runs' mean) is shared among its turns" in err
     assert "a won episode's turn weighs +" in err and "a lost one's -" in err
     assert models.read_record(run / "final")["reward_weighted"] is True
+    assert re.search(r"step 2/2 +loss \S+ +kl [0-9.e-]+", resumed)  # each step's drift
     for extra, said in [
         (["--only-success"], "--only-success on won ones alone: give one of them"),
         (["--demonstrations", "reactive", "--seeds", "1000-1003"], "'textenvs eval' run folders"),
@@ -197,3 +199,28 @@ def test_reward_weighted_training_weighs_won_and_lost_episodes(
             main([*base, *extra, "--steps", "1", "--out", str(tmp_path / "refused")])
         assert said in capsys.readouterr().err
     assert not (tmp_path / "refused").exists()
+
+
+@pytest.mark.slow
+def test_a_reward_weighted_run_stops_after_the_step_that_drifts_past_target_kl(
+    tiny_dir, reactive_run, tmp_path, capsys
+):
+    """The first step's weights are the sampling model's (its drift 0), so with any bound
+    the run goes on; the second step's replies are read by a moved model and pass it."""
+    run = tmp_path / "run"
+    code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
+                 "--demonstrations", str(reactive_run), "--reward-weighted", "--history", "0",
+                 "--seeds-per-step", "2", "--eval-seeds", "3000-3009", "--learning-rate", "1e-2",
+                 "--target-kl", "1e-6", "--steps", "5", "--out", str(run)])  # fmt: skip
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0, err
+    assert (
+        "stopped after step 2 of 5: its approximate KL from the sampling model passed "
+        "--target-kl 1e-06" in err
+    )
+    assert models.read_record(run / "final")["step"] == 2
+    with pytest.raises(SystemExit):
+        main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
+              "--demonstrations", str(reactive_run), "--target-kl", "0.02", "--steps", "1",
+              "--eval-seeds", "3000-3009", "--out", str(tmp_path / "refused")])  # fmt: skip
+    assert "give --reward-weighted too" in capsys.readouterr().err

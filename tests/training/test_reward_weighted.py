@@ -7,6 +7,8 @@ trainer."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from datasets import Dataset
@@ -20,6 +22,7 @@ from textenvs.training.demonstrations import RecordedEpisode, demonstrate
 from textenvs.training.sft import SharedPrefixTrainer, shared_prefix
 from textenvs.training.weighting import (
     CLIP,
+    PolicyDrift,
     clipped_policy_loss,
     success_weighted,
     turn_weights,
@@ -142,3 +145,19 @@ def test_a_token_stops_moving_once_its_probability_is_clip_past_its_sampled_one(
     # on the other side a token is never held: the loss pulls it back
     back = clipped_policy_loss(logprobs, logprobs.detach() + push * 2.0, advantage)
     assert float(back) != 0
+
+
+def test_the_drift_is_the_mean_kl_estimate_over_the_tokens_since_last_taken():
+    """ratio - 1 - log ratio per token (never negative, 0 only where nothing moved),
+    averaged over every token added since the last `take`."""
+    drift = PolicyDrift()
+    sampled = torch.log(torch.tensor([0.5, 0.5, 0.2]))
+    drift.add(sampled.clone(), sampled)
+    assert drift.take() == 0.0
+    moved = torch.log(torch.tensor([0.6, 0.4, 0.2]))
+    drift.add(moved, sampled)
+    drift.add(sampled[:1], sampled[:1])
+    ratios = [1.2, 0.8, 1.0, 1.0]
+    expected = sum(r - 1 - math.log(r) for r in ratios) / 4
+    assert drift.take() == pytest.approx(expected)
+    assert drift.take() == 0.0  # taken: counting starts again

@@ -92,6 +92,16 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "what lost down, each token only until its probability is 20%% past the starting "
         "model's (PPO's clip)",
     )
+    p.add_argument(
+        "--target-kl",
+        type=positive_float,
+        default=None,
+        metavar="F",
+        help="--reward-weighted: stop after the first optimizer step whose approximate KL "
+        "divergence from the sampling model, over the step's replies, is past F (PPO's "
+        "target KL, e.g. 0.02); the run's final checkpoint is that step's. Each step's KL "
+        "is in its progress line (default: run every step)",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
@@ -280,6 +290,7 @@ def run(args: argparse.Namespace) -> int:
             demonstrations=args.demonstrations,
             only_success=args.only_success,
             reward_weighted=args.reward_weighted,
+            target_kl=args.target_kl,
             habit_share=args.habit_share,
             demonstration_noise=args.demonstration_noise,
             options=env_options_from_args(args),

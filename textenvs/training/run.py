@@ -86,6 +86,8 @@ def train(
     def on_step(row: dict[str, Any]) -> None:
         if settings.method == "sft":
             status = f"loss {row['loss']:.3g}"
+            if "kl" in row:  # --reward-weighted: how far from the sampling model
+                status += f"  kl {row['kl']:.2g}"
         else:
             invalid = row.get("invalid_rate")
             invalid_text = "-" if invalid is None else f"{invalid:.0%}"
@@ -117,9 +119,15 @@ def train(
             trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     except TemplateError as exc:
         raise TrainingError(str(exc)) from None
+    step = trainer.state.global_step
+    if step < settings.steps and settings.target_kl is not None:
+        console.print(
+            f"stopped after step {step} of {settings.steps}: its approximate KL from the "
+            f"sampling model passed --target-kl {settings.target_kl:g}"
+        )
     trained = trainer.accelerator.unwrap_model(trainer.model)
     final = out / run_folder.FINAL
-    models.save(trained, tokenizer, final, settings.record() | {"step": settings.steps})
+    models.save(trained, tokenizer, final, settings.record() | {"step": step})
     return final
 
 

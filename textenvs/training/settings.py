@@ -45,6 +45,9 @@ class TrainSettings:
     #: its success minus its seed's mean (a seed sampled more than once) or the runs'
     #: mean (`weighting.py`)
     reward_weighted: bool = False
+    #: --reward-weighted: stop after the first step whose approximate KL from the sampling
+    #: policy passed this (`sft.DriftLimit`; None: run every step)
+    target_kl: float | None = None
     #: --method sft: the share of the replies repeating the command before trained on
     habit_share: float = 1.0
     #: --method sft: the share of turns the demonstrator plays a random command on
@@ -111,7 +114,7 @@ ONLY_FOR = {
         "env_url", "generation", "vllm_server",
     ),
     "sft": (
-        "demonstrations", "only_success", "reward_weighted", "habit_share",
+        "demonstrations", "only_success", "reward_weighted", "target_kl", "habit_share",
         "demonstration_noise",
     ),
 }  # fmt: skip
@@ -224,6 +227,11 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
         raise TrainingError(
             "--reward-weighted weighs a model's own sampled episodes by their success: give "
             "--demonstrations 'textenvs eval' run folders, not an agent"
+        )
+    if settings.target_kl is not None and not settings.reward_weighted:
+        raise TrainingError(
+            "--target-kl bounds how far --reward-weighted moves from the sampling model; "
+            "give --reward-weighted too, or leave --target-kl out"
         )
     if settings.reward_weighted and settings.only_success:
         raise TrainingError(

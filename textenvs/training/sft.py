@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 from datasets import Dataset
-from transformers import DynamicCache, PreTrainedModel
+from transformers import DynamicCache, PreTrainedModel, TrainerCallback
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from trl import SFTConfig, SFTTrainer
 
@@ -46,7 +46,12 @@ from textenvs.training.trainers import (
     trainer_arguments,
     without_printing,
 )
-from textenvs.training.weighting import clipped_policy_loss, success_weighted, turn_weights
+from textenvs.training.weighting import (
+    PolicyDrift,
+    clipped_policy_loss,
+    success_weighted,
+    turn_weights,
+)
 
 __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 
@@ -147,14 +152,20 @@ class SharedPrefixTrainer(SFTTrainer):
     computed once an optimizer step, without gradient, and each sequence feeds the rest.
     A dataset with a `weight` column (--reward-weighted) is trained with the clipped
     policy loss of `weighting.py` instead, each sequence's tokens against their
-    log-probabilities when sampled (`with_sampled_logprobs`)."""
+    log-probabilities when sampled (`with_sampled_logprobs`), and each step's drift from
+    that policy measured (`drift`) and logged as `kl`."""
 
-    def __init__(self, *args: Any, prefix: list[int], **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, prefix: list[int], target_kl: float | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.prefix = prefix
         self.weighted = "weight" in self.train_dataset.column_names
+        self.drift = PolicyDrift()
+        self.drift_limit = DriftLimit(self.drift, target_kl)
         if self.weighted:
             self.data_collator = ColumnsKeeping(self.data_collator, WEIGHTED_COLUMNS)
+            self.add_callback(self.drift_limit)
         self.cache_argument = models.cache_argument(self.model)
         if prefix or self.weighted:  # the loss below is a sequence's mean: average it
             self.loss_is_scaled_for_ga = False  # over accumulation
@@ -217,7 +228,30 @@ class SharedPrefixTrainer(SFTTrainer):
             loss = -logprobs.mean()
         else:  # one sequence a batch (`sft_config`)
             loss = clipped_policy_loss(logprobs, sampled[0], float(weight))
+            self.drift.add(logprobs, sampled[0])
         return (loss, outputs) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+        if self.weighted and "loss" in logs:
+            logs = {**logs, "kl": self.drift_limit.last}
+        super().log(logs, *args, **kwargs)
+
+
+class DriftLimit(TrainerCallback):
+    """Takes each optimizer step's drift (`PolicyDrift`, measured in the step's forward
+    passes, before its update) and stops the run after the first step where it passed
+    `target` (None: never): PPO's target-KL early stop, a bound on how far the reward
+    may pull the model from the one whose episodes it learns from."""
+
+    def __init__(self, drift: PolicyDrift, target: float | None) -> None:
+        self.drift = drift
+        self.target = target
+        self.last = 0.0
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.last = self.drift.take()
+        if self.target is not None and self.last > self.target:
+            control.should_training_stop = True
 
 
 SAMPLED = "sampled_logprob"
@@ -258,7 +292,8 @@ class LossWriter(RecordWriter):
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
         if logs and "loss" in logs and self.on_step is not None:
-            self.on_step({"step": state.global_step, "loss": logs["loss"]})
+            kl = {"kl": logs["kl"]} if "kl" in logs else {}
+            self.on_step({"step": state.global_step, "loss": logs["loss"], **kl})
 
 
 def build_trainer(
@@ -282,6 +317,7 @@ def build_trainer(
         processing_class=tokenizer,
         callbacks=[LossWriter(settings, on_step)],
         prefix=shared_prefix(dataset),
+        target_kl=settings.target_kl,
     )
     if settings.reward_weighted:
         trainer.with_sampled_logprobs(kept_sampled_logprobs(trainer, out, on_scored))

@@ -105,6 +105,28 @@ def clipped_policy_loss(
     return -(advantage * ratio * ~past * logprobs).mean()
 
 
+class PolicyDrift:
+    """How far the policy has moved from the one that sampled the trained tokens: the
+    mean over an optimizer step's trained tokens of ratio - 1 - log ratio (an estimate of
+    KL(sampling policy || current) that is never negative; PPO implementations' "approximate
+    KL", which their target-KL early stop reads)."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.tokens = 0
+
+    def add(self, logprobs: torch.Tensor, sampled: torch.Tensor) -> None:
+        log_ratio = logprobs.detach().double() - sampled.to(logprobs.device).double()
+        self.total += float((log_ratio.exp() - 1 - log_ratio).sum())
+        self.tokens += log_ratio.numel()
+
+    def take(self) -> float:
+        """The mean since the last call (0 if no token was added), and start again."""
+        mean = self.total / self.tokens if self.tokens else 0.0
+        self.total, self.tokens = 0.0, 0
+        return mean
+
+
 def turn_weights(weights: Sequence[float], turns: Sequence[int]) -> list[list[float]]:
     """Each episode's weight shared among its `turns` trained turns, scaled so that a turn
     weighs its episode's weight on average over the runs: an episode counts once, however
