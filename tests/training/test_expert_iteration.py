@@ -211,9 +211,11 @@ def test_a_reward_weighted_run_stops_after_the_step_that_drifts_past_target_kl(
     code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
                  "--demonstrations", str(reactive_run), "--reward-weighted", "--history", "0",
                  "--seeds-per-step", "2", "--eval-seeds", "3000-3009", "--learning-rate", "1e-2",
-                 "--target-kl", "1e-6", "--steps", "5", "--out", str(run)])  # fmt: skip
+                 "--target-kl", "1e-6", "--steps", "5", "--habit-share", "0.5",
+                 "--out", str(run)])  # fmt: skip
     err = " ".join(capsys.readouterr().err.split())
     assert code == 0, err
+    assert "note: --habit-share 0.5 trains only that share of the turns repeating" in err
     assert (
         "stopped after step 2 of 5: its approximate KL from the sampling model passed "
         "--target-kl 1e-06" in err

@@ -188,6 +188,12 @@ def _sft_trainer(
             f"episode's turn weighs {sum(won_turns) / len(won_turns):+.3f} "
             f"on average, a lost one's {sum(lost_turns) / len(lost_turns):+.3f}"
         )
+        if settings.habit_share < 1:
+            console.print(
+                f"note: --habit-share {settings.habit_share:g} trains only that share of the "
+                "turns repeating the command before, so they are pushed up or down less than "
+                "the others (a policy gradient trains every turn: leave it out)"
+            )
         if not (out / run_folder.SAMPLED_LOGPROBS).is_file():
             console.print(
                 f"scoring the {len(dataset):,} sequences' replies with the starting model "
