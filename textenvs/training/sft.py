@@ -153,7 +153,7 @@ class SharedPrefixTrainer(SFTTrainer):
     A dataset with a `weight` column (--reward-weighted) is trained with the clipped
     policy loss of `weighting.py` instead, each sequence's tokens against their
     log-probabilities when sampled (`with_sampled_logprobs`), and each step's drift from
-    that policy measured (`drift`) and logged as `kl`."""
+    that policy measured (`drift_limit`) and logged as `kl`."""
 
     def __init__(
         self, *args: Any, prefix: list[int], target_kl: float | None = None, **kwargs: Any
@@ -161,8 +161,7 @@ class SharedPrefixTrainer(SFTTrainer):
         super().__init__(*args, **kwargs)
         self.prefix = prefix
         self.weighted = "weight" in self.train_dataset.column_names
-        self.drift = PolicyDrift()
-        self.drift_limit = DriftLimit(self.drift, target_kl)
+        self.drift_limit = DriftLimit(target_kl)
         if self.weighted:
             self.data_collator = ColumnsKeeping(self.data_collator, WEIGHTED_COLUMNS)
             self.add_callback(self.drift_limit)
@@ -228,7 +227,7 @@ class SharedPrefixTrainer(SFTTrainer):
             loss = -logprobs.mean()
         else:  # one sequence a batch (`sft_config`)
             loss = clipped_policy_loss(logprobs, sampled[0], float(weight))
-            self.drift.add(logprobs, sampled[0])
+            self.drift_limit.drift.add(logprobs, sampled[0])
         return (loss, outputs) if return_outputs else loss
 
     def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
@@ -243,8 +242,8 @@ class DriftLimit(TrainerCallback):
     `target` (None: never): PPO's target-KL early stop, a bound on how far the reward
     may pull the model from the one whose episodes it learns from."""
 
-    def __init__(self, drift: PolicyDrift, target: float | None) -> None:
-        self.drift = drift
+    def __init__(self, target: float | None) -> None:
+        self.drift = PolicyDrift()
         self.target = target
         self.last = 0.0
 
