@@ -32,6 +32,21 @@ def test_help_lists_every_command() -> None:
         assert command in done.stdout
 
 
+def test_a_scripted_eval_loads_neither_the_web_framework_nor_torch(tmp_path: Path) -> None:
+    """Every test and user starts this command often: what only `serve` or a model
+    needs stays out of its start-up."""
+    code = (
+        "import sys; from textenvs.cli import main\n"
+        f"main(['eval', '--env', 'treasure-hunt', '--agent', 'random', '--seeds', '0-0',"
+        f" '--out', {str(tmp_path / 'run')!r}])\n"
+        "print('loaded:', *(m for m in ('fastapi', 'uvicorn', 'torch', 'transformers')"
+        " if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "loaded:"
+
+
 def test_list_shows_every_scenario() -> None:
     done = textenvs_cli("list")
     assert done.returncode == 0

@@ -268,13 +268,14 @@ def test_level_0_is_won_without_relief_digs_or_seam_flow() -> None:
 
 @pytest.mark.slow
 def test_the_planner_wins_fewer_seeds_at_each_harder_level() -> None:
-    """Difficulty progresses, measured here: the planner's victories on seeds 0-49 fall
-    strictly from level 0 to level 3 (50, 49, 46, 32 when written). Levels 0 and 1 are
+    """Difficulty progresses, measured here: the planner's victories on seeds 30-49 fall
+    strictly from level 0 to level 3 (20, 19, 18, 12 when written). Levels 0 and 1 are
     close (level 1 loses seed 45 alone of 0-199), so the range holds one of its losses;
     the published bands compare the levels over 500 seeds."""
-    wins = [sum(planner_wins(seed, level) for seed in range(50)) for level in LEVELS]
+    seeds = range(30, 50)
+    wins = [sum(planner_wins(seed, level) for seed in seeds) for level in LEVELS]
     assert wins == sorted(wins, reverse=True) and len(set(wins)) == len(wins), wins
-    assert wins[0] == 50 and wins[-1] >= 20, wins
+    assert wins[0] == len(seeds) and wins[-1] >= 0.4 * len(seeds), wins
 
 
 # ----- the published reference runs (evals/bands.json) ----------------------------------

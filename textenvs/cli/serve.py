@@ -18,9 +18,8 @@ from textenvs.core.numbers import (
     positive_float,
     positive_int,
 )
-from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES
+from textenvs.service.models import DEFAULT_MAX_HEADER_BYTES, DEFAULT_PATIENCE_S
 from textenvs.service.reading import DEFAULT_TIMEOUT_S
-from textenvs.service.tenancy import DEFAULT_PATIENCE_S
 from textenvs.service.transport.sockets import DEFAULT_SOCKET_IDLE_S
 
 

@@ -24,6 +24,10 @@ from textenvs.service.versions import OLDEST_CLIENT_API, SERVICE_API
 MAX_SEED = 2**63 - 1
 MAX_JSON_DEPTH = 32
 DEFAULT_MAX_HEADER_BYTES = 64 * 1024  # request line and headers together
+#: how long work over a client's rate waits its turn by default (OpenEnv's client waits 60
+#: s for an answer, and `ServiceClient` as long for its retries); here rather than in
+#: `tenancy` so that the CLI's parser does not import FastAPI
+DEFAULT_PATIENCE_S = 10.0
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 

@@ -22,6 +22,7 @@ from fastapi import Depends, Request
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from textenvs.service.models import DEFAULT_PATIENCE_S
 from textenvs.service.sessions import ServiceError
 
 ANONYMOUS = "anonymous"
@@ -153,11 +154,6 @@ def _presented_token(header: str) -> bytes:
             return b""
         return decoded.partition(":")[2].encode("utf-8")
     return b""
-
-
-#: how long work over a rate waits its turn by default (OpenEnv's client waits 60 s for
-#: an answer, and `ServiceClient` as long for its retries)
-DEFAULT_PATIENCE_S = 10.0
 
 
 @dataclass(frozen=True)
