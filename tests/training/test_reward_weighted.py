@@ -7,6 +7,7 @@ trainer."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -112,8 +113,8 @@ def test_each_sequence_loss_is_multiplied_by_its_weight(tiny, tmp_path, shared):
         train_dataset=dataset,
         processing_class=tokenizer,
         prefix=shared_prefix(dataset) if shared else [],
+        reference=copy.deepcopy(model),  # every ratio 1
     )
-    trainer.with_sampled_logprobs(trainer.sampled_logprobs())  # every ratio 1
     seen = []
     for batch in trainer.get_train_dataloader():
         weight = float(batch["weight"])

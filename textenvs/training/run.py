@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -176,8 +175,6 @@ def _sft_trainer(
         f"{len(kept)} demonstrations ({won} won), {len(dataset):,} sequences, {tokens:,} "
         f"tokens, {trained:,} of them replies (trained on)"
     )
-    scoring: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-    on_scored = None
     if settings.reward_weighted:
         weights = dataset["weight"]
         won_turns = [w for w in weights if w > 0]
@@ -194,19 +191,12 @@ def _sft_trainer(
                 "turns repeating the command before, so they are pushed up or down less than "
                 "the others (a policy gradient trains every turn: leave it out)"
             )
-        if not (out / run_folder.SAMPLED_LOGPROBS).is_file():
-            console.print(
-                f"scoring the {len(dataset):,} sequences' replies with the starting model "
-                "(once, about 0.65 s each on 2 CPU cores; kept in "
-                f"{out / run_folder.SAMPLED_LOGPROBS} for --resume)"
-            )
-            bar = progress_bar(console, "[bold]scoring")
-            task = bar.add_task("", total=len(dataset))
-            scoring, on_scored = bar, lambda: bar.advance(task)
-    with scoring:
-        return sft.build_trainer(
-            settings, model, tokenizer, dataset, out, on_step, keep_checkpoints, on_scored
+        console.print(
+            f"the starting model ({settings.model}), frozen beside the trained one, scores "
+            "each reply as its step comes: the sampling policy that each step's clipping "
+            "and kl are measured against (about 0.65 s a reply on 2 CPU cores)"
         )
+    return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
 
 
 def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:

@@ -14,7 +14,6 @@ that the rules prompt's own keys and values are not trained, only what reads the
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ from trl import SFTConfig, SFTTrainer
 
 from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.specs import EpisodeSpec
-from textenvs.evals import run_folder
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.training.demonstrations import (
@@ -151,41 +149,74 @@ class SharedPrefixTrainer(SFTTrainer):
     """SFT whose sequences all open with `prefix`, untrained: its keys and values are
     computed once an optimizer step, without gradient, and each sequence feeds the rest.
     A dataset with a `weight` column (--reward-weighted) is trained with the clipped
-    policy loss of `weighting.py` instead, each sequence's tokens against their
-    log-probabilities when sampled (`with_sampled_logprobs`), and each step's drift from
-    that policy measured (`drift_limit`) and logged as `kl`."""
+    policy loss of `weighting.py` instead: each sequence's tokens against their
+    log-probabilities under `reference`, the policy that sampled them, frozen (scored as
+    each sequence's step comes, so a run that stops early scores only what it trained on),
+    and each step's drift from that policy measured (`drift_limit`) and logged as `kl`."""
 
     def __init__(
-        self, *args: Any, prefix: list[int], target_kl: float | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        prefix: list[int],
+        reference: PreTrainedModel | None = None,
+        target_kl: float | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.prefix = prefix
         self.weighted = "weight" in self.train_dataset.column_names
+        if self.weighted and reference is None:
+            raise ValueError("a weighted dataset needs the reference policy that sampled it")
+        self.reference = reference
+        if reference is not None:
+            reference.requires_grad_(False).eval().to(self.args.device)
         self.drift_limit = DriftLimit(target_kl)
         if self.weighted:
-            self.data_collator = ColumnsKeeping(self.data_collator, WEIGHTED_COLUMNS)
+            self.data_collator = ColumnsKeeping(self.data_collator, ("weight",))
             self.add_callback(self.drift_limit)
         self.cache_argument = models.cache_argument(self.model)
         if prefix or self.weighted:  # the loss below is a sequence's mean: average it
             self.loss_is_scaled_for_ga = False  # over accumulation
         self.prefix_cache: tuple[int, DynamicCache] | None = None  # (step, cache)
+        self.reference_prefix_cache: DynamicCache | None = None  # the reference never moves
+
+    def prefix_keys_values(self, model: PreTrainedModel) -> DynamicCache:
+        ids = torch.tensor([self.prefix], device=model.device)
+        with torch.no_grad():
+            return model(input_ids=ids, use_cache=True).past_key_values
 
     def cache_for_step(self, model: PreTrainedModel) -> DynamicCache:
         """A copy of the prefix's cache under this optimizer step's weights."""
         step = self.state.global_step
         if self.prefix_cache is None or self.prefix_cache[0] != step:
-            ids = torch.tensor([self.prefix], device=model.device)
-            with torch.no_grad():
-                cache = model(input_ids=ids, use_cache=True).past_key_values
-            self.prefix_cache = (step, cache)
+            self.prefix_cache = (step, self.prefix_keys_values(model))
         return copy.deepcopy(self.prefix_cache[1])
 
     def trained_logprobs(
         self, model: PreTrainedModel, ids: torch.Tensor, labels: torch.Tensor
     ) -> tuple[torch.Tensor, Any]:
         """The log-probabilities of one sequence's trained tokens, and the model's outputs."""
+        cache = self.cache_for_step(model) if self.prefix else None
+        return self.sequence_logprobs(model, ids, labels, cache)
+
+    def reference_logprobs(self, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The trained tokens' log-probabilities under the reference policy (no gradient)."""
+        assert self.reference is not None
+        if self.prefix and self.reference_prefix_cache is None:
+            self.reference_prefix_cache = self.prefix_keys_values(self.reference)
+        cache = copy.deepcopy(self.reference_prefix_cache)
+        with torch.no_grad():
+            return self.sequence_logprobs(self.reference, ids, labels, cache)[0]
+
+    def sequence_logprobs(
+        self,
+        model: PreTrainedModel,
+        ids: torch.Tensor,
+        labels: torch.Tensor,
+        prefix_cache: DynamicCache | None,
+    ) -> tuple[torch.Tensor, Any]:
         cut = len(self.prefix)
-        cache = {self.cache_argument: self.cache_for_step(model)} if cut else {}
+        cache = {self.cache_argument: prefix_cache} if cut else {}
         outputs = model(input_ids=ids[:, cut:], **cache)
         # logits at position i predict token i + 1; the first fed token is never trained
         targets = labels[:, cut + 1 :]
@@ -194,24 +225,6 @@ class SharedPrefixTrainer(SFTTrainer):
         chosen = logits.log_softmax(-1).gather(-1, targets[trained].unsqueeze(-1))
         return chosen.squeeze(-1), outputs
 
-    def with_sampled_logprobs(self, sampled: list[list[float]]) -> None:
-        """Give each sequence its trained tokens' log-probabilities under the policy that
-        sampled them (`sampled_logprobs` computes them with the starting model)."""
-        self.train_dataset = self.train_dataset.add_column(SAMPLED, sampled)
-
-    def sampled_logprobs(self, on_row: Callable[[], Any] | None = None) -> list[list[float]]:
-        """Each sequence's trained tokens' log-probabilities under the model as it is now
-        (`on_row` called after each)."""
-        rows = []
-        with torch.no_grad():
-            for row in self.train_dataset:
-                ids, labels = torch.tensor([row["input_ids"]]), torch.tensor([row["labels"]])
-                logprobs, _ = self.trained_logprobs(self.model, ids, labels)
-                rows.append(logprobs.tolist())
-                if on_row is not None:
-                    on_row()
-        return rows
-
     def compute_loss(
         self,
         model: PreTrainedModel,
@@ -219,15 +232,17 @@ class SharedPrefixTrainer(SFTTrainer):
         return_outputs: bool = False,
         num_items_in_batch: Any = None,
     ) -> Any:
-        weight, sampled = inputs.pop("weight", None), inputs.pop(SAMPLED, None)
+        weight = inputs.pop("weight", None)
         if not self.prefix and weight is None:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        logprobs, outputs = self.trained_logprobs(model, inputs["input_ids"], inputs["labels"])
+        ids, labels = inputs["input_ids"], inputs["labels"]
+        logprobs, outputs = self.trained_logprobs(model, ids, labels)
         if weight is None:
             loss = -logprobs.mean()
         else:  # one sequence a batch (`sft_config`)
-            loss = clipped_policy_loss(logprobs, sampled[0], float(weight))
-            self.drift_limit.drift.add(logprobs, sampled[0])
+            sampled = self.reference_logprobs(ids, labels)
+            loss = clipped_policy_loss(logprobs, sampled, float(weight))
+            self.drift_limit.drift.add(logprobs, sampled)
         return (loss, outputs) if return_outputs else loss
 
     def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
@@ -251,11 +266,6 @@ class DriftLimit(TrainerCallback):
         self.last = self.drift.take()
         if self.target is not None and self.last > self.target:
             control.should_training_stop = True
-
-
-SAMPLED = "sampled_logprob"
-#: what a --reward-weighted dataset carries beside the tokens, to `compute_loss`
-WEIGHTED_COLUMNS = ("weight", SAMPLED)
 
 
 class ColumnsKeeping:
@@ -303,10 +313,11 @@ def build_trainer(
     out: Path,
     on_step: Callable[[dict[str, Any]], None] | None = None,
     keep_checkpoints: int | None = None,
-    on_scored: Callable[[], Any] | None = None,
 ) -> SFTTrainer:
-    """The trainer; with --reward-weighted, its sequences scored by the starting model
-    first, `on_scored` called after each (or read back from OUT on a resume)."""
+    """The trainer; with --reward-weighted, beside it the starting model, frozen, for the
+    policy that sampled the runs (they were sampled from it, or from a round that played
+    as it did): loaded from the settings, so a resumed run, whose model is its
+    checkpoint's, measures against the same policy."""
     if settings.train_layers is not None:
         freeze_below(model, settings.train_layers)
     trainer = SharedPrefixTrainer(
@@ -316,29 +327,7 @@ def build_trainer(
         processing_class=tokenizer,
         callbacks=[LossWriter(settings, on_step)],
         prefix=shared_prefix(dataset),
+        reference=models.load(settings.model)[0] if settings.reward_weighted else None,
         target_kl=settings.target_kl,
     )
-    if settings.reward_weighted:
-        trainer.with_sampled_logprobs(kept_sampled_logprobs(trainer, out, on_scored))
     return without_printing(trainer)
-
-
-def kept_sampled_logprobs(
-    trainer: SharedPrefixTrainer, out: Path, on_row: Callable[[], Any] | None = None
-) -> list[list[float]]:
-    """Each sequence's trained tokens' log-probabilities under the policy that sampled
-    them, for which the starting model stands (the runs were sampled from it, or from a
-    round that played as it did): computed at a run's start and kept in OUT, since a
-    resumed run's model is its checkpoint's."""
-    path = out / run_folder.SAMPLED_LOGPROBS
-    if path.is_file():
-        rows: list[list[float]] = json.loads(path.read_text())
-        if len(rows) != len(trainer.train_dataset):
-            raise ValueError(
-                f"{path} holds {len(rows)} sequences, the demonstrations "
-                f"{len(trainer.train_dataset)}: start the run again in a new --out"
-            )
-        return rows
-    rows = trainer.sampled_logprobs(on_row)
-    path.write_text(json.dumps(rows))
-    return rows
