@@ -113,8 +113,13 @@ async def _run_todo(
 
     async def worker(index: int) -> None:
         player = backend.player(index)
+        this_worker = asyncio.current_task()
         try:
             for batch in queue:  # a shared iterator: each key goes to exactly one worker
+                if this_worker is not None and this_worker.cancelling():
+                    # a library that swallowed our cancel (3.11's wait_for does, when its
+                    # reply lands in the same loop pass) must not play the rest of the queue
+                    raise asyncio.CancelledError
                 # a trial group stopped by a crash returns fewer results than keys
                 for key, result in zip(batch, await player.play(batch), strict=False):
                     await record(batch, key, result)

@@ -115,7 +115,9 @@ async def complete(client: openai.AsyncOpenAI, request: dict[str, Any], cfg: LLM
         # A plain POST: `chat.completions.create` first walks every message against the
         # SDK's TypedDicts (~3 ms of CPU a turn with history); ours are plain JSON.
         call = client.post("/chat/completions", body=request, cast_to=ChatCompletion)
-        return await asyncio.wait_for(call, cfg.total_timeout_s)
+        # not `wait_for`: on 3.11 it returns a reply that lands with a cancel, swallowing it
+        async with asyncio.timeout(cfg.total_timeout_s):
+            return await call
     pool = pool_for(cfg.base_urls)
     tried: list[Endpoint] = []
     while True:
@@ -129,7 +131,8 @@ async def complete(client: openai.AsyncOpenAI, request: dict[str, Any], cfg: LLM
             call = client.post(f"{target.url}/chat/completions", body=request,
                                cast_to=ChatCompletion,
                                options=request_options(endpoint.url, key))  # fmt: skip
-            result = await asyncio.wait_for(call, cfg.total_timeout_s)
+            async with asyncio.timeout(cfg.total_timeout_s):  # see above: not wait_for
+                result = await call
             ok = True
             return result
         except Exception as exc:

@@ -129,11 +129,10 @@ async def _json_form(client: openai.AsyncOpenAI, config: LLMConfig, where: str) 
         body[config.max_tokens_field] = 1
         body["response_format"] = json_mode.response_format(PROBE_SCHEMA, form)
         try:
-            # once: a refusal of the form is not a passing fault
-            await asyncio.wait_for(
-                client.post("/chat/completions", body=body, cast_to=object),
-                config.total_timeout_s,
-            )
+            # once: a refusal of the form is not a passing fault (and not wait_for, which
+            # on 3.11 can swallow a Ctrl-C's cancel: see endpoints.complete)
+            async with asyncio.timeout(config.total_timeout_s):
+                await client.post("/chat/completions", body=body, cast_to=object)
             json_mode.forms.set(str(client.base_url).rstrip("/"), form)
             return form
         except openai.APIStatusError as exc:
@@ -209,7 +208,8 @@ async def _retrying(call: Any, config: LLMConfig) -> Any:
     rng = random.Random(0)  # jitter only
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            return await asyncio.wait_for(call(), min(config.total_timeout_s, READ_S + CONNECT_S))
+            async with asyncio.timeout(min(config.total_timeout_s, READ_S + CONNECT_S)):
+                return await call()
         except openai.APIStatusError as exc:
             fault = faults.classify(exc)
             if fault.kind != "transient" or attempt == ATTEMPTS or _out_of_quota(exc):

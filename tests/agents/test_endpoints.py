@@ -102,6 +102,7 @@ def test_node_ip_is_filled_in_where_the_agent_runs(monkeypatch: pytest.MonkeyPat
         LLMConfig(model="m", base_url="http://a/v1", base_urls=["http://b/v1", "http://c/v1"])
 
 
+@pytest.mark.slow
 def test_cli_takes_a_file_of_urls_and_names_the_one_down(tmp_path: Path) -> None:
     with OpenAIServer(default=WAIT) as live:
         urls = tmp_path / "urls.txt"
@@ -117,3 +118,36 @@ def test_cli_takes_a_file_of_urls_and_names_the_one_down(tmp_path: Path) -> None
     assert "1 of 2 endpoints answered; not answering: the endpoint" in done.stderr
     config = store.read_config(out)
     assert config is not None and len(config["agent"]["base_urls"]) == 2
+
+
+class ReplyWeRelease:
+    """Stands in for the OpenAI client's `post`: its reply lands when the test says."""
+
+    def __init__(self) -> None:
+        self.reply: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    def post(self, *args: Any, **kwargs: Any) -> asyncio.Future[str]:
+        return self.reply
+
+
+@pytest.mark.parametrize("passes", [0, 1, 2, 3])
+def test_a_cancel_that_lands_with_the_reply_is_never_swallowed(passes: int) -> None:
+    """Ctrl-C cancels every call in flight; a call whose reply lands in the same loop pass
+    must still end cancelled (3.11's `asyncio.wait_for` returned the reply instead, and
+    that episode's worker played the rest of the run)."""
+    from textenvs.agents.llm.endpoints import complete
+
+    async def main() -> None:
+        client = ReplyWeRelease()
+        call = asyncio.create_task(complete(client, {}, LLMConfig(model="m")))  # type: ignore[arg-type]
+        await asyncio.sleep(0)  # the call now waits for its reply
+        client.reply.set_result("the reply")
+        for _ in range(passes):
+            await asyncio.sleep(0)
+        if call.cancel():  # accepted: the call had not finished
+            with pytest.raises(asyncio.CancelledError):
+                await call
+        else:
+            assert await call == "the reply"
+
+    asyncio.run(main())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -167,3 +168,33 @@ def test_concurrency_is_bounded(tmp_path: Path) -> None:
     summary = run(tmp_path, Slow, seeds=list(range(8)), concurrency=3, max_invalid=2)
     assert summary["recorded_episodes"] == 8
     assert Slow.peak == 3
+
+
+class SwallowsCancels(Agent):
+    """Like a client library that loses a cancel (3.11's `wait_for` when the reply lands
+    with it): the reply comes back as if nothing had happened."""
+
+    name = "swallows-cancels"
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0.002)
+        return Decision("garbage")
+
+
+def test_a_cancelled_run_plays_no_new_episode_even_if_an_agent_swallows_the_cancel(
+    tmp_path: Path,
+) -> None:
+    p, cfg = plan_and_config(SwallowsCancels(), seeds=list(range(40)), concurrency=2, max_invalid=2)
+
+    async def main() -> None:
+        run = asyncio.create_task(
+            runner.run_eval(p, tmp_path, SwallowsCancels, cfg, on_episode=lambda _: run.cancel())
+        )
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(main())
+    # the episodes in flight when the cancel came finish (their agents ignored it); no
+    # worker takes another
+    assert len(store.read_episodes(tmp_path)) <= 3
