@@ -56,6 +56,7 @@ def test_megacity_reward_probe_sets_passive_returns_against_the_planners_victori
     assert planner[2:4] == ["0", "2"]  # none below the passive returns, both above the bound
 
 
+@pytest.mark.slow
 def test_observation_tokens_reports_all_three_sections(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

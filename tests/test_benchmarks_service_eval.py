@@ -18,6 +18,7 @@ def test_eval_harness_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(row[5].endswith("%") for row in rows)
 
 
+@pytest.mark.slow
 def test_service_load_runs(capsys: pytest.CaptureFixture[str]) -> None:
     # A window shorter than connecting takes: each client still measures one step (an
     # empty window used to raise IndexError on a loaded machine).
@@ -31,6 +32,7 @@ def test_service_load_runs(capsys: pytest.CaptureFixture[str]) -> None:
         assert float(row[3]) <= float(row[4])  # p50 <= p99
 
 
+@pytest.mark.slow
 def test_service_isolation_attacks_run(capsys: pytest.CaptureFixture[str]) -> None:
     """The recording-disk attack and one kill -9 round (the other attacks run in
     tests/service/test_stored_data.py, tests/web/test_record_stored.py and

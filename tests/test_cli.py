@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import textenvs
 from tests.support.interrupt import interruptible
 from textenvs.core import registry
@@ -68,6 +70,7 @@ def test_tables_are_whole_when_piped() -> None:
         assert scenario.env_id in row and scenario.title in row
 
 
+@pytest.mark.slow
 def test_rules_prints_the_prompt_text() -> None:
     done = textenvs_cli("rules", "treasure-hunt")
     assert done.returncode == 0 and "Bomb: the treasure" in done.stdout
@@ -122,6 +125,7 @@ def test_env_options_reach_the_scenario() -> None:
     assert "Magnetic field, 9x9, level 3" in done.stdout
 
 
+@pytest.mark.slow
 def test_megacity_level_reaches_run_and_play() -> None:
     import textenvs
 
@@ -139,6 +143,7 @@ def test_megacity_level_reaches_run_and_play() -> None:
     assert done.returncode == 2 and "level must be one of (0, 1, 2, 3), not 4" in done.stderr
 
 
+@pytest.mark.slow
 def test_bad_env_options_are_one_line_errors() -> None:
     for args, message in [
         (["--env-option", "level"], "--env-option takes KEY=VALUE, got 'level'"),
@@ -178,6 +183,7 @@ def test_ctrl_c_in_play_stops_at_once() -> None:
     assert returncode == 130 and "interrupted" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_eval_prints_a_resume_command_that_finishes_the_run(tmp_path: Path) -> None:
     """The hint is typeable as shown: the run's own command with --resume (`--resume
     --out DIR` alone misses the required --env and --agent)."""

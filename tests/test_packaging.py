@@ -8,9 +8,12 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_wheel_has_one_top_level_name_and_runs_outside_the_tree(tmp_path: Path) -> None:
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps"]
     subprocess.run(

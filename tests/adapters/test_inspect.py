@@ -38,6 +38,7 @@ def loopback_env(server: OpenAIServer) -> dict[str, str]:
     return {"LOOPBACK_BASE_URL": server.base_url, "LOOPBACK_API_KEY": "test-key"}
 
 
+@pytest.mark.slow
 def test_inspect_cli_matches_textenvs_eval(model_server: OpenAIServer, tmp_path: Path) -> None:
     seeds = "3-8"
     logs = tmp_path / "logs"
@@ -91,6 +92,7 @@ def test_inspect_cli_matches_textenvs_eval(model_server: OpenAIServer, tmp_path:
     assert scenario["em-anomaly_marks_far"] == summary["skills"]["marks_far"]
 
 
+@pytest.mark.slow
 def test_all_task_has_every_scenario_and_model_errors_fail_samples(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -117,6 +119,7 @@ def test_bad_task_arguments_fail_with_a_message() -> None:
             scenario_task("treasure-hunt", seeds="0", mode=mode, histroy=3)
 
 
+@pytest.mark.slow
 def test_all_task_reports_normalised_scores(tmp_path: Path) -> None:
     with OpenAIServer(default=reply_for) as server:
         model = get_model(MODEL, base_url=server.base_url, api_key="k", memoize=False)
@@ -132,6 +135,7 @@ def test_all_task_reports_normalised_scores(tmp_path: Path) -> None:
     assert returns == set(textenvs.names())  # one per scenario, no pooled "all"
 
 
+@pytest.mark.slow
 def test_a_level_reaches_the_episode_and_labels_its_score(tmp_path: Path) -> None:
     task = scenario_task("megacity", seeds="0", options={"level": 3})
     (sample,) = task.dataset
@@ -147,6 +151,7 @@ def test_a_level_reaches_the_episode_and_labels_its_score(tmp_path: Path) -> Non
     assert log.samples[0].scores["episode_outcome"].metadata["record"]["level"] == 3
 
 
+@pytest.mark.slow
 def test_inspect_list_tasks_finds_every_task() -> None:
     import textenvs.adapters.inspect as adapter
 

@@ -53,6 +53,7 @@ SETTINGS = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(SETTINGS))
 def test_every_harness_sends_the_same_requests(case: str, tmp_path: Path) -> None:
     from benchmarks.support.scripted_replies import reply_for

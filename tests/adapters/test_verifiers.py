@@ -34,6 +34,7 @@ def taskset_config(**taskset: object) -> vf.EnvConfig:
     return vf.resolve_env_config({"taskset": {"id": "textenvs", **taskset}})
 
 
+@pytest.mark.slow
 def test_rewards_match_textenvs_eval_and_groups_share_the_episode(
     model_server: OpenAIServer, tmp_path: Path
 ) -> None:
@@ -133,6 +134,7 @@ def v1_eval_command() -> Path:
     return Path(sys.executable).with_name(name)
 
 
+@pytest.mark.slow
 def test_environment_module_installs_and_runs_with_the_eval_cli(
     model_server: OpenAIServer, tmp_path: Path
 ) -> None:

@@ -11,6 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 import textenvs
 from textenvs.evals import run_folder, store
 from textenvs.evals.metrics import key_of
@@ -30,6 +32,7 @@ def lines(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_full_scripted_eval_on_all_scenarios(tmp_path: Path) -> None:
     out = tmp_path / "run"
     done = subprocess.run(
@@ -80,6 +83,7 @@ def kill_when(proc: subprocess.Popen, path: Path, at_least: int) -> int:
     return lines(path)
 
 
+@pytest.mark.slow
 def test_sigkill_at_several_points_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     out = tmp_path / "run"
     episodes = out / run_folder.EPISODES
@@ -130,6 +134,7 @@ def test_sigkill_at_several_points_loses_and_duplicates_nothing(tmp_path: Path) 
     assert json.loads((out / run_folder.SUMMARY).read_text())["by_env"]["all"]["episodes"] == 600
 
 
+@pytest.mark.slow
 def test_eval_env_options_are_recorded_and_checked(tmp_path: Path) -> None:
     out = tmp_path / "run"
     options = ["--agent", "scripted", "--env-option", "level=2", "--seeds", "0-2"]

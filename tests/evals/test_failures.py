@@ -163,6 +163,7 @@ def _eval(out: Path, url: str, *extra: str) -> list[str]:
     return [*cmd, "--base-url", url, "--seeds", "0-3", "--concurrency", "2", "--out", str(out)]
 
 
+@pytest.mark.slow
 def test_one_writer_per_run_folder_with_real_processes(tmp_path: Path) -> None:
     out = tmp_path / "run"
     # The model holds every reply until `release`: whichever run takes the lock cannot

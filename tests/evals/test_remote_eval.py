@@ -97,6 +97,7 @@ def test_remote_steps_do_not_block_the_event_loop(url: str, tmp_path: Path) -> N
     assert peak >= 2
 
 
+@pytest.mark.slow
 def test_eval_cli_with_env_url(url: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "textenvs.cli", "eval", "--env", ENV, "--agent", "scripted"]

@@ -141,6 +141,7 @@ CHROMIUM_FLAGS = [
 @pytest.mark.skipif(
     chromium() is None, reason="chromium is not installed (apt-get install chromium)"
 )
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(
     report: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:

@@ -94,6 +94,7 @@ def test_a_remark_after_the_order_is_read_as_a_remark(
     assert reading_of(env, env_name, reply) == reading_of(env, env_name, c), reply
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("connector", CONNECTORS)
 @pytest.mark.parametrize("env_name", ENVS)
 @settings(max_examples=100, deadline=None)
@@ -114,6 +115,7 @@ def test_a_condition_after_the_order_rejects_the_reply(
     assert reading_of(env, env_name, reply) is None, reply
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("connector", CONNECTORS)
 @pytest.mark.parametrize("env_name", ENVS)
 @settings(max_examples=100, deadline=None)

@@ -89,6 +89,7 @@ def _rejected_naming(env: Any, reply: str, key: str) -> str:
     return message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 @pytest.mark.parametrize("env_name", ENVS)
 @settings(max_examples=100, deadline=None)

@@ -50,6 +50,7 @@ def cli_eval(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_scripted_eval_and_resume_through_the_cli(cluster: LocalCluster, tmp_path: Path) -> None:
     common = ("--agent", "scripted", "--seeds", "0-9", "--concurrency", "4")
     local = cli_eval(tmp_path / "local", *common)
@@ -90,6 +91,7 @@ def llm_config(base_url: str) -> LLMConfig:
     return LLMConfig(model="test-model", base_url=base_url, api_key_env=KEY_ENV)
 
 
+@pytest.mark.slow
 def test_llm_eval_survives_a_killed_actor(cluster: LocalCluster, tmp_path: Path) -> None:
     seeds = list(range(12))
     with OpenAIServer(default=reply) as server:
@@ -141,6 +143,7 @@ def test_llm_eval_survives_a_killed_actor(cluster: LocalCluster, tmp_path: Path)
     assert keys_sent == {"Bearer sk-forwarded-to-actors"}  # env_vars reached the actors
 
 
+@pytest.mark.slow
 def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
     from benchmarks.support.ray_cluster import free_port
 
@@ -151,6 +154,7 @@ def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr and not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_the_benchmark_runs(cluster: LocalCluster, capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import ray_backend
 

@@ -165,6 +165,7 @@ def test_the_docs_page_states_the_declared_facts(name: str) -> None:
     assert versions(version_history(page))[-1] == int(scenario.version)
 
 
+@pytest.mark.slow
 def test_no_code_outside_a_scenario_restates_its_id_or_title() -> None:
     roots = {
         Path(importlib.import_module(module).__file__).parent  # type: ignore[arg-type]

@@ -140,6 +140,7 @@ def test_grid_encodes_message_and_hints_are_table_entries(seed: int, level: int)
     assert len(state.hints) >= rules.LEVEL_SPECS[level].hint_count
 
 
+@pytest.mark.slow
 def test_decoration_never_changes_a_bit() -> None:
     """Thousands of seeds at every level: the message, the base windows and every decoded
     bit are those of level 0; the only changes are crossings on lines, lines through
@@ -208,6 +209,7 @@ def test_messages_are_spread_over_all_characters() -> None:
 # ----- decodable from the observation, and discriminative ---------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", LEVELS)
 def test_every_observation_fixes_its_message(level: int) -> None:
     """1,000 seeds per level: the generator's certificate holds, and the scripted agent,

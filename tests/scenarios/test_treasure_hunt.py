@@ -190,6 +190,7 @@ def test_scripted_agent_never_bumps_or_revisits() -> None:
         assert result.outcome in ("success", "failure", "timeout")
 
 
+@pytest.mark.slow
 def test_scripted_agent_matches_the_ceiling() -> None:
     """Best possible is 1/11 * (1 - C(52,30)/C(63,30)) ~= 0.0909; over 1,000 seeds the
     sweep must land within sampling error of it, and beat random play."""

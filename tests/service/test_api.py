@@ -280,6 +280,7 @@ def test_sessions_end_at_their_maximum_lifetime_however_busy() -> None:
         assert http.get("/v1/health").json()["sessions"] == 0
 
 
+@pytest.mark.slow
 def test_bearer_auth(monkeypatch: pytest.MonkeyPatch) -> None:
     token = "s3cret-token"
     with serve_in_thread(create_app(token=token)) as base, httpx.Client(base_url=base) as http:

@@ -60,6 +60,7 @@ def session(url: str) -> str:
     return str(answer.json()["session_id"])
 
 
+@pytest.mark.slow
 def test_no_legitimate_body_is_refused_however_it_is_sent(url: str) -> None:
     port = int(url.rsplit(":", 1)[1])
     sid = session(url)

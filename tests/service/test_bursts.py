@@ -26,6 +26,7 @@ TOKENS = {"trainer": "trainer-token-0123456789", "other": "other-token-012345678
 CLIENTS = 256
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokens", [None, TOKENS], ids=["no-tokens", "tenant"])
 def test_256_openenv_clients_at_once_are_all_served(tokens: dict[str, str] | None) -> None:
     """Default limits and connection guard, as `textenvs serve` has them; one step each
@@ -38,6 +39,7 @@ def test_256_openenv_clients_at_once_are_all_served(tokens: dict[str, str] | Non
         assert httpx.get(f"{url}/v1/health", headers=headers).json()["sessions"] == 0
 
 
+@pytest.mark.slow
 def test_steps_over_the_rate_wait_their_turn_then_are_refused() -> None:
     """10 steps a second: 30 at once take about two seconds and are all served; with a
     patience of half a second, what would wait longer is refused with Retry-After."""

@@ -81,6 +81,7 @@ def test_keep_alive_client_that_sends_requests_in_time_is_served(
             time.sleep(READ_TIMEOUT / 2)
 
 
+@pytest.mark.slow
 def test_connection_flood_over_the_cap_does_not_lock_out_health() -> None:
     # A read timeout far longer than the test: only eviction can close the flood.
     settings = uvicorn_settings(request_timeout=60, max_connections=MAX_CONNECTIONS)
@@ -102,6 +103,7 @@ def test_connection_flood_over_the_cap_does_not_lock_out_health() -> None:
                 sock.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("http", ["httptools", "h11"])
 def test_a_closed_connection_leaves_no_garbage_for_the_collector(http: str) -> None:
     """A connection's objects are freed as it closes, not left in reference cycles for the

@@ -131,6 +131,7 @@ json_values = st.recursive(
     command=st.text(max_size=200),
     action=st.dictionaries(st.text(max_size=10), json_values, max_size=3),
 )
+@pytest.mark.slow
 def test_fuzzed_options_and_commands_never_crash_the_server(
     url: str, env: str, options: dict, seed: object, command: str, action: dict
 ) -> None:

@@ -141,6 +141,7 @@ def test_binary_and_deep_frames_close_with_a_reason(served: tuple[Any, str]) -> 
             assert sock.close_code == code and sock.close_reason, frame[:20]
 
 
+@pytest.mark.slow
 def test_resets_are_rate_limited_everywhere(served: tuple[Any, str]) -> None:
     _, url = served
     sid = create(url, BOB)

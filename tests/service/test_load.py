@@ -93,6 +93,7 @@ async def remote_episode(
     return results
 
 
+@pytest.mark.slow
 def test_100_concurrent_sessions_match_local_envs(server: tuple[str, int]) -> None:
     jobs = [(ENV_NAMES[i % len(ENV_NAMES)], 1000 + i) for i in range(100)]
     expected = {job: local_episode(*job) for job in jobs}

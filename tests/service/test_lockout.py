@@ -45,6 +45,7 @@ def url() -> Iterator[str]:
         yield base
 
 
+@pytest.mark.slow
 def test_refused_requests_filling_the_cap_lock_no_one_out(url: str) -> None:
     """Alice holds her one session and sends creates from twice the cap's connections:
     each is refused (429) after a second's pause; Bob's fresh requests are served. (Her

@@ -145,6 +145,7 @@ def test_openenv_validate_passes_for_every_scenario(url: str, env_name: str) -> 
     assert len(report["criteria"]) == 6
 
 
+@pytest.mark.slow
 def test_openenv_validate_cli_and_the_mcp_endpoint(url: str) -> None:
     import subprocess
     import sys

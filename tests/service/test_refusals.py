@@ -72,6 +72,7 @@ def create(url: str, name: str) -> str:
     return str(answer.json()["session_id"])
 
 
+@pytest.mark.slow
 def test_unauthenticated_floods_slow_no_one(url: str) -> None:
     """Eight connections send creates with a wrong token, one body of 9,000 floats, one
     of 20,000 unknown fields, as fast as they are answered; another client's steps, timed
@@ -100,6 +101,7 @@ def test_unauthenticated_floods_slow_no_one(url: str) -> None:
     assert ratio <= SLOWDOWN_TARGET, f"the bystander's median rose {ratio:.1f}x"
 
 
+@pytest.mark.slow
 def test_what_a_clients_bodies_cost_is_bounded_by_its_allowance() -> None:
     """256 bytes of body a second, 64 KB at once (16 bodies of the 4 KB limit): a flood
     of invalid bodies from four connections gets only as many parsed (422) as the

@@ -66,6 +66,7 @@ def test_every_route_needs_a_token_but_the_public_ones(served: tuple[str, list[o
             assert '"state"' in sock.recv(timeout=10)
 
 
+@pytest.mark.slow
 def test_no_secret_in_the_server_log(tmp_path: Path) -> None:
     """Tokens put in query strings by mistake (the server never reads them there) on
     WebSocket handshakes, accepted and refused, and on requests, with the access log on."""

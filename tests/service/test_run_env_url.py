@@ -6,12 +6,15 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from textenvs.service import create_app
 from textenvs.service.background import serve_in_thread
 
 RUN = [sys.executable, "-m", "textenvs.cli", "run", "treasure-hunt", "--agent", "scripted"]
 
 
+@pytest.mark.slow
 def test_run_on_a_service_prints_the_local_transcript() -> None:
     local = subprocess.run([*RUN, "--seed", "3"], capture_output=True, text=True, timeout=60)
     with serve_in_thread(create_app()) as url:

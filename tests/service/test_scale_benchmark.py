@@ -8,6 +8,7 @@ import pytest
 from benchmarks import service_scale
 
 
+@pytest.mark.slow
 def test_service_scale_runs(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--sessions", "20", "--rates", "40,80", "--clients", "2", "--duration", "0.3"]
     assert service_scale.main(argv) == 0

@@ -48,6 +48,7 @@ def for_every_case(schema: Any, examples: int, check_case: Callable[[Any], None]
             assert mode == schemathesis.GenerationMode.NEGATIVE
 
 
+@pytest.mark.slow
 def test_no_server_errors_on_generated_requests(thorough: bool) -> None:
     examples = EXAMPLES_PER_OPERATION if thorough else FAST_EXAMPLES_PER_OPERATION
     statuses: set[int] = set()

@@ -177,6 +177,7 @@ def kill_readers(count: int, known: set[int]) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kills", "status"), [(1, 200), (2, 422)])
 def test_a_reader_killed_from_outside_is_replaced_without_a_5xx(kills: int, status: int) -> None:
     """A long command is read in a worker process; killing that process mid-read gets the
@@ -202,6 +203,7 @@ def test_a_reader_killed_from_outside_is_replaced_without_a_5xx(kills: int, stat
         assert again.status_code == 200
 
 
+@pytest.mark.slow
 def test_no_request_kind_is_free_of_the_client_limits() -> None:
     """Reads count (GETs of scenarios and sessions), and a minute's resets do not come
     at once: as many as the client may hold sessions (here 20). Patience 0: over a rate

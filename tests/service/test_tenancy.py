@@ -70,6 +70,7 @@ def test_open_session_limit_per_client_and_health_while_full() -> None:
         assert create(http, "alice").status_code == 201
 
 
+@pytest.mark.slow
 def test_creation_and_step_rates_per_client() -> None:
     limits = ClientLimits(creates_per_minute=3, steps_per_second=5)
     with (

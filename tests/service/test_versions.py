@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from textenvs.evals import run_folder, store
 from textenvs.service import ServiceClient, create_app
@@ -96,6 +97,7 @@ def evaluate(url: str, out: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
 
 
+@pytest.mark.slow
 def test_a_new_eval_plays_on_a_server_from_before_labels(tmp_path: Path) -> None:
     with server_of_api(1) as url:
         labelled = {"env": ENV, "seed": 1, "label": "a-run"}
@@ -113,6 +115,7 @@ def test_a_new_eval_plays_on_a_server_from_before_labels(tmp_path: Path) -> None
     assert left == 0
 
 
+@pytest.mark.slow
 def test_a_client_the_server_no_longer_serves_stops_before_the_first_episode(
     tmp_path: Path,
 ) -> None:

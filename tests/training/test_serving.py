@@ -67,6 +67,7 @@ def test_a_new_conversation_reuses_the_rules_it_shares_with_the_last_one(tiny_di
     assert 0 < cached < shared.usage.prompt_tokens
 
 
+@pytest.mark.slow
 def test_concurrent_conversations_each_get_their_own_answer(endpoint):
     conversations = [
         [SYSTEM, {"role": "user", "content": f"Position: x={i}, y={i}"}] for i in range(6)
@@ -82,6 +83,7 @@ def test_concurrent_conversations_each_get_their_own_answer(endpoint):
     assert [t.choices[0].message.content for t in together] == alone
 
 
+@pytest.mark.slow
 def test_a_seeded_reply_is_drawn_the_same_alone_or_beside_others(endpoint):
     """A seeded request draws from its own generator: what shares its round, and what the
     server sampled before, change nothing (a resumed or concurrent sampling run)."""
@@ -124,6 +126,7 @@ def test_a_prompt_over_the_context_is_a_context_length_error(endpoint):
     assert "maximum context length is 32768" in str(caught.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["json_schema", "json_object"])
 def test_a_response_format_holds_the_reply_to_the_schema(endpoint, form):
     import json

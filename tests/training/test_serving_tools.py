@@ -48,6 +48,7 @@ def ask(client: openai.OpenAI, messages: list, **options) -> openai.types.chat.C
     return client.chat.completions.create(model="tiny", messages=messages, **options)
 
 
+@pytest.mark.slow
 def test_a_reply_that_calls_a_tool_comes_back_as_a_tool_call(tool_endpoint, tool_caller_dir):
     first = ask(tool_endpoint, START, tools=[ACT], temperature=0, max_tokens=60)
     choice = first.choices[0]

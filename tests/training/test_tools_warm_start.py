@@ -185,6 +185,7 @@ def test_tools_mode_is_refused_where_it_cannot_train(tiny_dir, tools_dir, tmp_pa
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
 def test_the_record_of_a_trl_checkpoint_makes_eval_refuse_its_seeds(
     tool_caller_dir, tmp_path, capsys
 ):

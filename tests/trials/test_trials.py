@@ -86,6 +86,7 @@ def test_the_learner_learns_magnetic_fields_rule_and_the_memoryless_does_not(
     assert summary["learning"]["magnetic-field"]["by_trial"][2]["success_rate"] == 1.0
 
 
+@pytest.mark.slow
 def test_the_em_learner_rises_over_its_trials(tmp_path: Path) -> None:
     records = evaluate(tmp_path / "em", "em-anomaly", "learner", list(range(240)), 6)
     rates = by_trial(records)
@@ -94,6 +95,7 @@ def test_the_em_learner_rises_over_its_trials(tmp_path: Path) -> None:
     assert curve["slope"]["success"]["ci95"][0] > 0
 
 
+@pytest.mark.slow
 def test_trial_groups_are_the_same_under_concurrency_and_on_a_remote_env(
     tmp_path: Path,
 ) -> None:
@@ -134,6 +136,7 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "textenvs.cli", *args]
 
 
+@pytest.mark.slow
 def test_cli_errors_and_run_with_trials(tmp_path: Path) -> None:
     bad = subprocess.run(
         cli("eval", "--env", "magnetic-field", "--agent", "learner", "--seeds", "0-9",
@@ -158,6 +161,7 @@ def test_cli_errors_and_run_with_trials(tmp_path: Path) -> None:
     assert "successes by trial: " in played.stdout
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_counts_every_group_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
     episodes = out / run_folder.EPISODES

@@ -74,6 +74,7 @@ def send(page: Any, command: str, step: int) -> None:
     sync_api.expect(page.locator("#counters")).to_contain_text(f"Step {step} of")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_name", ENV_NAMES)
 def test_a_full_episode_through_the_page(
     page: Any, url: str, record_dir: Path, env_name: str, tmp_path: Path
@@ -173,6 +174,7 @@ def test_small_screens_and_200_percent_zoom(
         context.close()
 
 
+@pytest.mark.slow
 def test_a_token_protected_server_asks_for_the_token(browser: Any) -> None:
     from textenvs.play.page import create_app
     from textenvs.service.background import serve_in_thread
@@ -200,6 +202,7 @@ def test_a_token_protected_server_asks_for_the_token(browser: Any) -> None:
             context.close()
 
 
+@pytest.mark.slow
 def test_a_finished_set_sends_the_player_back_to_choosing(page: Any, url: str) -> None:
     for number, seed in enumerate(PILOT_SEEDS):
         if number == 0:

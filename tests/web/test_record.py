@@ -229,6 +229,7 @@ def test_bad_switches_are_one_line_errors(
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_play_web_serves_the_page_until_interrupted(tmp_path: Path) -> None:
     argv = ["play", "squad-recon", "--web", "--no-open", "--seed", "4", "--record", "runs"]
     process = subprocess.Popen(

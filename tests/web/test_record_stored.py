@@ -53,6 +53,7 @@ def recorded_seeds(run_dir: Path) -> list[int]:
     return [json.loads(line)["seed"] for line in lines]
 
 
+@pytest.mark.slow
 def test_an_episode_the_player_saw_end_survives_kill_9(tmp_path: Path) -> None:
     """The server is killed the moment the last answer arrives: the episode is on disk
     already, whole (its trajectory too), and the run resumes on the next server. The
@@ -98,6 +99,7 @@ def ended(pid: int) -> bool:
     return state == "Z"  # exited, not yet reaped by whoever adopted it
 
 
+@pytest.mark.slow
 def test_the_summary_is_written_at_most_every_so_often_and_at_stop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -133,6 +135,7 @@ def test_the_summary_is_written_at_most_every_so_often_and_at_stop(
         assert written[-1] == 4
 
 
+@pytest.mark.slow
 def test_the_recording_disk_is_bounded_per_client(tmp_path: Path) -> None:
     """Mallory opens 20 recorded sessions while there is room, then finishes them all:
     what does not fit is not written, and her next recorded game is refused; Alice still
@@ -164,6 +167,7 @@ def test_the_recording_disk_is_bounded_per_client(tmp_path: Path) -> None:
     assert recorded_seeds(tmp_path / "alice" / "free-a") == [1]
 
 
+@pytest.mark.slow
 def test_progress_reads_the_run_once_and_counts_against_the_reads_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

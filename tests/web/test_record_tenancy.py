@@ -65,6 +65,7 @@ def test_a_client_sees_and_uses_only_its_own_runs(served: tuple[str, Path]) -> N
     assert not (root / "pilot-ada").exists()
 
 
+@pytest.mark.slow
 def test_rejected_requests_make_no_folder_and_hold_no_file(served: tuple[str, Path]) -> None:
     url, root = served
     with client(url, "mallory") as mallory:
