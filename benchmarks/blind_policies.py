@@ -4,7 +4,9 @@
 
 Plays, on the seeds, every fixed cycle of up to `--length` of the scenario's commands (a
 constant command is a cycle of one; `east, north` repeats east then north) and the
-random agent, none of which looks at what it is shown; then compares each run folder
+random agent, none of which looks at what it is shown; with `--mix`, also a policy per run
+folder that draws each command at random at the run's own frequencies (a run whose gain
+is a habit, such as leaning west, is matched by its mix); then compares each run folder
 given with every one of them by the paired 95% interval of the scenario's headline
 (`evals/paired.py`, the figure `textenvs report` shows for two runs). A run beats the
 blind policies when even the interval against the strongest of them excludes 0. Prints
@@ -16,6 +18,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
+import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +54,35 @@ class CycleAgent(Agent):
         return Decision(command)
 
 
+class MixAgent(Agent):
+    """Draws every command at random at fixed frequencies, whatever it is shown; seeded
+    from the episode seed, so a seed always gives the same episode."""
+
+    name = "mix"
+
+    def __init__(self, frequencies: Counter[str]) -> None:
+        self.commands = list(frequencies)
+        self.weights = list(frequencies.values())
+        self.rng = random.Random(0)
+
+    def reset(self, context: Any) -> None:
+        super().reset(context)
+        self.rng = random.Random(context.seed)
+
+    async def act(self, observation: str, info: dict[str, Any]) -> Decision:
+        return Decision(self.rng.choices(self.commands, self.weights)[0])
+
+
+def command_frequencies(run: Path) -> Counter[str]:
+    """How often the run played each command (readable replies only)."""
+    played: Counter[str] = Counter()
+    for record in store.read_episodes(run):
+        key = (record["env"], record["seed"], record["episode"])
+        turns = json.loads((run / store.trajectory_file(key)).read_text())["turns"]
+        played.update(turn["command"] for turn in turns if not turn["invalid_action"])
+    return played
+
+
 def commands(env_name: str) -> list[str]:
     """The scenario's command forms, as the random agent draws them."""
     _, info = textenvs.make(env_name).reset(seed=0)
@@ -71,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="0-99", help="seeds (0-99)")
     p.add_argument("--length", type=int, default=3, help="longest cycle (3)")
     p.add_argument("--show", type=int, default=5, help="strongest policies shown (5)")
+    p.add_argument("--mix", action="store_true",
+                   help="also each run's command frequencies, drawn at random")  # fmt: skip
     args = p.parse_args(argv)
     seeds = parse_seeds(args.seeds)
     forms = commands(args.env)
@@ -80,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     for length in range(1, args.length + 1):
         for cycle in itertools.product(forms, repeat=length):
             policies[", ".join(cycle)] = play(args.env, CycleAgent(cycle), seeds)
+    for run in args.runs if args.mix else []:
+        frequencies = command_frequencies(run)
+        total = sum(frequencies.values())
+        mix = ", ".join(f"{c} {n / total:.0%}" for c, n in frequencies.most_common())
+        print(f"the mix of {run}: {mix}")
+        policies[f"the mix of {run}"] = play(args.env, MixAgent(frequencies), seeds)
 
     def mean_headline(records: list[dict[str, Any]]) -> float:
         values = [episode_headline(args.env, r) or 0.0 for r in records]

@@ -140,3 +140,21 @@ def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strong
     out = capsys.readouterr().out
     assert out.startswith("8 blind policies on 12 seeds of em-anomaly")  # 7 forms, random
     assert re.search(r"reactive: headline 0\.\d+ on 12 paired seeds; against the hardest", out)
+
+
+def test_a_runs_command_mix_played_blind_is_one_more_policy(
+    reactive_run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    played = blind_policies.command_frequencies(reactive_run)
+    assert played == reading_counts.counts(reactive_run)["commands"]  # it never fails to read
+    mix = blind_policies.MixAgent(played)
+    once, again = (
+        [{**r, "wall_s": 0} for r in blind_policies.play("em-anomaly", mix, list(range(12)))]
+        for _ in range(2)
+    )
+    assert once == again and len({r["steps"] for r in once}) > 1  # seeded by the episode
+    blind_policies.main([str(reactive_run), "--env", "em-anomaly", "--seeds", "0-11",
+                         "--length", "1", "--mix", "--show", "9"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert re.search(rf"the mix of {re.escape(str(reactive_run))}: (\w+ \d+%(, )?)+\n", out)
+    assert "9 blind policies on 12 seeds" in out  # 7 forms, random and the mix
