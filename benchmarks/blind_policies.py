@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -77,8 +76,7 @@ def command_frequencies(run: Path) -> Counter[str]:
     """How often the run played each command (readable replies only)."""
     played: Counter[str] = Counter()
     for record in store.read_episodes(run):
-        key = (record["env"], record["seed"], record["episode"])
-        turns = json.loads((run / store.trajectory_file(key)).read_text())["turns"]
+        turns = store.read_turns(run, record)
         played.update(turn["command"] for turn in turns if not turn["invalid_action"])
     return played
 

@@ -16,7 +16,6 @@ STRAIGHT.
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -35,9 +34,7 @@ def counts(run: Path) -> dict[str, Counter[str]]:
     for record in store.read_episodes(run):
         if record["env"] != ENV:
             continue
-        key = (record["env"], record["seed"], record["episode"])
-        path = run / store.trajectory_file(key)
-        turns = json.loads(path.read_text())["turns"]
+        turns = store.read_turns(run, record)
         _, info = env.reset(seed=record["seed"])
         totals["episodes"] += 1
         totals["won"] += bool(record["success"])

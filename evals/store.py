@@ -373,3 +373,8 @@ def write_trajectory(run_dir: Path, key: Key, data: dict[str, Any]) -> str:
     rel = trajectory_file(key)
     write_atomic(run_dir / rel, trajectory_text(data))
     return rel
+
+
+def read_turns(run_dir: Path, record: Record) -> list[dict[str, Any]]:
+    """The turns of a recorded episode (`record`, a line of the run's `episodes.jsonl`)."""
+    return json.loads((run_dir / record["trajectory"]).read_text())["turns"]

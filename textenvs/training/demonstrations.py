@@ -40,7 +40,6 @@ choose.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,7 +162,7 @@ def recorded_episodes(
         for record in store.read_episodes(run):
             if record["env"] != env:
                 continue
-            turns = json.loads((run / record["trajectory"]).read_text())["turns"]
+            turns = store.read_turns(run, record)
             if any(turn["invalid_action"] or not turn["command"] for turn in turns):
                 unreadable += 1
                 continue
