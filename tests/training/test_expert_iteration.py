@@ -95,8 +95,9 @@ def test_training_on_a_run_keeps_its_won_episodes_and_refuses_every_seed_trained
     code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
                  "--steps", "1", "--seeds", "1000-1001", "--demonstrations", "reactive",
                  "--history", "0", "--seeds-per-step", "1", "--out", str(first)])  # fmt: skip
-    assert code == 0, capsys.readouterr().err
-    capsys.readouterr()
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0, err
+    assert re.search(r"demonstrations em-anomaly [━ ]+ 2/2 ", err)  # every seed played
     second = tmp_path / "second"
     code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model",
                  str(first / "final"), "--steps", "1", "--demonstrations", str(reactive_run),
@@ -107,6 +108,8 @@ def test_training_on_a_run_keeps_its_won_episodes_and_refuses_every_seed_trained
     won = sum(r["success"] for r in store.read_episodes(reactive_run))
     assert f"replaying the episodes of {reactive_run} on 12 seeds (0 left out" in err
     assert f"{won} demonstrations ({won} won)" in err
+    # the bar counts the replayed episodes trained on: the won ones
+    assert re.search(rf"demonstrations em-anomaly [━ ]+ {won}/{won} ", err)
     record = models.read_record(second / "final")
     assert record["seeds"] == "2000-2011" and record["earlier_seeds"] == "1000-1001"
     assert record["demonstrations"] == str(reactive_run)

@@ -154,11 +154,28 @@ def _sft_trainer(
         console.print(
             f"playing {len(settings.seeds)} demonstration episodes ({settings.demonstrations})"
         )
+    # minutes for a long scenario's thousand episodes (Squad Recon: 7), so they show
+    progress = progress_bar(console, "[bold]demonstrations {task.description}")
+    task = progress.add_task(settings.env, total=len(settings.seeds))
+
+    def shown() -> str:
+        done, total = (int(progress.tasks[task].completed), progress.tasks[task].total)
+        elapsed = progress.tasks[task].elapsed or 0.0
+        return f"demonstrations: {done} of {total} episodes tokenized, {elapsed / 60:.1f} min"
+
     try:
+        if recorded is not None:
+            progress.update(task, total=len(sft.replayed_choice(settings, recorded)[0]))
         # demonstrations play in-process: the agent reads its own env's observation
-        dataset, kept = sft.demonstration_dataset(
-            settings, tokenizer, model, textenvs.make, recorded=recorded
-        )
+        with progress, Heartbeat(console, shown):
+            dataset, kept = sft.demonstration_dataset(
+                settings,
+                tokenizer,
+                model,
+                textenvs.make,
+                on_episode=lambda _: progress.advance(task),
+                recorded=recorded,
+            )
     except (ValueError, TemplateError) as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None
     longest = max(s.longest_reply for d in kept for s in d.sequences)

@@ -69,6 +69,23 @@ def sft_config(
     )
 
 
+def replayed_choice(
+    settings: TrainSettings, recorded: list[RecordedEpisode]
+) -> tuple[list[RecordedEpisode], list[float]]:
+    """The `recorded` episodes trained on (those of the training seeds; won ones alone
+    with `settings.only_success`), with their weights under `settings.reward_weighted`
+    (else none)."""
+    seeds = set(settings.seeds)
+    chosen = [
+        episode
+        for episode in recorded
+        if episode.spec.seed in seeds and (episode.success or not settings.only_success)
+    ]
+    if settings.reward_weighted:
+        return success_weighted(chosen, settings.rng_seed)
+    return chosen, []
+
+
 def demonstration_dataset(
     settings: TrainSettings,
     tokenizer: PreTrainedTokenizerBase,
@@ -88,14 +105,7 @@ def demonstration_dataset(
     chat = ChatTokens(tokenizer)
     weights: list[float] = []
     if recorded is not None:
-        seeds = set(settings.seeds)
-        chosen = [
-            episode
-            for episode in recorded
-            if episode.spec.seed in seeds and (episode.success or not settings.only_success)
-        ]
-        if settings.reward_weighted:
-            chosen, weights = success_weighted(chosen, settings.rng_seed)
+        chosen, weights = replayed_choice(settings, recorded)
         kept = replayed_demonstrations(
             chosen,
             make_env,
