@@ -208,15 +208,18 @@ def test_a_reward_weighted_run_stops_after_the_step_that_drifts_past_target_kl(
     tiny_dir, reactive_run, tmp_path, capsys
 ):
     """The first step's weights are the sampling model's (its drift 0), so with any bound
-    the run goes on; the second step's replies are read by a moved model and pass it."""
+    the run goes on; the second step's replies are read by a moved model and pass it.
+    With --train-layers the reference is its top alone, fed the trained model's hidden
+    states: it is still the starting model (were it the trained top, no drift)."""
     run = tmp_path / "run"
     code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
                  "--demonstrations", str(reactive_run), "--reward-weighted", "--history", "0",
                  "--seeds-per-step", "2", "--eval-seeds", "3000-3009", "--learning-rate", "1e-2",
                  "--target-kl", "1e-6", "--steps", "5", "--habit-share", "0.5",
-                 "--out", str(run)])  # fmt: skip
+                 "--train-layers", "1", "--out", str(run)])  # fmt: skip
     err = " ".join(capsys.readouterr().err.split())
     assert code == 0, err
+    assert "only its layers above the frozen ones" in err
     assert "note: --habit-share 0.5 trains only that share of the turns repeating" in err
     assert (
         "stopped after step 2 of 5: its approximate KL from the sampling model passed "

@@ -18,9 +18,12 @@ from trl import SFTConfig
 import textenvs
 from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.episodes.specs import EpisodeSpec
+from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.training.demonstrations import RecordedEpisode, demonstrate
+from textenvs.training.settings import TrainingError
 from textenvs.training.sft import SharedPrefixTrainer, shared_prefix
+from textenvs.training.trainers import decoder_layers, freeze_below
 from textenvs.training.weighting import (
     CLIP,
     PolicyDrift,
@@ -89,32 +92,42 @@ def test_runs_all_won_or_all_lost_have_nothing_to_weigh(won):
         success_weighted(recorded([won] * 4), rng_seed=0)
 
 
-@pytest.mark.parametrize("shared", [True, False])
-def test_each_sequence_loss_is_multiplied_by_its_weight(tiny, tmp_path, shared):
-    """Through the trainer's own data loader (TRL's collator, wrapped) to `compute_loss`,
-    with the rules prompt fed once (`shared`) or whole."""
-    model, tokenizer = tiny
+def weighted_dataset(tokenizer, weights: list[float]) -> Dataset:
+    """The first turns of a reactive EM Anomaly episode, one sequence a turn, weighted."""
     settings = conversation_settings(prompt_budget=7000, history=0)
     shown = demonstrate(
         EpisodeSpec("em-anomaly", 4), "reactive", textenvs.make, settings, ChatTokens(tokenizer)
     )
-    rows = shown.sequences[:3]
-    weights = [0.5, -1.5, 2.0]
-    dataset = Dataset.from_dict(
+    rows = shown.sequences[: len(weights)]
+    return Dataset.from_dict(
         {"input_ids": [r.ids for r in rows], "labels": [r.labels for r in rows], "weight": weights}
     )
+
+
+def weighted_trainer(model, tokenizer, dataset, tmp_path, reference, shared=True):
     config = SFTConfig(
         output_dir=str(tmp_path), use_cpu=True, report_to=[], max_length=None,
         per_device_train_batch_size=1, remove_unused_columns=False,
     )  # fmt: skip
-    trainer = SharedPrefixTrainer(
+    return SharedPrefixTrainer(
         model=model,
         args=config,
         train_dataset=dataset,
         processing_class=tokenizer,
         prefix=shared_prefix(dataset) if shared else [],
-        reference=copy.deepcopy(model),  # every ratio 1
+        reference=reference,
     )
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_each_sequence_loss_is_multiplied_by_its_weight(tiny, tmp_path, shared):
+    """Through the trainer's own data loader (TRL's collator, wrapped) to `compute_loss`,
+    with the rules prompt fed once (`shared`) or whole."""
+    model, tokenizer = tiny
+    weights = [0.5, -1.5, 2.0]
+    dataset = weighted_dataset(tokenizer, weights)
+    # every ratio 1
+    trainer = weighted_trainer(model, tokenizer, dataset, tmp_path, copy.deepcopy(model), shared)
     seen = []
     for batch in trainer.get_train_dataloader():
         weight = float(batch["weight"])
@@ -125,6 +138,53 @@ def test_each_sequence_loss_is_multiplied_by_its_weight(tiny, tmp_path, shared):
         assert weighted == pytest.approx(weight * whole, rel=1e-4)
         seen.append(weight)
     assert sorted(seen) == sorted(weights)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_the_reference_above_a_frozen_bottom_scores_as_the_whole_starting_model(
+    tiny_dir, tmp_path, shared
+):
+    """With --train-layers, the reference keeps only its layers above the trained model's
+    frozen bottom and reads the trained model's hidden states: the starting policy's
+    log-probabilities all the same, after the trained top has moved. (Each model loaded
+    afresh, as `build_trainer` loads the reference: a trainer wraps its model's `forward`,
+    and a deep copy of a wrapped model still calls the original.)"""
+    trained, tokenizer = models.load(str(tiny_dir))
+    dataset = weighted_dataset(tokenizer, [0.5, -1.5])
+    layers = len(decoder_layers(trained))
+    freeze_below(trained, 1)
+    with torch.no_grad():  # as if a step had moved what it trains
+        for parameter in trained.parameters():
+            if parameter.requires_grad:
+                parameter.add_(0.05 * torch.randn_like(parameter))
+    reference = models.load(str(tiny_dir))[0]
+    sharing = weighted_trainer(trained, tokenizer, dataset, tmp_path / "a", reference, shared)
+    assert sharing.reference_top is not None and sharing.reference_top.shared == layers - 1
+    assert len(decoder_layers(sharing.reference)) == 1
+    start = models.load(str(tiny_dir))[0]  # every layer trained: nothing to share
+    whole = weighted_trainer(
+        start, tokenizer, dataset, tmp_path / "b", models.load(str(tiny_dir))[0], shared
+    )
+    assert whole.reference_top is None
+    for batch in sharing.get_train_dataloader():
+        ids, labels = batch["input_ids"], batch["labels"]
+        with torch.no_grad():
+            now, outputs = sharing.trained_logprobs(trained, ids, labels)
+            sampled = sharing.reference_logprobs(ids, labels, outputs)
+            expected = whole.reference_logprobs(ids, labels, None)
+        torch.testing.assert_close(sampled, expected, rtol=0, atol=1e-5)
+        assert (now - sampled).abs().max() > 1e-3  # the trained top is another policy
+
+
+def test_a_reference_whose_bottom_is_not_the_trained_models_is_refused(tiny_dir, tmp_path):
+    trained, tokenizer = models.load(str(tiny_dir))
+    freeze_below(trained, 1)
+    other = models.load(str(tiny_dir))[0]
+    with torch.no_grad():
+        decoder_layers(other)[0].mlp.up_proj.weight.add_(0.1)
+    dataset = weighted_dataset(tokenizer, [1.0])
+    with pytest.raises(TrainingError, match="bottom layers do not give"):
+        weighted_trainer(trained, tokenizer, dataset, tmp_path, other)
 
 
 @pytest.mark.parametrize("advantage", [0.8, -0.8])

@@ -208,10 +208,16 @@ def _sft_trainer(
                 "turns repeating the command before, so they are pushed up or down less than "
                 "the others (a policy gradient trains every turn: leave it out)"
             )
+        shared = (
+            " (with --train-layers, only its layers above the frozen ones, fed the trained "
+            "model's hidden states: half the time)"
+            if settings.train_layers is not None
+            else ""
+        )
         console.print(
             f"the starting model ({settings.model}), frozen beside the trained one, scores "
             "each reply as its step comes: the sampling policy that each step's clipping "
-            "and kl are measured against (about 0.65 s a reply on 2 CPU cores)"
+            f"and kl are measured against (about 0.65 s a reply on 2 CPU cores){shared}"
         )
     return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
 

@@ -35,6 +35,7 @@ from textenvs.training.demonstrations import (
     demonstrations,
     replayed_demonstrations,
 )
+from textenvs.training.reference import ReferenceTop
 from textenvs.training.settings import TrainSettings
 from textenvs.training.trainers import (
     RecordWriter,
@@ -189,6 +190,13 @@ class SharedPrefixTrainer(SFTTrainer):
             self.loss_is_scaled_for_ga = False  # over accumulation
         self.prefix_cache: tuple[int, DynamicCache] | None = None  # (step, cache)
         self.reference_prefix_cache: DynamicCache | None = None  # the reference never moves
+        # the reference's layers above the trained model's frozen bottom, fed its hidden
+        # states (`reference.py`); None: the reference whole
+        self.reference_top = (
+            ReferenceTop.checked(reference, self.model, (prefix or self.first_ids())[:16])
+            if reference is not None
+            else None
+        )
 
     def prefix_keys_values(self, model: PreTrainedModel) -> DynamicCache:
         ids = torch.tensor([self.prefix], device=model.device)
@@ -202,32 +210,59 @@ class SharedPrefixTrainer(SFTTrainer):
             self.prefix_cache = (step, self.prefix_keys_values(model))
         return copy.deepcopy(self.prefix_cache[1])
 
+    def first_ids(self) -> list[int]:
+        return list(self.train_dataset[0]["input_ids"])
+
     def trained_logprobs(
         self, model: PreTrainedModel, ids: torch.Tensor, labels: torch.Tensor
     ) -> tuple[torch.Tensor, Any]:
-        """The log-probabilities of one sequence's trained tokens, and the model's outputs."""
+        """The log-probabilities of one sequence's trained tokens, and the model's outputs
+        (with the hidden states between its layers where the reference reads them)."""
         cache = self.cache_for_step(model) if self.prefix else None
-        return self.sequence_logprobs(model, ids, labels, cache)
+        fed = {"input_ids": ids[:, len(self.prefix) :]}
+        if self.reference_top is not None:
+            fed["output_hidden_states"] = True
+        return self.sequence_logprobs(model, labels, cache, **fed)
 
-    def reference_logprobs(self, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """The trained tokens' log-probabilities under the reference policy (no gradient)."""
+    def reference_logprobs(
+        self, ids: torch.Tensor, labels: torch.Tensor, trained_outputs: Any
+    ) -> torch.Tensor:
+        """The trained tokens' log-probabilities under the reference policy (no gradient):
+        its top fed the hidden states of the trained model's pass (`trained_outputs`), or
+        the whole reference fed the tokens."""
         assert self.reference is not None
-        if self.prefix and self.reference_prefix_cache is None:
-            self.reference_prefix_cache = self.prefix_keys_values(self.reference)
-        cache = copy.deepcopy(self.reference_prefix_cache)
+        top = self.reference_top
         with torch.no_grad():
-            return self.sequence_logprobs(self.reference, ids, labels, cache)[0]
+            if self.prefix and self.reference_prefix_cache is None:
+                self.reference_prefix_cache = self.reference_prefix_keys_values()
+            cache = copy.deepcopy(self.reference_prefix_cache)
+            if top is None:
+                fed = {"input_ids": ids[:, len(self.prefix) :]}
+                return self.sequence_logprobs(self.reference, labels, cache, **fed)[0]
+            entering = trained_outputs.hidden_states[top.shared].detach()
+            return self.sequence_logprobs(top, labels, cache, entering=entering)[0]
+
+    def reference_prefix_keys_values(self) -> DynamicCache:
+        assert self.reference is not None
+        if self.reference_top is None:
+            return self.prefix_keys_values(self.reference)
+        ids = torch.tensor([self.prefix], device=self.model.device)
+        top = self.reference_top
+        entering = self.model(input_ids=ids, output_hidden_states=True).hidden_states[top.shared]
+        return top(entering, use_cache=True).past_key_values
 
     def sequence_logprobs(
         self,
-        model: PreTrainedModel,
-        ids: torch.Tensor,
+        model: PreTrainedModel | ReferenceTop,
         labels: torch.Tensor,
         prefix_cache: DynamicCache | None,
+        **fed: Any,
     ) -> tuple[torch.Tensor, Any]:
+        """`fed` (the tokens after the prefix, or what stands for them) through `model`:
+        the log-probabilities of the labels' trained tokens, and the outputs."""
         cut = len(self.prefix)
         cache = {self.cache_argument: prefix_cache} if cut else {}
-        outputs = model(input_ids=ids[:, cut:], **cache)
+        outputs = model(**fed, **cache)
         # logits at position i predict token i + 1; the first fed token is never trained
         targets = labels[:, cut + 1 :]
         trained = targets != IGNORED
@@ -250,7 +285,7 @@ class SharedPrefixTrainer(SFTTrainer):
         if weight is None:
             loss = -logprobs.mean()
         else:  # one sequence a batch (`sft_config`)
-            sampled = self.reference_logprobs(ids, labels)
+            sampled = self.reference_logprobs(ids, labels, outputs)
             loss = clipped_policy_loss(logprobs, sampled, float(weight))
             self.drift_limit.drift.add(logprobs, sampled)
         return (loss, outputs) if return_outputs else loss

@@ -90,7 +90,7 @@ def run_conversation(settings: TrainSettings, prompt_budget: int) -> LLMConfig:
 def freeze_below(model: PreTrainedModel, trained_layers: int) -> None:
     """Train only the top `trained_layers` decoder layers and the final norm (the
     embeddings, shared with the output head in small models, stay as they are)."""
-    layers = _decoder_layers(model)
+    layers = decoder_layers(model)
     if not 0 < trained_layers <= len(layers):
         raise ValueError(f"--train-layers must be 1-{len(layers)}")
     for parameter in model.parameters():
@@ -104,7 +104,7 @@ def freeze_below(model: PreTrainedModel, trained_layers: int) -> None:
             parameter.requires_grad_(True)
 
 
-def _decoder_layers(model: PreTrainedModel) -> Sequence[torch.nn.Module]:
+def decoder_layers(model: PreTrainedModel) -> Sequence[torch.nn.Module]:
     inner = getattr(model, "model", None)
     layers = getattr(inner, "layers", None)
     if layers is None:
