@@ -111,12 +111,16 @@ async def _run_todo(
         groups = [keys[i : i + size] for i in range(0, len(keys), size)]
     queue: Iterator[list[Key]] = iter(groups)
 
+    # the task running this eval: cancelled (Ctrl-C), it says so at once, where its
+    # workers hear of it only when the cancel reaches them, a loop pass or more later
+    caller = asyncio.current_task()
+
     async def worker(index: int) -> None:
         player = backend.player(index)
         this_worker = asyncio.current_task()
         try:
             for batch in queue:  # a shared iterator: each key goes to exactly one worker
-                if this_worker is not None and this_worker.cancelling():
+                if any(task is not None and task.cancelling() for task in (caller, this_worker)):
                     # a library that swallowed our cancel (3.11's wait_for does, when its
                     # reply lands in the same loop pass) must not play the rest of the queue
                     raise asyncio.CancelledError

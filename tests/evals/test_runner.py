@@ -196,5 +196,5 @@ def test_a_cancelled_run_plays_no_new_episode_even_if_an_agent_swallows_the_canc
 
     asyncio.run(main())
     # the episodes in flight when the cancel came finish (their agents ignored it); no
-    # worker takes another
-    assert len(store.read_episodes(tmp_path)) <= 3
+    # worker takes another, however many loop passes the cancel takes to reach it
+    assert len(store.read_episodes(tmp_path)) <= 2
