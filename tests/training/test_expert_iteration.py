@@ -172,12 +172,15 @@ def test_reward_weighted_training_weighs_won_and_lost_episodes(
 ):
     base = ["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
             "--demonstrations", str(reactive_run), "--reward-weighted", "--history", "0",
-            "--seeds-per-step", "2", "--eval-seeds", "3000-3009", "--save-every", "1"]  # fmt: skip
+            "--seeds-per-step", "2", "--eval-seeds", "3000-3009", "--save-every", "1",
+            "--train-layers", "2"]  # fmt: skip
     run = tmp_path / "run"
     code = main([*base, "--steps", "1", "--out", str(run)])
     err = " ".join(capsys.readouterr().err.split())
     assert code == 0, err
     assert "frozen beside the trained one" in err
+    # the tiny model's 2 layers all train: nothing shared, and the line does not say so
+    assert "only its layers above the frozen ones" not in err
     # a resumed run's model is its checkpoint's; it still measures against the starting
     # model, from which step 1 moved it (against the checkpoint, step 2's kl would be 0)
     code = main([*base, "--steps", "2", "--out", str(run), "--resume"])

@@ -192,6 +192,7 @@ def _sft_trainer(
         f"{len(kept)} demonstrations ({won} won), {len(dataset):,} sequences, {tokens:,} "
         f"tokens, {trained:,} of them replies (trained on)"
     )
+    trainer = sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
     if settings.reward_weighted:
         weights = dataset["weight"]
         won_turns = [w for w in weights if w > 0]
@@ -208,10 +209,10 @@ def _sft_trainer(
                 "turns repeating the command before, so they are pushed up or down less than "
                 "the others (a policy gradient trains every turn: leave it out)"
             )
-        shared = (
+        shared = (  # as the trainer found the model: --train-layers 30 leaves none frozen
             " (with --train-layers, only its layers above the frozen ones, fed the trained "
             "model's hidden states: half the time)"
-            if settings.train_layers is not None
+            if trainer.reference_top is not None
             else ""
         )
         console.print(
@@ -219,7 +220,7 @@ def _sft_trainer(
             "each reply as its step comes: the sampling policy that each step's clipping "
             f"and kl are measured against (about 0.65 s a reply on 2 CPU cores){shared}"
         )
-    return sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
+    return trainer
 
 
 def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:

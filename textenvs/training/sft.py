@@ -358,7 +358,7 @@ def build_trainer(
     out: Path,
     on_step: Callable[[dict[str, Any]], None] | None = None,
     keep_checkpoints: int | None = None,
-) -> SFTTrainer:
+) -> SharedPrefixTrainer:
     """The trainer; with --reward-weighted, beside it the starting model, frozen, for the
     policy that sampled the runs (they were sampled from it, or from a round that played
     as it did): loaded from the settings, so a resumed run, whose model is its
