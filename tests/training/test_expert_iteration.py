@@ -13,6 +13,7 @@ import textenvs
 from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.cli import main
 from textenvs.evals import store
+from textenvs.evals.metrics import key_of
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
 from textenvs.training.demonstrations import (
@@ -61,11 +62,10 @@ def test_a_replay_that_ends_otherwise_than_recorded_is_refused(tiny, reactive_ru
     (run / store.EPISODES).write_text((reactive_run / store.EPISODES).read_text())
     (run / store.TRAJECTORIES).symlink_to(reactive_run / store.TRAJECTORIES)
     (episode, *_), _ = recorded_episodes([run], "em-anomaly")
-    lines = (run / store.EPISODES).read_text().splitlines()
-    first = json.loads(lines[0])
+    records = store.read_episodes(run)
+    first = min(records, key=key_of)  # the episode taken first
     first["return"] += 1  # as if another version of the scenario had paid it
-    lines[0] = json.dumps(first)
-    (run / store.EPISODES).write_text("\n".join(lines) + "\n")
+    (run / store.EPISODES).write_text("".join(json.dumps(r) + "\n" for r in records))
     (tampered, *_), _ = recorded_episodes([run], "em-anomaly")
     with pytest.raises(ValueError, match="its commands end otherwise than recorded"):
         replayed_demonstrations([tampered], textenvs.make, WINDOW, ChatTokens(tokenizer))
@@ -84,7 +84,21 @@ def test_an_episode_with_an_unreadable_reply_is_left_out_and_counted(reactive_ru
         (run / record["trajectory"]).write_text(json.dumps(data))
     episodes, unreadable = recorded_episodes([run], "em-anomaly")
     assert unreadable == 1
-    assert [e.spec.seed for e in episodes] == [r["seed"] for r in records if r["seed"] != 2003]
+    assert [e.spec.seed for e in episodes] == [s for s in range(2000, 2012) if s != 2003]
+
+
+def test_a_runs_episodes_are_taken_by_seed_and_episode_whatever_order_they_finished_in(
+    reactive_run, tmp_path
+):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / store.TRAJECTORIES).symlink_to(reactive_run / store.TRAJECTORIES)
+    lines = (reactive_run / store.EPISODES).read_text().splitlines()
+    (run / store.EPISODES).write_text("\n".join(reversed(lines)) + "\n")  # as if resumed
+    shuffled, _ = recorded_episodes([run], "em-anomaly")
+    recorded, _ = recorded_episodes([reactive_run], "em-anomaly")
+    assert shuffled == recorded
+    assert [e.spec.seed for e in recorded] == list(range(2000, 2012))
 
 
 @pytest.mark.slow

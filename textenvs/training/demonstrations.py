@@ -61,6 +61,7 @@ from textenvs.episodes.record import EpisodeResult
 from textenvs.episodes.replay import ReplayedAgent
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.evals import store
+from textenvs.evals.metrics import key_of
 from textenvs.inference.chat import ChatTokens, GrowingChat
 from textenvs.inference.tool_calls import call_text, reply_message, template_messages
 
@@ -153,13 +154,15 @@ def recorded_runs(demonstrations: str) -> list[Path]:
 def recorded_episodes(
     runs: Sequence[Path], env: str, options: dict[str, Any] | None = None
 ) -> tuple[list[RecordedEpisode], int]:
-    """The episodes of `env` the eval run folders `runs` recorded, run after run, each in
-    order; and how many were left out because a reply in them was unreadable (it has no
-    command to write as the reply the rules teach)."""
+    """The episodes of `env` the eval run folders `runs` recorded, run after run, each
+    run's by seed and episode; and how many were left out because a reply in them was
+    unreadable (it has no command to write as the reply the rules teach)."""
     kept: list[RecordedEpisode] = []
     unreadable = 0
     for run in runs:
-        for record in store.read_episodes(run):
+        # A run's file is in the order its episodes finished, which concurrency and
+        # resumes change; the training set, and so every batch, must not.
+        for record in sorted(store.read_episodes(run), key=key_of):
             if record["env"] != env:
                 continue
             turns = store.read_turns(run, record)
