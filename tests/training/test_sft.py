@@ -117,7 +117,8 @@ def test_sft_steps_make_the_demonstrations_more_likely(tiny_dir, tiny, tmp_path,
     code = main(
         ["train", "--method", "sft", "--env", "treasure-hunt", "--model", str(tiny_dir),
          "--steps", "4", "--seeds", "1000-1001", "--seeds-per-step", "1",
-         "--learning-rate", "3e-3", "--save-every", "2", "--out", str(out)]
+         "--learning-rate", "3e-3", "--save-every", "2", "--eval-seeds", "0-99,30000-30199",
+         "--out", str(out)]
     )  # fmt: skip
     assert code == 0, capsys.readouterr().err
     err = capsys.readouterr().err
@@ -126,6 +127,9 @@ def test_sft_steps_make_the_demonstrations_more_likely(tiny_dir, tiny, tmp_path,
     # the evaluation it suggests cuts the taught few-token replies there, asks nothing again
     quick = "textenvs eval --env treasure-hunt --agent llm --temperature 0 --max-tokens 8"
     assert f"{quick} --reasks 0 --model {out}/final --seeds 0-4 --out runs/sft-try" in err
+    # a later held-out range may be the final one: it is named, not suggested
+    assert f"--model {out}/final --seeds 0-99 --out runs/sft-after" in err
+    assert "other seeds, 30000-30199, are left" in " ".join(err.split())
     record = models.read_record(out / "final")
     assert record["method"] == "sft" and record["demonstrations"] == "scripted"
     # a checkpoint carries the run's settings, so eval plays it with the same reply limit

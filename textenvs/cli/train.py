@@ -354,23 +354,30 @@ def _next_steps(settings: Any, out: Path, final: Path) -> str:
             quick += " --reasks 0"
     seeds = settings.eval_seeds
     first = seed_ranges(seeds[:5])
+    # Only --eval-seeds' first range: a later one may be a final range, played once.
+    played, *later = seed_ranges(seeds).split(",")
     name, base = out.name, out / run_folder.BASE
     play = f"  textenvs eval --env {settings.env} --agent llm{quick} --model"
     lines = [
         "evaluate it on held-out seeds: 5 episodes first (on a 2-core CPU a checkpoint "
         "that answers in a few tokens plays an episode in seconds to a minute: the SFT "
-        "recipe's 100 EM Anomaly episodes took 15.5 minutes), then all:",
+        f"recipe's 100 EM Anomaly episodes took 15.5 minutes), then all of {played}:",
         f"{play} {final} --seeds {first} --out runs/{name}-try",
-        f"{play} {final} --seeds {seed_ranges(seeds)} --out runs/{name}-after",
+        f"{play} {final} --seeds {played} --out runs/{name}-after",
     ]
     if base.exists():
-        lines.append(f"{play} {base} --seeds {seed_ranges(seeds)} --out runs/{name}-before")
+        lines.append(f"{play} {base} --seeds {played} --out runs/{name}-before")
     else:
         lines.append(
             "  (the starting weights were not saved: train with --save-base to evaluate "
             "them as 'before')"
         )
     lines.append(f"  textenvs report runs/{name}-before runs/{name}-after")
+    if later:
+        lines.append(
+            f"  (--eval-seeds' other seeds, {','.join(later)}, are left for an evaluation "
+            "chosen before it is played: a final range is played once)"
+        )
     return "\n".join(lines)
 
 
