@@ -352,10 +352,12 @@ def _next_steps(settings: Any, out: Path, final: Path) -> str:
             quick += f" --max-tokens {SFT_REPLY_TOKENS}"
         if settings.conversation.get("reasks", 1):
             quick += " --reasks 0"
-    seeds = settings.eval_seeds
-    first = seed_ranges(seeds[:5])
-    # Only --eval-seeds' first range: a later one may be a final range, played once.
-    played, *later = seed_ranges(seeds).split(",")
+    # Only --eval-seeds' first run of consecutive seeds: a later one may be a final
+    # range, played once, so not even the 5-episode try reaches into it.
+    seeds = sorted(settings.eval_seeds)
+    gap = next((i for i in range(1, len(seeds)) if seeds[i] != seeds[i - 1] + 1), len(seeds))
+    played, later = seed_ranges(seeds[:gap]), seed_ranges(seeds[gap:])
+    first = seed_ranges(seeds[:gap][:5])
     name, base = out.name, out / run_folder.BASE
     play = f"  textenvs eval --env {settings.env} --agent llm{quick} --model"
     lines = [
@@ -375,7 +377,7 @@ def _next_steps(settings: Any, out: Path, final: Path) -> str:
     lines.append(f"  textenvs report runs/{name}-before runs/{name}-after")
     if later:
         lines.append(
-            f"  (--eval-seeds' other seeds, {','.join(later)}, are left for an evaluation "
+            f"  (--eval-seeds' other seeds, {later}, are left for an evaluation "
             "chosen before it is played: a final range is played once)"
         )
     return "\n".join(lines)
