@@ -146,6 +146,22 @@ def test_sft_steps_make_the_demonstrations_more_likely(tiny_dir, tiny, tmp_path,
     assert _reply_loss(out / "final", shown) < _reply_loss(out / "base", shown)
 
 
+def test_the_suggested_evaluations_play_the_scenario_options_it_was_trained_on(
+    tiny_dir, tmp_path, capsys
+):
+    out = tmp_path / "mf"
+    code = main(
+        ["train", "--method", "sft", "--env", "magnetic-field", "--env-option", "level=0",
+         "--model", str(tiny_dir), "--steps", "1", "--seeds", "1000-1000",
+         "--seeds-per-step", "1", "--out", str(out)]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    evaluations = [line for line in capsys.readouterr().err.splitlines() if "textenvs eval" in line]
+    assert len(evaluations) == 3  # the try, 'after' and 'before'
+    for line in evaluations:  # at the default level they would be other episodes
+        assert "--env magnetic-field --env-option level=0 --agent llm" in line
+
+
 def test_sft_refuses_json_mode_and_agents_that_cannot_demonstrate(tiny_dir, tmp_path, capsys):
     base = ["train", "--method", "sft", "--env", "treasure-hunt", "--model", str(tiny_dir),
             "--steps", "1", "--out", str(tmp_path / "x")]  # fmt: skip

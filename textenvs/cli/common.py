@@ -177,11 +177,27 @@ def env_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--env-option takes KEY=VALUE, got {pair!r}")
-        try:
-            options[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key.strip()] = value
+        options[key.strip()] = option_value(value)
     return options
+
+
+def option_value(text: str) -> Any:
+    """A `--env-option` value: JSON where it parses ('2' -> 2, 'true' -> True), else text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def env_option_flags(options: dict[str, Any]) -> list[str]:
+    """The `--env-option KEY=VALUE` flags that give back `options` (the inverse of
+    env_options_from_args): a text that would parse as JSON is written as JSON text."""
+    flags = []
+    for key, value in options.items():
+        plain = isinstance(value, str) and option_value(value) == value
+        text = value if plain else json.dumps(value)
+        flags += ["--env-option", f"{key}={text}"]
+    return flags
 
 
 def checked_env_options(args: argparse.Namespace, env: Any, seed: int) -> dict[str, Any] | None:

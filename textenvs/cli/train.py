@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from textenvs.cli.command import Command
 from textenvs.cli.common import (
     env_option_argument,
+    env_option_flags,
     env_options_from_args,
     env_url_argument,
     fail,
@@ -359,7 +361,9 @@ def _next_steps(settings: Any, out: Path, final: Path) -> str:
     played, later = seed_ranges(seeds[:gap]), seed_ranges(seeds[gap:])
     first = seed_ranges(seeds[:gap][:5])
     name, base = out.name, out / run_folder.BASE
-    play = f"  textenvs eval --env {settings.env} --agent llm{quick} --model"
+    # the scenario's options it was trained on (a level, say): the same episodes' kind
+    options = f" {shlex.join(env_option_flags(settings.options))}" if settings.options else ""
+    play = f"  textenvs eval --env {settings.env}{options} --agent llm{quick} --model"
     lines = [
         "evaluate it on held-out seeds: 5 episodes first (on a 2-core CPU a checkpoint "
         "that answers in a few tokens plays an episode in seconds to a minute: the SFT "
