@@ -160,6 +160,15 @@ def test_the_suggested_evaluations_play_the_scenario_options_it_was_trained_on(
     assert len(evaluations) == 3  # the try, 'after' and 'before'
     for line in evaluations:  # at the default level they would be other episodes
         assert "--env magnetic-field --env-option level=0 --agent llm" in line
+    # played without it anyway, the evaluation says so in one line
+    play = ["eval", "--env", "magnetic-field", "--agent", "llm", "--model", str(out / "final"),
+            "--seeds", "40000", "--max-tokens", "2", "--reasks", "0",
+            "--max-invalid", "1"]  # fmt: skip
+    note = f"note: {out / 'final'} was trained on magnetic-field with --env-option level=0; "
+    assert main([*play, "--out", str(tmp_path / "default")]) == 0
+    assert note + "this run plays its default options" in capsys.readouterr().err
+    assert main([*play, "--env-option", "level=0", "--out", str(tmp_path / "same")]) == 0
+    assert "was trained on" not in capsys.readouterr().err
 
 
 def test_sft_refuses_json_mode_and_agents_that_cannot_demonstrate(tiny_dir, tmp_path, capsys):

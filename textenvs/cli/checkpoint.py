@@ -15,12 +15,14 @@ import contextlib
 import importlib.util
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from textenvs.cli.common import fail, missing_extra
+from textenvs.cli.common import env_option_flags, env_options_from_args, fail, missing_extra
+from textenvs.episodes.specs import resolve_envs
 
 LOOPBACK_TIMEOUT_S = 3600.0
 #: conversations a model directory served on a CPU holds at once (`--concurrency`'s
@@ -108,6 +110,9 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
             f"seeds {shown}: {args.model} was trained on them; evaluate it on held-out "
             "seeds (its textenvs-training.json lists both)",
         )
+    note = _other_options_note(args, record)
+    if note:
+        print(note, file=sys.stderr)
     trained_with = {**(record.get("conversation") or {})}
     for name in ("action_mode", "json_reasoning", "max_tokens"):
         if record.get(name) is not None:
@@ -140,6 +145,21 @@ def served(args: argparse.Namespace, seeds: list[int], slots: int) -> Iterator[N
                 raise
     except models.ModelError as exc:
         raise fail(args, str(exc)) from None
+
+
+def _other_options_note(args: argparse.Namespace, record: dict[str, Any]) -> str | None:
+    """A checkpoint trained on its scenario's options (a level, say) and played with other
+    ones meets episodes unlike those it learned from: a line that says so."""
+    trained, env = record.get("options") or {}, record.get("env")
+    try:
+        played, envs = env_options_from_args(args), resolve_envs(args.env)
+    except (ValueError, KeyError):
+        return None  # the command says what is wrong with them
+    if env not in envs or played == trained:
+        return None
+    learned = shlex.join(env_option_flags(trained)) or "its default options"
+    plays = shlex.join(env_option_flags(played)) or "its default options"
+    return f"note: {args.model} was trained on {env} with {learned}; this run plays {plays}"
 
 
 def _action_mode(args: argparse.Namespace) -> str | None:
