@@ -21,7 +21,7 @@ from textenvs.cli.common import (
 )
 from textenvs.cli.eval_output import continue_command
 from textenvs.core.numbers import bounded, positive_float
-from textenvs.episodes.specs import TRAINING_SEEDS, seed_ranges
+from textenvs.episodes.specs import TRAINING_SEEDS, consecutive_runs, seed_ranges
 from textenvs.evals import run_folder
 
 DEFAULT_EVAL_SEEDS = "0-99"
@@ -356,10 +356,9 @@ def _next_steps(settings: Any, out: Path, final: Path) -> str:
             quick += " --reasks 0"
     # Only --eval-seeds' first run of consecutive seeds: a later one may be a final
     # range, played once, so not even the 5-episode try reaches into it.
-    seeds = sorted(settings.eval_seeds)
-    gap = next((i for i in range(1, len(seeds)) if seeds[i] != seeds[i - 1] + 1), len(seeds))
-    played, later = seed_ranges(seeds[:gap]), seed_ranges(seeds[gap:])
-    first = seed_ranges(seeds[:gap][:5])
+    first_run, *later_runs = consecutive_runs(settings.eval_seeds)
+    played, first = seed_ranges(first_run), seed_ranges(first_run[:5])
+    later = seed_ranges([seed for run in later_runs for seed in run])
     name, base = out.name, out / run_folder.BASE
     # the scenario's options it was trained on (a level, say): the same episodes' kind
     options = f" {shlex.join(env_option_flags(settings.options))}" if settings.options else ""

@@ -49,17 +49,23 @@ def parse_seeds(spec: str) -> list[int]:
     return seeds
 
 
+def consecutive_runs(seeds: list[int]) -> list[list[int]]:
+    """`seeds` sorted, each once, cut where a seed is skipped: `[5, 0, 1, 2]` ->
+    `[[0, 1, 2], [5]]`."""
+    runs: list[list[int]] = []
+    for seed in sorted(set(seeds)):
+        if runs and seed == runs[-1][-1] + 1:
+            runs[-1].append(seed)
+        else:
+            runs.append([seed])
+    return runs
+
+
 def seed_ranges(seeds: list[int]) -> str:
     """The shortest `parse_seeds` spec of `seeds`: `[0, 1, 2, 5]` -> `"0-2,5"`."""
-    parts: list[str] = []
-    ordered = sorted(set(seeds))
-    start = 0
-    for i, seed in enumerate(ordered):
-        if i + 1 == len(ordered) or ordered[i + 1] != seed + 1:
-            lo = ordered[start]
-            parts.append(str(lo) if lo == seed else f"{lo}-{seed}")
-            start = i + 1
-    return ",".join(parts)
+    return ",".join(
+        str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in consecutive_runs(seeds)
+    )
 
 
 def resolve_envs(spec: str) -> list[str]:
