@@ -240,6 +240,6 @@ def test_train_help_shows_the_defaults_the_recipe_relies_on() -> None:
 def test_env_option_flags_give_back_the_options_they_were_read_from():
     # a text that looks like JSON ("3", "true") must stay text when read back
     options = {"level": 0, "name": "north", "code": "3", "word": "true", "on": True, "xs": [1, 2]}
-    flags = env_option_flags(options)
+    flags = shlex.split(env_option_flags(options))
     assert flags[:2] == ["--env-option", "level=0"] and "name=north" in flags
     assert env_options_from_args(argparse.Namespace(env_options=flags[1::2])) == options

@@ -15,7 +15,6 @@ import contextlib
 import importlib.util
 import logging
 import os
-import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,8 +156,8 @@ def _other_options_note(args: argparse.Namespace, record: dict[str, Any]) -> str
         return None  # the command says what is wrong with them
     if env not in envs or played == trained:
         return None
-    learned = shlex.join(env_option_flags(trained)) or "its default options"
-    plays = shlex.join(env_option_flags(played)) or "its default options"
+    learned = env_option_flags(trained) or "its default options"
+    plays = env_option_flags(played) or "its default options"
     return f"note: {args.model} was trained on {env} with {learned}; this run plays {plays}"
 
 

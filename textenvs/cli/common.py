@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import secrets
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -189,15 +190,16 @@ def option_value(text: str) -> Any:
         return text
 
 
-def env_option_flags(options: dict[str, Any]) -> list[str]:
-    """The `--env-option KEY=VALUE` flags that give back `options` (the inverse of
-    env_options_from_args): a text that would parse as JSON is written as JSON text."""
+def env_option_flags(options: dict[str, Any]) -> str:
+    """The `--env-option KEY=VALUE` flags, as shell text, that give back `options` (the
+    inverse of env_options_from_args): a text that would parse as JSON is written as JSON
+    text. Empty for no options."""
     flags = []
     for key, value in options.items():
         plain = isinstance(value, str) and option_value(value) == value
         text = value if plain else json.dumps(value)
         flags += ["--env-option", f"{key}={text}"]
-    return flags
+    return shlex.join(flags)
 
 
 def checked_env_options(args: argparse.Namespace, env: Any, seed: int) -> dict[str, Any] | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -360,8 +359,8 @@ def _next_steps(settings: Any, out: Path, final: Path) -> str:
     played, first = seed_ranges(first_run), seed_ranges(first_run[:5])
     later = seed_ranges([seed for run in later_runs for seed in run])
     name, base = out.name, out / run_folder.BASE
-    # the scenario's options it was trained on (a level, say): the same episodes' kind
-    options = f" {shlex.join(env_option_flags(settings.options))}" if settings.options else ""
+    # the options it trained on (a level, say): without them it would play other episodes
+    options = f" {env_option_flags(settings.options)}" if settings.options else ""
     play = f"  textenvs eval --env {settings.env}{options} --agent llm{quick} --model"
     lines = [
         "evaluate it on held-out seeds: 5 episodes first (on a 2-core CPU a checkpoint "
