@@ -10,6 +10,9 @@ import re
 import pytest
 
 import textenvs
+from benchmarks.support.openai_server import OpenAIServer
+from benchmarks.support.scripted_replies import REPLIES
+from benchmarks.support.scripted_replies import reply_for as scripted_reply
 from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.cli import main
 from textenvs.evals import store
@@ -25,6 +28,7 @@ from textenvs.training.demonstrations import (
 from textenvs.training.settings import settings_from
 
 WINDOW = conversation_settings(prompt_budget=7000, history=0)
+UNASKED = conversation_settings(prompt_budget=7000, history=0, reasks=0)  # as the run played
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +91,37 @@ def test_an_episode_with_an_unreadable_reply_is_left_out_and_counted(reactive_ru
     assert [e.spec.seed for e in episodes] == [s for s in range(2000, 2012) if s != 2003]
 
 
+def test_an_unreadable_reply_is_replayed_as_written_where_the_run_keeps_it(tiny, tmp_path):
+    """A model's real run, on the OpenAI protocol, with replies no parser reads: kept (for
+    a policy gradient), each such reply is trained on as the model wrote it, and the
+    episode, replayed through the same reader, ends as it was recorded."""
+    _, tokenizer = tiny
+    chat = ChatTokens(tokenizer)
+    out = tmp_path / "run"
+    with OpenAIServer(default=scripted_reply) as server:
+        code = main(["eval", "--env", "em-anomaly", "--agent", "llm", "--model", "m",
+                     "--base-url", server.base_url, "--history", "0", "--reasks", "0",
+                     "--seeds", "2000-2003", "--out", str(out)])  # fmt: skip
+    assert code == 0
+    left, unreadable = recorded_episodes([out], "em-anomaly")
+    episodes, counted = recorded_episodes([out], "em-anomaly", keep_unreadable=True)
+    assert counted == unreadable > 0 and len(left) == 4 - unreadable and len(episodes) == 4
+    shown = replayed_demonstrations(episodes, textenvs.make, UNASKED, chat)
+    for episode, demonstration in zip(episodes, shown, strict=True):
+        trained = [
+            chat.decode([t for t, label in zip(s.ids, s.labels, strict=True) if label >= 0])
+            for s in demonstration.sequences
+        ]
+        unread = episode.unread or (None,) * len(episode.commands)
+        expected = [
+            (reply_for(command) if raw is None else raw) + "<|im_end|>"
+            for command, raw in zip(episode.commands, unread, strict=True)
+        ]
+        assert trained == expected
+    replies = [raw for episode in episodes for raw in episode.unread if raw is not None]
+    assert set(replies) <= set(REPLIES) and "hmm, not sure yet" in replies
+
+
 def test_a_runs_episodes_are_taken_by_seed_and_episode_whatever_order_they_finished_in(
     reactive_run, tmp_path
 ):
@@ -120,7 +155,7 @@ def test_training_on_a_run_keeps_its_won_episodes_and_refuses_every_seed_trained
     err = " ".join(capsys.readouterr().err.split())  # rich wraps lines at 80 columns
     assert code == 0, err
     won = sum(r["success"] for r in store.read_episodes(reactive_run))
-    assert f"replaying the episodes of {reactive_run} on 12 seeds (0 left out" in err
+    assert f"of {reactive_run} on 12 seeds (0 with an unreadable reply: left out)" in err
     assert f"{won} demonstrations ({won} won)" in err
     # the bar counts the replayed episodes trained on: the won ones
     assert re.search(rf"demonstrations em-anomaly [━ ]+ {won}/{won} ", err)
@@ -192,6 +227,7 @@ def test_reward_weighted_training_weighs_won_and_lost_episodes(
     code = main([*base, "--steps", "1", "--out", str(run)])
     err = " ".join(capsys.readouterr().err.split())
     assert code == 0, err
+    assert "(0 with an unreadable reply: replayed as written)" in err
     assert "frozen beside the trained one" in err
     # the tiny model's 2 layers all train: nothing shared, and the line does not say so
     assert "only its layers above the frozen ones" not in err

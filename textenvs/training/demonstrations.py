@@ -142,6 +142,10 @@ class RecordedEpisode:
     commands: tuple[str, ...]
     success: bool
     total_reward: float
+    #: per turn, the reply as recorded where it could not be read (replayed as it was
+    #: written, so a policy gradient can push it down), None where it was read; empty:
+    #: every reply was read
+    unread: tuple[str | None, ...] = ()
 
 
 def recorded_runs(demonstrations: str) -> list[Path]:
@@ -152,11 +156,16 @@ def recorded_runs(demonstrations: str) -> list[Path]:
 
 
 def recorded_episodes(
-    runs: Sequence[Path], env: str, options: dict[str, Any] | None = None
+    runs: Sequence[Path],
+    env: str,
+    options: dict[str, Any] | None = None,
+    *,
+    keep_unreadable: bool = False,
 ) -> tuple[list[RecordedEpisode], int]:
     """The episodes of `env` the eval run folders `runs` recorded, run after run, each
-    run's by seed and episode; and how many were left out because a reply in them was
-    unreadable (it has no command to write as the reply the rules teach)."""
+    run's by seed and episode; and how many had an unreadable reply. Those are left out
+    (such a reply has no command to write as the reply the rules teach), or with
+    `keep_unreadable` kept, each such reply to be replayed as it was written."""
     kept: list[RecordedEpisode] = []
     unreadable = 0
     for run in runs:
@@ -166,15 +175,23 @@ def recorded_episodes(
             if record["env"] != env:
                 continue
             turns = store.read_turns(run, record)
-            if any(turn["invalid_action"] or not turn["command"] for turn in turns):
+            unread = tuple(
+                turn.get("raw") or "" if turn["invalid_action"] or not turn["command"] else None
+                for turn in turns
+            )
+            if any(reply is not None for reply in unread):
                 unreadable += 1
-                continue
+                if not keep_unreadable or "" in unread:  # "": no reply recorded to replay
+                    continue
+            else:
+                unread = ()
             kept.append(
                 RecordedEpisode(
                     EpisodeSpec(env, record["seed"], options or None),
                     tuple(turn["command"] for turn in turns),
                     bool(record["success"]),
                     float(record["return"]),
+                    unread,
                 )
             )
     return kept, unreadable
@@ -220,11 +237,13 @@ def demonstrate(
     chat: ChatTokens,
     habit_share: float = 1.0,
     noise: float = 0.0,
+    unread: Sequence[str | None] = (),
 ) -> Demonstration:
     """`agent`'s episode of `spec` (an agent or its name), as the model's conversation in
     tokens, with `habit_share` of the replies that repeat the command before trained on
     and a random command played on `noise` of the turns (the agent's answer trained on
-    instead)."""
+    instead). A turn's reply in `unread` (a recorded reply never read) is written as it
+    is, and read as eval read it, rather than as the rules teach the command."""
     env = make_env(spec.env)
     try:
         noisy = NoisyAgent(make_agent(agent) if isinstance(agent, str) else agent, noise, spec.seed)
@@ -253,7 +272,8 @@ def demonstrate(
                 growing, sequence = GrowingChat(chat, tools), TokenSequence()
                 sequences.append(sequence)
             segment = chat.encode(growing.segment(request))
-            reply = written(command)
+            recorded = unread[turn] if unread else None
+            reply = written(command) if recorded is None else recorded
             read, message = take_reply(conversation, reply, tools)
             if read is None:
                 raise ValueError(f"{spec.id}: the reader does not read {reply!r}")
@@ -311,18 +331,18 @@ def replayed_demonstrations(
     habit_share: float = 1.0,
     on_episode: Callable[[Demonstration], Any] | None = None,
 ) -> list[Demonstration]:
-    """The recorded `episodes` replayed as demonstrations, each checked to end as it was
-    recorded (another version of the scenario, or other reset options, would not)."""
-    shown = demonstrations(
-        [episode.spec for episode in episodes],
-        [ReplayedAgent(episode.commands) for episode in episodes],
-        make_env,
-        settings,
-        chat,
-        habit_share=habit_share,
-        on_episode=on_episode,
-    )
-    for episode, demonstration in zip(episodes, shown, strict=True):
+    """The recorded `episodes` replayed as demonstrations (a reply never read written as
+    recorded), each checked to end as it was recorded (another version of the scenario,
+    or other reset options, would not)."""
+    shown: list[Demonstration] = []
+    for episode in episodes:
+        agent = ReplayedAgent(episode.commands)
+        demonstration = demonstrate(
+            episode.spec, agent, make_env, settings, chat, habit_share, unread=episode.unread
+        )
+        if on_episode is not None:
+            on_episode(demonstration)
+        shown.append(demonstration)
         replayed = demonstration.result
         if (replayed.success, replayed.total_reward) != (episode.success, episode.total_reward):
             raise ValueError(

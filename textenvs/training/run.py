@@ -145,10 +145,17 @@ def _sft_trainer(
     recorded = None
     runs = recorded_runs(settings.demonstrations)
     if runs:
-        recorded, unreadable = recorded_episodes(runs, settings.env, settings.options)
+        # A policy gradient learns from every episode, an unreadable reply pushed down with
+        # the rest of a lost one; imitation must not copy one. Only text mode's replies
+        # are replayed as written (a tools-mode reply is the server's message for a call).
+        keep = settings.reward_weighted and settings.action_mode == "text"
+        recorded, unreadable = recorded_episodes(
+            runs, settings.env, settings.options, keep_unreadable=keep
+        )
+        fate = "replayed as written" if keep else "left out"
         console.print(
             f"replaying the episodes of {settings.demonstrations} on {len(settings.seeds)} "
-            f"seeds ({unreadable} left out: a reply in them was unreadable)"
+            f"seeds ({unreadable} with an unreadable reply: {fate})"
         )
     else:
         console.print(
