@@ -11,13 +11,21 @@ won, the commands it played, how many of its observations after the first report
 last move BLOCKED, its marks on a tile reading 2-3, and how often it chose the reactive
 agent's command, by that reason. A run that reads agrees on TURN and CLIMB, not only on
 STRAIGHT.
+
+    python -m benchmarks.reading_counts --won-and-lost runs/or1-play runs/or2-play
+
+counts, on the seeds the runs together both won and lost (sampled with
+`--episodes-per-seed K`), the won episodes and the lost ones apart: what
+`train --reward-weighted` draws up and pushes down on those seeds.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import textenvs
 from textenvs.agents.scripted.reactive import em_anomaly_decision
@@ -26,14 +34,40 @@ from textenvs.evals import store
 ENV = "em-anomaly"
 
 
+Episode = tuple[Path, dict[str, Any]]  # a run folder and one of its episode records
+
+
+def episodes_of(run: Path) -> list[Episode]:
+    return [(run, record) for record in store.read_episodes(run) if record["env"] == ENV]
+
+
 def counts(run: Path) -> dict[str, Counter[str]]:
     """The run's counts: 'commands', 'agree' and 'states' (by reason), and 'totals'."""
+    return episode_counts(episodes_of(run))
+
+
+def won_and_lost(episodes: Sequence[Episode]) -> tuple[list[Episode], list[Episode], int]:
+    """Of the seeds both won and lost in `episodes`: the won episodes, the lost ones, and
+    how many such seeds."""
+    by_seed: dict[int, list[Episode]] = defaultdict(list)
+    for episode in episodes:
+        by_seed[episode[1]["seed"]].append(episode)
+    mixed = [
+        group
+        for group in by_seed.values()
+        if len({bool(record["success"]) for _, record in group}) == 2
+    ]
+    plays = [episode for group in mixed for episode in group]
+    won = [episode for episode in plays if episode[1]["success"]]
+    return won, [episode for episode in plays if not episode[1]["success"]], len(mixed)
+
+
+def episode_counts(episodes: Sequence[Episode]) -> dict[str, Counter[str]]:
+    """The episodes' counts: 'commands', 'agree' and 'states' (by reason), and 'totals'."""
     env = textenvs.make(ENV)
-    tally: dict[str, Counter[str]] = {n: Counter() for n in ("commands", "agree", "states")}
+    counted: dict[str, Counter[str]] = {n: Counter() for n in ("commands", "agree", "states")}
     totals: Counter[str] = Counter()
-    for record in store.read_episodes(run):
-        if record["env"] != ENV:
-            continue
+    for run, record in episodes:
         turns = store.read_turns(run, record)
         _, info = env.reset(seed=record["seed"])
         totals["episodes"] += 1
@@ -42,9 +76,9 @@ def counts(run: Path) -> dict[str, Counter[str]]:
             observation = info["observation"]
             answer, reason = em_anomaly_decision(observation)
             command = "" if turn["invalid_action"] else turn["command"]
-            tally["commands"][command or "(unreadable)"] += 1
-            tally["states"][reason] += 1
-            tally["agree"][reason] += command == answer
+            counted["commands"][command or "(unreadable)"] += 1
+            counted["states"][reason] += 1
+            counted["agree"][reason] += command == answer
             if number > 0:
                 totals["observations"] += 1
                 totals["blocked"] += observation["last_result"].startswith("blocked")
@@ -52,28 +86,43 @@ def counts(run: Path) -> dict[str, Counter[str]]:
                 totals["marks"] += 1
                 totals["marks_on_2_3"] += observation["view"][1][1] >= 2
             info = env.step(turn["command"] or "")[4]  # an unreadable reply spends a step too
-    tally["totals"] = totals
-    return tally
+    counted["totals"] = totals
+    return counted
+
+
+def described(name: str, counted: dict[str, Counter[str]]) -> str:
+    totals = counted["totals"]
+    played = ", ".join(f"{c} {n}" for c, n in counted["commands"].most_common())
+    agree = ", ".join(
+        f"{reason} {counted['agree'][reason]} of {counted['states'][reason]}"
+        for reason in ("mark", "climb", "straight", "turn")
+    )
+    return (
+        f"{name}: won {totals['won']} of {totals['episodes']}; commands: {played}\n"
+        f"  BLOCKED after {totals['blocked']} of {totals['observations']} observations; "
+        f"marks on 2-3: {totals['marks_on_2_3']} of {totals['marks']}\n"
+        f"  the reactive agent's command, by its reason: {agree}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", type=Path, help="run folders of `textenvs eval`")
+    p.add_argument(
+        "--won-and-lost",
+        action="store_true",
+        help="the runs together, on the seeds they both won and lost: won and lost "
+        "episodes counted apart",
+    )
     args = p.parse_args(argv)
-    for run in args.runs:
-        tally = counts(run)
-        totals = tally["totals"]
-        played = ", ".join(f"{c} {n}" for c, n in tally["commands"].most_common())
-        agree = ", ".join(
-            f"{reason} {tally['agree'][reason]} of {tally['states'][reason]}"
-            for reason in ("mark", "climb", "straight", "turn")
-        )
-        print(
-            f"{run}: won {totals['won']} of {totals['episodes']}; commands: {played}\n"
-            f"  BLOCKED after {totals['blocked']} of {totals['observations']} observations; "
-            f"marks on 2-3: {totals['marks_on_2_3']} of {totals['marks']}\n"
-            f"  the reactive agent's command, by its reason: {agree}"
-        )
+    if not args.won_and_lost:
+        for run in args.runs:
+            print(described(str(run), counts(run)))
+        return 0
+    won, lost, seeds = won_and_lost([e for run in args.runs for e in episodes_of(run)])
+    print(f"{seeds} seeds both won and lost")
+    print(described("their won episodes", episode_counts(won)))
+    print(described("their lost episodes", episode_counts(lost)))
     return 0
 
 

@@ -132,6 +132,33 @@ def test_reading_counts_find_the_reactive_agent_agreeing_with_itself_on_every_st
     assert "marks on 2-3: 3 of 3" in capsys.readouterr().out
 
 
+def test_reading_counts_tell_won_from_lost_episodes_on_the_seeds_both_won_and_lost(
+    reactive_run, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reactive agent's run and a random one on the same seeds: where the first won
+    and the second lost, each seed is counted once won (agreeing on every state) and once
+    lost; a seed both won, or both lost, not at all."""
+    blind = tmp_path / "random"
+    argv = ["eval", "--env", "em-anomaly", "--agent", "random", "--seeds", "0-11"]
+    assert textenvs_main([*argv, "--out", str(blind)]) == 0
+    episodes = reading_counts.episodes_of(reactive_run) + reading_counts.episodes_of(blind)
+    won, lost, seeds = reading_counts.won_and_lost(episodes)
+    outcomes = {
+        seed: {bool(r["success"]) for _, r in episodes if r["seed"] == seed} for seed in range(12)
+    }
+    mixed = sorted(seed for seed, ended in outcomes.items() if ended == {True, False})
+    assert 0 < seeds == len(mixed) < 12
+    assert sorted(r["seed"] for _, r in won) == sorted(r["seed"] for _, r in lost) == mixed
+    assert all(r["success"] for _, r in won) and not any(r["success"] for _, r in lost)
+    won_counts = reading_counts.episode_counts(won)
+    assert won_counts["agree"] == won_counts["states"]
+    reading_counts.main(["--won-and-lost", str(reactive_run), str(blind)])
+    out = capsys.readouterr().out
+    assert f"{seeds} seeds both won and lost" in out
+    assert f"their won episodes: won {seeds} of {seeds}" in out
+    assert f"their lost episodes: won 0 of {seeds}" in out
+
+
 def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strongest(
     reactive_run, capsys: pytest.CaptureFixture[str]
 ) -> None:
