@@ -8,7 +8,17 @@ Stages, on Treasure Hunt, in this process:
 - `trl-env`: one step of TRL's own `GRPOTrainer(environment_factory=...)` on
   `textenvs.adapters.trl` (the model calls the `act(command)` tool);
 - `eval`: `textenvs eval --agent llm --model` the GRPO run's final checkpoint on 2 seeds;
-- `eval-tools`: the same in `--action-mode tools`, of the `trl-env` stage's checkpoint.
+- `eval-tools`: the same in `--action-mode tools`, of the `trl-env` stage's checkpoint;
+- `reward-weighted`: `train --method sft --reward-weighted` (EM Anomaly) on the reactive
+  agent's run of 20 seeds, won and lost: 2 steps, the starting model's top layer frozen
+  beside the trained one, the kl bound measured.
+
+With `--shape DIR` (a model folder without its weights: `config.json` and the tokenizer,
+e.g. SmolLM2-135M's), `shape` then times one round of the EM Anomaly recipe at that
+model's size on weights drawn at random here: 16 episodes sampled at temperature 1 and
+`--concurrency 8`, and reward-weighted steps of 16 turns with the top 12 layers trained
+(seconds a step from a 1-step and a 6-step run). A random model's replies are unreadable,
+so its episodes run all 30 turns, as many tokens as a real episode or more.
 
 The models are made here (`benchmarks/support/tiny_model.py`: a two-layer model of a few
 hundred kB, its tokenizer trained on the rules, taught for a moment to answer), so no
@@ -45,6 +55,7 @@ from typing import Any
 import torch
 
 from benchmarks.support import tiny_model
+from textenvs.evals import store
 
 ENV = "treasure-hunt"
 #: north explores and west bumps from the start corner: a group's episodes differ
@@ -137,6 +148,61 @@ def evaluate(work: Path, model: Path, name: str, *mode: str) -> dict[str, Any]:
     return {k: summary[k] for k in keep if k in summary}
 
 
+def reward_weighted(work: Path) -> dict[str, Any]:
+    from textenvs.inference import models
+
+    played = work / "em-reactive"
+    # 20 seeds: `shape` trains on them 16 a step
+    cli("eval", "--env", "em-anomaly", "--agent", "reactive", "--seeds", "2000-2019",
+        "--out", str(played))  # fmt: skip
+    out = work / "reward-weighted"
+    cli("train", "--method", "sft", "--env", "em-anomaly", "--model", str(work / "text-model"),
+        "--demonstrations", str(played), "--reward-weighted", "--history", "0",
+        "--seeds-per-step", "2", "--steps", "2", "--train-layers", "1", "--target-kl", "0.05",
+        "--eval-seeds", "3000-3009", "--out", str(out))  # fmt: skip
+    record = models.read_record(out / "final")
+    return {"step": record["step"], "reward_weighted": record["reward_weighted"]}
+
+
+def shape(work: Path, folder: Path) -> dict[str, Any]:
+    """One round of the EM Anomaly recipe at the size of the model `folder` describes."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    model_dir = work / "shape-model"
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder))
+    model.save_pretrained(model_dir)
+    AutoTokenizer.from_pretrained(folder).save_pretrained(model_dir)
+    parameters = sum(p.numel() for p in model.parameters())
+    del model
+    episodes = 16
+    started = time.perf_counter()
+    cli("eval", "--env", "em-anomaly", "--agent", "llm", "--model", str(model_dir),
+        "--temperature", "1", "--llm-seed", "0", "--seeds", f"21000-{21000 + episodes - 1}",
+        "--concurrency", "8", "--history", "0", "--reasks", "0", "--max-tokens", "8",
+        "--out", str(work / "shape-eval"))  # fmt: skip
+    sampled = time.perf_counter() - started
+    turns = sum(r["steps"] for r in store.read_episodes(work / "shape-eval"))
+    seconds = {}
+    for steps in (1, 6):
+        started = time.perf_counter()
+        cli("train", "--method", "sft", "--env", "em-anomaly", "--model", str(model_dir),
+            "--demonstrations", str(work / "em-reactive"), "--reward-weighted", "--history",
+            "0", "--seeds-per-step", "16", "--steps", str(steps), "--train-layers", "12",
+            "--learning-rate", "2e-5", "--max-tokens", "8", "--reasks", "0",
+            "--eval-seeds", "3000-3009", "--out", str(work / f"shape-train-{steps}"))  # fmt: skip
+        seconds[steps] = time.perf_counter() - started
+    return {
+        "parameters": parameters,
+        "episodes": episodes,
+        "turns": turns,
+        "sampling_s": round(sampled, 1),
+        "s_per_episode": round(sampled / episodes, 2),
+        "train_1_step_s": round(seconds[1], 1),
+        "s_per_step": round((seconds[6] - seconds[1]) / 5, 2),
+    }
+
+
 STAGES: dict[str, Stage] = {
     "models": make_models,
     "grpo": grpo,
@@ -146,6 +212,7 @@ STAGES: dict[str, Stage] = {
     "eval-tools": lambda work: evaluate(
         work, work / "trl-env" / "final", "eval-tools", "--action-mode", "tools"
     ),
+    "reward-weighted": reward_weighted,
 }
 
 
@@ -205,6 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="where gpu_smoke.json goes")
     p.add_argument("--work", type=Path, default=None, help="run folders (default OUT/work)")
     p.add_argument("--require-gpu", action="store_true", help="fail where CUDA is missing")
+    p.add_argument(
+        "--shape",
+        type=Path,
+        default=None,
+        help="a model folder without weights (config and tokenizer): also time a round of "
+        "the EM Anomaly recipe at its size, on random weights",
+    )
     args = p.parse_args(argv)
     cuda = torch.cuda.is_available()
     if args.require_gpu and not cuda:
@@ -215,7 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"machine": machine(), "stages": []}
     print(json.dumps(report["machine"]), file=sys.stderr, flush=True)
     started = time.perf_counter()
-    for name, stage in STAGES.items():
+    stages = dict(STAGES)
+    if args.shape is not None:
+        stages["shape"] = lambda work: shape(work, args.shape)
+    for name, stage in stages.items():
         report["stages"].append(run_stage(name, stage, work, cuda))
     report["seconds"] = round(time.perf_counter() - started, 2)
     report["ok"] = all(entry["ok"] for entry in report["stages"])

@@ -22,6 +22,7 @@ def test_every_stage_runs_on_a_cpu(tmp_path):
     assert [row["step"] for row in stages["grpo"]["curve"]] == [1.0, 2.0]
     assert stages["trl-env"]["commands"] and stages["trl-env"]["log"]["tools/call_frequency"] > 0
     assert stages["eval"]["episodes"] == stages["eval-tools"]["episodes"] == 2
+    assert stages["reward-weighted"]["reward_weighted"] and stages["reward-weighted"]["step"] == 2
     # the checkpoint trained through act(command) was played in tools mode, its calls read
     assert stages["eval-tools"]["invalid_action_rate"] < 1
 
