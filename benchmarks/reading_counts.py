@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         "episodes counted apart",
     )
     args = p.parse_args(argv)
+    for run in args.runs:
+        if not (run / store.EPISODES).is_file():
+            p.error(f"{run} is not a `textenvs eval` run folder (it has no {store.EPISODES})")
     if not args.won_and_lost:
         for run in args.runs:
             print(described(str(run), counts(run)))

@@ -157,6 +157,10 @@ def test_reading_counts_tell_won_from_lost_episodes_on_the_seeds_both_won_and_lo
     assert f"{seeds} seeds both won and lost" in out
     assert f"their won episodes: won {seeds} of {seeds}" in out
     assert f"their lost episodes: won 0 of {seeds}" in out
+    with pytest.raises(SystemExit) as exit_:
+        reading_counts.main([str(reactive_run), str(tmp_path / "nothing")])
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2 and "is not a `textenvs eval` run folder" in error
 
 
 def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strongest(
