@@ -34,6 +34,15 @@ own among them), and this folder's copy is run from where it was carried:
     pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl
     cd .gpu/src && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 \\
         python3 -m benchmarks.gpu_smoke --out "$OUT" --require-gpu
+
+On 2026-11-29 the H200's image (Python 3.12, torch 2.11.0) lacked, at the versions this
+project's environment holds: gymnasium, farama-notifications, pydantic, pydantic-core,
+annotated-types, typing-inspection, openai, httpx2, httpcore2, truststore, jiter, sniffio,
+textarena, chess (1.10.0: 1.11.2 has no wheel), nltk, defusedxml, python-dotenv,
+websockets, fastapi, starlette, opentelemetry-api, uvicorn, httptools, trl, datasets,
+dill, multiprocess, and newer transformers (5.24.0), tokenizers and huggingface-hub (the
+image's 5.17.0 and 1.33.0): 31 wheels and this project's, 29 MB (`pip download --no-deps
+--only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ...`).
 """
 
 from __future__ import annotations
