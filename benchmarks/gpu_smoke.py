@@ -41,7 +41,7 @@ annotated-types, typing-inspection, openai, httpx2, httpcore2, truststore, jiter
 textarena, chess (1.10.0: 1.11.2 has no wheel), nltk, defusedxml, python-dotenv,
 websockets, fastapi, starlette, opentelemetry-api, uvicorn, httptools, trl, datasets,
 dill, multiprocess, and newer transformers (5.24.0), tokenizers and huggingface-hub (the
-image's 5.17.0 and 1.33.0): 31 wheels and this project's, 29 MB (`pip download --no-deps
+image's 5.17.0 and 1.33.0): 30 wheels and this project's, 29 MB (`pip download --no-deps
 --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ...`).
 """
 
