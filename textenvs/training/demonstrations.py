@@ -175,8 +175,9 @@ def recorded_episodes(
             if record["env"] != env:
                 continue
             turns = store.read_turns(run, record)
+            # per turn: None where the reply was read, else its recorded text ("": none)
             unread = tuple(
-                turn.get("raw") or "" if turn["invalid_action"] or not turn["command"] else None
+                (turn.get("raw") or "") if turn["invalid_action"] or not turn["command"] else None
                 for turn in turns
             )
             if any(reply is not None for reply in unread):
