@@ -10,7 +10,7 @@ import re
 import pytest
 
 import textenvs
-from benchmarks.support.openai_server import OpenAIServer
+from benchmarks.support.openai_server import OpenAIServer, text
 from benchmarks.support.scripted_replies import REPLIES
 from benchmarks.support.scripted_replies import reply_for as scripted_reply
 from textenvs.agents.llm.conversation import conversation_settings
@@ -284,3 +284,64 @@ def test_a_reward_weighted_run_stops_after_the_step_that_drifts_past_target_kl(
               "--demonstrations", str(reactive_run), "--target-kl", "0.02", "--steps", "1",
               "--eval-seeds", "3000-3009", "--out", str(tmp_path / "refused")])  # fmt: skip
     assert "give --reward-weighted too" in capsys.readouterr().err
+
+
+def sampled_reply(request):
+    """A sampling policy on the OpenAI protocol: `mark` on a field of 2 or more, a step
+    towards a higher reading beside it, else a direction drawn by the request's own seed,
+    so each episode of a seed walks its own way."""
+    observation = request.messages[-1]["content"]
+    here = re.search(r"Field here:\s+(\d)", observation)
+    if here is None:  # eval's preflight request
+        return text("Action: north")
+    if int(here.group(1)) >= 2:
+        return text("Action: mark")
+    rows = dict(re.findall(r"^ *(north|centre|south) +(.*)$", observation, re.MULTILINE))
+    scan = {row: re.findall(r"[0-9#x]", cells) for row, cells in rows.items()}
+    beside = {"north": scan["north"][1], "south": scan["south"][1], "west": scan["centre"][0],
+              "east": scan["centre"][2]}  # fmt: skip
+    higher = [way for way, cell in beside.items() if cell.isdigit() and cell > here.group(1)]
+    way = higher[0] if higher else ("north", "south", "east", "west")[request.body["seed"] % 4]
+    return text(f"Action: {way}")
+
+
+def test_turn_credit_trains_the_turns_that_changed_their_seeds_value(tiny_dir, tmp_path, capsys):
+    """A sampled run, four episodes a seed, trained with --credit turn: the turns that
+    changed their seed's value are fed, the rest not, and the settings it needs are
+    asked for in one line."""
+    sampled = tmp_path / "sampled"
+    with OpenAIServer(default=sampled_reply) as server:
+        code = main(["eval", "--env", "em-anomaly", "--agent", "llm", "--model", "m",
+                     "--base-url", server.base_url, "--history", "0", "--reasks", "0",
+                     "--temperature", "1", "--llm-seed", "0", "--seeds", "2000-2005",
+                     "--episodes-per-seed", "4", "--out", str(sampled)])  # fmt: skip
+    assert code == 0
+    ends: dict[int, set[bool]] = {}
+    for record in store.read_episodes(sampled):
+        ends.setdefault(record["seed"], set()).add(record["success"])
+    assert any(len(outcomes) == 2 for outcomes in ends.values())  # a seed won and lost
+    base = ["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
+            "--demonstrations", str(sampled), "--reward-weighted", "--credit", "turn",
+            "--seeds-per-step", "2", "--eval-seeds", "3000-3009", "--train-layers", "1",
+            "--steps", "1"]  # fmt: skip
+    run = tmp_path / "run"
+    code = main([*base, "--history", "0", "--out", str(run)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0, err
+    changed = re.search(r"([0-9,]+) of the ([0-9,]+) turns changed it, ([0-9,]+) up", err)
+    assert changed is not None, err
+    fed, turns, up = (int(group.replace(",", "")) for group in changed.groups())
+    assert 0 < up < fed < turns
+    assert models.read_record(run / "final")["credit"] == "turn"
+    for flags, said in [
+        ([], "give --history K and leave --habit-share out"),
+        (["--history", "0", "--habit-share", "0.5"], "give --history K and leave --habit-share"),
+    ]:
+        with pytest.raises(SystemExit):
+            main([*base, *flags, "--out", str(tmp_path / "refused")])
+        assert said in " ".join(capsys.readouterr().err.split())
+    without = [flag for flag in base if flag != "--reward-weighted"]
+    with pytest.raises(SystemExit):
+        main([*without, "--history", "0", "--out", str(tmp_path / "refused")])
+    assert "give --reward-weighted too, or leave --credit out" in capsys.readouterr().err
+    assert not (tmp_path / "refused").exists()

@@ -28,6 +28,8 @@ from textenvs.training.weighting import (
     CLIP,
     PolicyDrift,
     clipped_policy_loss,
+    seed_relative,
+    seed_value_changes,
     success_weighted,
     turn_weights,
 )
@@ -84,6 +86,37 @@ def test_an_episode_counts_once_however_many_turns_it_took():
     every = [abs(weight) for share in shares for weight in share]
     assert sum(every) / len(every) == pytest.approx(0.9)
     assert turn_weights([0.5, -0.5], [3, 0]) == [[pytest.approx(0.25)] * 3, []]
+
+
+def test_each_turn_weighs_the_change_its_command_made_in_its_seeds_value():
+    """--credit turn: a seed's value of an observation is the share won among its episodes
+    shown it. Four episodes of one seed open alike (value 1/4); A and B go one way (1/2),
+    C and D another (0); there A wins and B loses. B's first command led towards the win
+    and is drawn up though B lost; only its parting from A is pushed down, and C's and D's
+    turns after their first weigh nothing. An episode's turns sum to its episode credit."""
+    paths = {"A": ("s", "a1", "a2"), "B": ("s", "a1", "b2"), "C": ("s", "c1", "c2")}
+    paths["D"] = ("s", "c1", "d2")
+    won = {"A": True, "B": False, "C": False, "D": False}
+    mixed = [
+        RecordedEpisode(EpisodeSpec("em-anomaly", 2000), (name,) * 3, won[name], float(won[name]),
+                        observations=path)
+        for name, path in paths.items()
+    ]  # fmt: skip
+    alike = [  # a seed lost every time, and a seed played once: nothing to compare
+        RecordedEpisode(EpisodeSpec("em-anomaly", seed), ("north",), False, 0.0,
+                        observations=("s",))
+        for seed in (2001, 2001, 2002)
+    ]  # fmt: skip
+    chosen, weights = seed_value_changes([*mixed, *alike])
+    assert chosen == mixed
+    # quarters and halves: exact in floating point
+    assert weights == [[0.25, 0.5, 0.0], [0.25, -0.5, 0.0], [-0.25, 0.0, 0.0], [-0.25, 0.0, 0.0]]
+    credit = seed_relative(mixed)[1]
+    assert [sum(turns) for turns in weights] == pytest.approx(credit)
+    with pytest.raises(ValueError, match="no seed was both won and lost"):
+        seed_value_changes(alike)
+    with pytest.raises(ValueError, match="recorded without its observations"):
+        seed_value_changes(recorded([True, False]))
 
 
 @pytest.mark.parametrize("won", [True, False])

@@ -94,6 +94,16 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "model's (PPO's clip)",
     )
     p.add_argument(
+        "--credit",
+        choices=("episode", "turn"),
+        default="episode",
+        help="--reward-weighted: where an episode's credit goes. episode: every turn "
+        "shares it. turn: each turn weighs the change its command made in its seed's "
+        "value (the share won among the seed's episodes shown the same observation), so "
+        "a lost episode's turns before it went wrong are not pushed down; needs several "
+        "episodes a seed (eval --episodes-per-seed) and --history K (default: episode)",
+    )
+    p.add_argument(
         "--target-kl",
         type=positive_float,
         default=None,
@@ -291,6 +301,7 @@ def run(args: argparse.Namespace) -> int:
             demonstrations=args.demonstrations,
             only_success=args.only_success,
             reward_weighted=args.reward_weighted,
+            credit=args.credit,
             target_kl=args.target_kl,
             habit_share=args.habit_share,
             demonstration_noise=args.demonstration_noise,

@@ -146,6 +146,8 @@ class RecordedEpisode:
     #: written, so a policy gradient can push it down), None where it was read; empty:
     #: every reply was read
     unread: tuple[str | None, ...] = ()
+    #: per turn, the observation its reply answered, as recorded (`--credit turn`)
+    observations: tuple[str, ...] = ()
 
 
 def recorded_runs(demonstrations: str) -> list[Path]:
@@ -193,6 +195,7 @@ def recorded_episodes(
                     bool(record["success"]),
                     float(record["return"]),
                     unread,
+                    tuple(turn["observation"] for turn in turns),
                 )
             )
     return kept, unreadable

@@ -202,14 +202,24 @@ def _sft_trainer(
     trainer = sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
     if settings.reward_weighted:
         weights = dataset["weight"]
-        won_turns = [w for w in weights if w > 0]
-        lost_turns = [w for w in weights if w < 0]
-        console.print(
-            "each episode's weight (success minus its seed's mean where a seed was sampled "
-            "more than once, else the runs' mean) is shared among its turns: a won "
-            f"episode's turn weighs {sum(won_turns) / len(won_turns):+.3f} "
-            f"on average, a lost one's {sum(lost_turns) / len(lost_turns):+.3f}"
-        )
+        up = [w for w in weights if w > 0]
+        down = [w for w in weights if w < 0]
+        if settings.credit == "turn":
+            turns = sum(len(d.sequences) for d in kept)
+            console.print(
+                "each turn weighs the change its command made in its seed's value (the "
+                f"share won among the seed's episodes shown its observation): {len(weights):,} "
+                f"of the {turns:,} turns changed it, {len(up):,} up ({sum(up) / len(up):+.3f} "
+                f"on average), {len(down):,} down ({sum(down) / len(down):+.3f}); the rest "
+                "are not fed"
+            )
+        else:
+            console.print(
+                "each episode's weight (success minus its seed's mean where a seed was "
+                "sampled more than once, else the runs' mean) is shared among its turns: a won "
+                f"episode's turn weighs {sum(up) / len(up):+.3f} "
+                f"on average, a lost one's {sum(down) / len(down):+.3f}"
+            )
         if settings.habit_share < 1:
             console.print(
                 f"note: --habit-share {settings.habit_share:g} trains only that share of the "

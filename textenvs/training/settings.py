@@ -45,6 +45,9 @@ class TrainSettings:
     #: its success minus its seed's mean (a seed sampled more than once) or the runs'
     #: mean (`weighting.py`)
     reward_weighted: bool = False
+    #: --reward-weighted: "episode" (each turn shares its episode's weight) or "turn"
+    #: (each turn weighs the change it made in its seed's value: `seed_value_changes`)
+    credit: str = "episode"
     #: --reward-weighted: stop after the first step whose approximate KL from the sampling
     #: policy passed this (`sft.DriftLimit`; None: run every step)
     target_kl: float | None = None
@@ -114,8 +117,8 @@ ONLY_FOR = {
         "env_url", "generation", "vllm_server",
     ),
     "sft": (
-        "demonstrations", "only_success", "reward_weighted", "target_kl", "habit_share",
-        "demonstration_noise",
+        "demonstrations", "only_success", "reward_weighted", "credit", "target_kl",
+        "habit_share", "demonstration_noise",
     ),
 }  # fmt: skip
 #: every setting at its default
@@ -232,6 +235,18 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
         raise TrainingError(
             "--target-kl bounds how far --reward-weighted moves from the sampling model; "
             "give --reward-weighted too, or leave --target-kl out"
+        )
+    if settings.credit != "episode" and not settings.reward_weighted:
+        raise TrainingError(
+            "--credit says how --reward-weighted places an episode's credit on its turns; "
+            "give --reward-weighted too, or leave --credit out"
+        )
+    if settings.credit == "turn" and (
+        "history" not in settings.conversation or settings.habit_share < 1
+    ):
+        raise TrainingError(
+            "--credit turn weighs each turn apart, so each turn must be a sequence of its "
+            "own, all trained: give --history K and leave --habit-share out"
         )
     if settings.reward_weighted and settings.only_success:
         raise TrainingError(

@@ -48,6 +48,7 @@ from textenvs.training.trainers import (
 from textenvs.training.weighting import (
     PolicyDrift,
     clipped_policy_loss,
+    seed_value_changes,
     success_weighted,
     turn_weights,
 )
@@ -72,19 +73,39 @@ def sft_config(
 
 def replayed_choice(
     settings: TrainSettings, recorded: list[RecordedEpisode]
-) -> tuple[list[RecordedEpisode], list[float]]:
+) -> tuple[list[RecordedEpisode], list[float] | list[list[float]]]:
     """The `recorded` episodes trained on (those of the training seeds; won ones alone
     with `settings.only_success`), with their weights under `settings.reward_weighted`
-    (else none)."""
+    (else none): one an episode, or with `--credit turn` one a turn."""
     seeds = set(settings.seeds)
     chosen = [
         episode
         for episode in recorded
         if episode.spec.seed in seeds and (episode.success or not settings.only_success)
     ]
+    if settings.reward_weighted and settings.credit == "turn":
+        return seed_value_changes(chosen)
     if settings.reward_weighted:
         return success_weighted(chosen, settings.rng_seed)
     return chosen, []
+
+
+def sequence_weights(
+    weights: list[float] | list[list[float]], kept: list[Demonstration]
+) -> list[float]:
+    """Each sequence's weight: its turn's own (one a turn), or its episode's shared
+    among the episode's sequences (`turn_weights`)."""
+    if not weights or not isinstance(weights[0], list):
+        shares = turn_weights(weights, [len(d.sequences) for d in kept])
+        return [weight for share in shares for weight in share]
+    for turns, demonstration in zip(weights, kept, strict=True):
+        if len(turns) != len(demonstration.sequences):
+            raise ValueError(
+                f"--credit turn weighs each turn apart: {demonstration.spec.id} was "
+                f"{len(demonstration.sequences)} sequences for its {len(turns)} turns "
+                "(give --history K, so that a turn is a sequence, and leave --habit-share out)"
+            )
+    return [weight for turns in weights for weight in turns]
 
 
 def demonstration_dataset(
@@ -104,7 +125,7 @@ def demonstration_dataset(
     # text or tools mode: `settings_from` refuses --method sft in json mode
     conversation = run_conversation(settings, model_prompt_budget(settings, model))
     chat = ChatTokens(tokenizer)
-    weights: list[float] = []
+    weights: list[float] | list[list[float]] = []
     if recorded is not None:
         chosen, weights = replayed_choice(settings, recorded)
         kept = replayed_demonstrations(
@@ -138,8 +159,10 @@ def demonstration_dataset(
     sequences = [sequence for d in kept for sequence in d.sequences]
     columns = {"input_ids": [s.ids for s in sequences], "labels": [s.labels for s in sequences]}
     if weights:
-        shares = turn_weights(weights, [len(d.sequences) for d in kept])
-        columns["weight"] = [weight for share in shares for weight in share]
+        columns["weight"] = sequence_weights(weights, kept)
+        # a turn that changed no value (--credit turn) has no gradient: not fed at all
+        moved = [at for at, weight in enumerate(columns["weight"]) if weight]
+        columns = {name: [column[at] for at in moved] for name, column in columns.items()}
     return Dataset.from_dict(columns), kept
 
 

@@ -18,6 +18,12 @@ the same expected gradient at a fraction of the sequences.
 Where expert iteration (`--only-success`) moves only what won, this also moves away from
 what lost: a command common to both is pushed up and down about equally and stays, what
 won episodes did more often than lost ones grows.
+
+With `--credit turn` the same credit is placed on the turns that earned it
+(`seed_value_changes`): each turn weighs how much its command changed its seed's Monte
+Carlo value, the share won among the seed's episodes that saw the same observation. Shared
+by all of an episode's turns, a lost episode's good turns were pushed down with its bumps
+(three rounds of episode credit moved the command mix, not the reading: docs/training.md).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import pairwise
 
 import torch
 
@@ -72,6 +79,48 @@ def seed_relative(
             "--reward-weighted: every seed played more than once was won every time or "
             "lost every time, so no episode beats its seed's mean; sample more episodes a "
             "seed (--episodes-per-seed) or more seeds"
+        )
+    chosen = sorted(weights)
+    return [episodes[at] for at in chosen], [weights[at] for at in chosen]
+
+
+def seed_value_changes(
+    episodes: Sequence[RecordedEpisode],
+) -> tuple[list[RecordedEpisode], list[list[float]]]:
+    """The episodes of the seeds both won and lost with a weight for each turn: the change
+    its command made in its seed's value. A seed's value of an observation is the share
+    won among the seed's episodes that were shown it (the same world, step and report: the
+    same state, for a memoryless policy); a turn weighs the value of the observation it
+    led to minus the value of the one it answered, the last turn its episode's success
+    minus that. Every episode of a seed opens on one observation, whose value is the
+    seed's mean, so an episode's weights sum to its episode credit (`seed_relative`):
+    the same credit, on the turns where the episode parted from episodes that ended
+    otherwise. Past its last such turn an episode weighs nothing, and episodes with no
+    weighed turn are left out."""
+    by_seed: dict[int, list[int]] = defaultdict(list)
+    for at, episode in enumerate(episodes):
+        if not episode.observations:
+            raise ValueError(
+                f"--credit turn: {episode.spec.id} was recorded without its observations"
+            )
+        by_seed[episode.spec.seed].append(at)
+    weights: dict[int, list[float]] = {}
+    for group in by_seed.values():
+        shown: dict[str, list[bool]] = defaultdict(list)
+        for at in group:
+            for observation in set(episodes[at].observations):
+                shown[observation].append(episodes[at].success)
+        value = {observation: sum(ends) / len(ends) for observation, ends in shown.items()}
+        for at in group:
+            episode = episodes[at]
+            values = [value[observation] for observation in episode.observations]
+            changes = [after - before for before, after in pairwise([*values, episode.success])]
+            if any(changes):
+                weights[at] = changes
+    if not weights:
+        raise ValueError(
+            "--credit turn: no seed was both won and lost, so no command changed a seed's "
+            "value; sample more episodes a seed (--episodes-per-seed) or more seeds"
         )
     chosen = sorted(weights)
     return [episodes[at] for at in chosen], [weights[at] for at in chosen]
