@@ -332,6 +332,7 @@ def test_turn_credit_trains_the_turns_that_changed_their_seeds_value(tiny_dir, t
     assert changed is not None, err
     fed, turns, up = (int(group.replace(",", "")) for group in changed.groups())
     assert 0 < up < fed < turns
+    assert f"won), {fed:,} sequences," in err  # the turns fed, all and only
     assert models.read_record(run / "final")["credit"] == "turn"
     for flags, said in [
         ([], "give --history K and leave --habit-share out"),

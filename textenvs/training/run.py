@@ -193,8 +193,9 @@ def _sft_trainer(
             f"--max-tokens {longest + 8} or more"
         )
     won = sum(d.result.success for d in kept)
-    tokens = sum(d.tokens for d in kept)
-    trained = sum(d.trained for d in kept)
+    # the sequences fed (--credit turn feeds only the turns that changed a value)
+    tokens = sum(len(ids) for ids in dataset["input_ids"])
+    trained = sum(label != sft.IGNORED for labels in dataset["labels"] for label in labels)
     console.print(
         f"{len(kept)} demonstrations ({won} won), {len(dataset):,} sequences, {tokens:,} "
         f"tokens, {trained:,} of them replies (trained on)"
