@@ -75,7 +75,7 @@ def episode_counts(episodes: Sequence[Episode]) -> dict[str, Counter[str]]:
         for number, turn in enumerate(turns):
             observation = info["observation"]
             answer, reason = em_anomaly_decision(observation)
-            command = "" if turn["invalid_action"] else turn["command"]
+            command = store.command_read(turn) or ""
             counted["commands"][command or "(unreadable)"] += 1
             counted["states"][reason] += 1
             counted["agree"][reason] += command == answer

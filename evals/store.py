@@ -378,3 +378,9 @@ def write_trajectory(run_dir: Path, key: Key, data: dict[str, Any]) -> str:
 def read_turns(run_dir: Path, record: Record) -> list[dict[str, Any]]:
     """The turns of a recorded episode (`record`, a line of the run's `episodes.jsonl`)."""
     return json.loads((run_dir / record["trajectory"]).read_text())["turns"]
+
+
+def command_read(turn: dict[str, Any]) -> str | None:
+    """The command a recorded turn's reply was read as; None where no reader read it (the
+    turn was wasted, and its `command` field holds the reply's text, if any)."""
+    return None if turn["invalid_action"] or not turn["command"] else turn["command"]

@@ -179,7 +179,7 @@ def recorded_episodes(
             turns = store.read_turns(run, record)
             # per turn: None where the reply was read, else its recorded text ("": none)
             unread = tuple(
-                (turn.get("raw") or "") if turn["invalid_action"] or not turn["command"] else None
+                (turn.get("raw") or "") if store.command_read(turn) is None else None
                 for turn in turns
             )
             if any(reply is not None for reply in unread):
