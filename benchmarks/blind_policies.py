@@ -11,6 +11,8 @@ given with every one of them by the paired 95% interval of the scenario's headli
 (`evals/paired.py`, the figure `textenvs report` shows for two runs). A run beats the
 blind policies when even the interval against the strongest of them excludes 0. Prints
 the strongest blind policies and, for each run, its interval against each of them.
+`--env-option KEY=VALUE` plays them at the scenario options the runs were played at (a
+Magnetic Field level, a variant).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 import textenvs
 from textenvs.agents import make_agent
+from textenvs.cli.common import env_option_argument, env_options_from_args
 from textenvs.episodes.loop import run_episode
 from textenvs.episodes.protocol import Agent, Decision
 from textenvs.episodes.specs import parse_seeds
@@ -77,21 +80,23 @@ def command_frequencies(run: Path) -> Counter[str]:
     played: Counter[str] = Counter()
     for record in store.read_episodes(run):
         turns = store.read_turns(run, record)
-        played.update(turn["command"] for turn in turns if not turn["invalid_action"])
+        played.update(command for turn in turns if (command := store.command_read(turn)))
     return played
 
 
-def commands(env_name: str) -> list[str]:
+def commands(env_name: str, options: dict[str, Any]) -> list[str]:
     """The scenario's command forms, as the random agent draws them."""
-    _, info = textenvs.make(env_name).reset(seed=0)
+    _, info = textenvs.make(env_name).reset(seed=0, options=options or None)
     return sorted({str(form).split(" (")[0] for form in info["valid_commands"]})
 
 
-def play(env_name: str, agent: Agent, seeds: list[int]) -> list[dict[str, Any]]:
+def play(
+    env_name: str, agent: Agent, seeds: list[int], options: dict[str, Any]
+) -> list[dict[str, Any]]:
     env = textenvs.make(env_name)
     records = []
     for seed in seeds:
-        result = asyncio.run(run_episode(env, agent, seed))
+        result = asyncio.run(run_episode(env, agent, seed, options=options or None))
         records.append(episode_record(result, (env_name, seed, 0), None, ""))
     return records
 
@@ -105,21 +110,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--show", type=int, default=5, help="strongest policies shown (5)")
     p.add_argument("--mix", action="store_true",
                    help="also each run's command frequencies, drawn at random")  # fmt: skip
+    env_option_argument(p)  # as the runs were played: a level, a variant
     args = p.parse_args(argv)
     seeds = parse_seeds(args.seeds)
-    forms = commands(args.env)
+    try:
+        options = env_options_from_args(args)
+        forms = commands(args.env, options)
+    except ValueError as exc:
+        p.error(str(exc).splitlines()[0])
     policies: dict[str, list[dict[str, Any]]] = {
-        "random": play(args.env, make_agent("random"), seeds)
+        "random": play(args.env, make_agent("random"), seeds, options)
     }
     for length in range(1, args.length + 1):
         for cycle in itertools.product(forms, repeat=length):
-            policies[", ".join(cycle)] = play(args.env, CycleAgent(cycle), seeds)
+            policies[", ".join(cycle)] = play(args.env, CycleAgent(cycle), seeds, options)
     for run in args.runs if args.mix else []:
         frequencies = command_frequencies(run)
         total = sum(frequencies.values())
         mix = ", ".join(f"{c} {n / total:.0%}" for c, n in frequencies.most_common())
         print(f"the mix of {run}: {mix}")
-        policies[f"the mix of {run}"] = play(args.env, MixAgent(frequencies), seeds)
+        policies[f"the mix of {run}"] = play(args.env, MixAgent(frequencies), seeds, options)
 
     def mean_headline(records: list[dict[str, Any]]) -> float:
         values = [episode_headline(args.env, r) or 0.0 for r in records]

@@ -173,6 +173,22 @@ def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strong
     assert re.search(r"reactive: headline 0\.\d+ on 12 paired seeds; against the hardest", out)
 
 
+def test_blind_policies_play_at_the_scenario_options_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--env-option reaches every episode's reset (a level, as the runs were played), and
+    one it does not take is refused in one line."""
+    blind_policies.main(["--env", "magnetic-field", "--env-option", "level=0", "--seeds", "0-1",
+                         "--length", "1"])  # fmt: skip
+    assert "blind policies on 2 seeds of magnetic-field" in capsys.readouterr().out
+    for option, said in [("level=9", "level must be one of"), ("level", "takes KEY=VALUE")]:
+        with pytest.raises(SystemExit) as exited:
+            blind_policies.main(["--env", "magnetic-field", "--env-option", option])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err
+
+
 def test_a_runs_command_mix_played_blind_is_one_more_policy(
     reactive_run, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -180,7 +196,7 @@ def test_a_runs_command_mix_played_blind_is_one_more_policy(
     assert played == reading_counts.counts(reactive_run)["commands"]  # it never fails to read
     mix = blind_policies.MixAgent(played)
     once, again = (
-        [{**r, "wall_s": 0} for r in blind_policies.play("em-anomaly", mix, list(range(12)))]
+        [{**r, "wall_s": 0} for r in blind_policies.play("em-anomaly", mix, list(range(12)), {})]
         for _ in range(2)
     )
     assert once == again and len({r["steps"] for r in once}) > 1  # seeded by the episode
