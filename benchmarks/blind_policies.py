@@ -25,6 +25,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import textenvs
 from textenvs.agents import make_agent
 from textenvs.cli.common import env_option_argument, env_options_from_args
@@ -35,6 +37,9 @@ from textenvs.evals import store
 from textenvs.evals.bands import episode_headline
 from textenvs.evals.paired import paired_differences
 from textenvs.evals.records import episode_record
+
+#: draws in a row that bring no new command before `commands` stops looking
+QUIET = 3000
 
 
 class CycleAgent(Agent):
@@ -85,9 +90,32 @@ def command_frequencies(run: Path) -> Counter[str]:
 
 
 def commands(env_name: str, options: dict[str, Any]) -> list[str]:
-    """The scenario's command forms, as the random agent draws them."""
-    _, info = textenvs.make(env_name).reset(seed=0, options=options or None)
-    return sorted({str(form).split(" (")[0] for form in info["valid_commands"]})
+    """The commands the scenario's random agent plays from its opening state: a form with
+    a placeholder (`enter X`, `excavate CELL`, `A north|south|...`) stands for every
+    command it can be, so the forms' own text is never played. Drawn until `QUIET` draws
+    in a row bring none new."""
+    env = textenvs.make(env_name)
+    _, info = env.reset(seed=0, options=options or None)
+    rng = np.random.default_rng(0)
+    found: set[str] = set()
+    quiet = 0
+    while quiet < QUIET:
+        command = env.random_command(info, rng)
+        quiet = quiet + 1 if command in found else 0
+        found.add(command)
+    return sorted(found)
+
+
+def cycles(forms: list[str], length: int, most: int) -> list[tuple[str, ...]]:
+    """Every cycle of `length` of the `forms`, or where there are more than `most` (Squad
+    Recon's 216 orders make 46,656 pairs), a seeded draw of `most` of them."""
+    if len(forms) ** length <= most:
+        return list(itertools.product(forms, repeat=length))
+    rng = random.Random(length)
+    drawn: set[tuple[str, ...]] = set()
+    while len(drawn) < most:
+        drawn.add(tuple(rng.choice(forms) for _ in range(length)))
+    return sorted(drawn)
 
 
 def play(
@@ -108,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="0-99", help="seeds (0-99)")
     p.add_argument("--length", type=int, default=3, help="longest cycle (3)")
     p.add_argument("--show", type=int, default=5, help="strongest policies shown (5)")
+    p.add_argument(
+        "--most",
+        type=int,
+        default=2000,
+        help="cycles of a length played at most; past it, a seeded draw (2000)",
+    )
     p.add_argument("--mix", action="store_true",
                    help="also each run's command frequencies, drawn at random")  # fmt: skip
     env_option_argument(p)  # as the runs were played: a level, a variant
@@ -121,8 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     policies: dict[str, list[dict[str, Any]]] = {
         "random": play(args.env, make_agent("random"), seeds, options)
     }
+    drawn = []
     for length in range(1, args.length + 1):
-        for cycle in itertools.product(forms, repeat=length):
+        played = cycles(forms, length, args.most)
+        if len(played) < len(forms) ** length:
+            drawn.append(f"cycles of {length}: {len(played):,} of {len(forms) ** length:,} drawn")
+        for cycle in played:
             policies[", ".join(cycle)] = play(args.env, CycleAgent(cycle), seeds, options)
     for run in args.runs if args.mix else []:
         frequencies = command_frequencies(run)
@@ -136,7 +174,11 @@ def main(argv: list[str] | None = None) -> int:
         return sum(values) / len(values)
 
     ranked = sorted(policies, key=lambda name: -mean_headline(policies[name]))
-    print(f"{len(policies)} blind policies on {len(seeds)} seeds of {args.env}; the strongest:")
+    sampled = f" ({'; '.join(drawn)})" if drawn else ""
+    print(
+        f"{len(policies)} blind policies on {len(seeds)} seeds of {args.env}{sampled}, of its "
+        f"{len(forms)} commands; the strongest:"
+    )
     for name in ranked[: args.show]:
         print(f"  {name}: headline {mean_headline(policies[name]):.3f}")
     for run in args.runs:

@@ -169,8 +169,21 @@ def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strong
     blind_policies.main([str(reactive_run), "--env", "em-anomaly", "--seeds", "0-11",
                          "--length", "1"])  # fmt: skip
     out = capsys.readouterr().out
-    assert out.startswith("8 blind policies on 12 seeds of em-anomaly")  # 7 forms, random
+    assert out.startswith("8 blind policies on 12 seeds of em-anomaly, of its 7 commands")
     assert re.search(r"reactive: headline 0\.\d+ on 12 paired seeds; against the hardest", out)
+
+
+def test_blind_policies_play_commands_not_the_forms_that_stand_for_them() -> None:
+    """`enter X` is sixteen commands, and Squad Recon's orders are every squad's order
+    joined; where cycles are too many to play, a seeded draw of them."""
+    digits = [f"enter {digit}" for digit in "0123456789ABCDEF"]
+    assert blind_policies.commands("magnetic-field", {}) == sorted([*digits, "left", "right",
+                                                                    "submit"])  # fmt: skip
+    orders = blind_policies.commands("squad-recon", {})
+    assert len(orders) == 6**3 and "A north; B hold; C attack" in orders
+    drawn = blind_policies.cycles(orders, 2, 100)
+    assert len(set(drawn)) == 100 and drawn == blind_policies.cycles(orders, 2, 100)
+    assert len(blind_policies.cycles(digits, 2, 1000)) == 256  # all, where they fit
 
 
 def test_blind_policies_play_at_the_scenario_options_given(
