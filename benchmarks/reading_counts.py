@@ -17,6 +17,13 @@ STRAIGHT.
 counts, on the seeds the runs together both won and lost (sampled with
 `--episodes-per-seed K`), the won episodes and the lost ones apart: what
 `train --reward-weighted` draws up and pushes down on those seeds.
+
+    python -m benchmarks.reading_counts --credit turn runs/or4-play
+
+sums, by the reactive agent's reason and by whether the run's command was the reactive
+agent's, the weights `train --reward-weighted --credit episode|turn` would give the
+runs' turns: which readings a round on them would draw up and which it would push down,
+before it is trained.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from typing import Any
 import textenvs
 from textenvs.agents.scripted.reactive import em_anomaly_decision
 from textenvs.evals import store
+from textenvs.training.demonstrations import RecordedEpisode, recorded_episodes
+from textenvs.training.weighting import seed_relative, seed_value_changes, turn_weights
 
 ENV = "em-anomaly"
 
@@ -90,6 +99,52 @@ def episode_counts(episodes: Sequence[Episode]) -> dict[str, Counter[str]]:
     return counted
 
 
+Weighed = Counter[tuple[str, bool]]  # by (the reactive agent's reason, its command played)
+
+
+def credit_by_reading(
+    runs: Sequence[Path], credit: str
+) -> tuple[Weighed, Weighed, list[RecordedEpisode]]:
+    """The weights `--credit` gives the runs' turns, summed by the reactive agent's reason
+    and by whether the turn's command was its; how many turns weighed something, so
+    summed; and the episodes weighed."""
+    episodes, _ = recorded_episodes(runs, ENV, keep_unreadable=True)
+    if credit == "turn":
+        chosen, weights = seed_value_changes(episodes)
+    else:
+        chosen, shared = seed_relative(episodes)
+        weights = turn_weights(shared, [len(episode.commands) for episode in chosen])
+    env = textenvs.make(ENV)
+    net: Weighed = Counter()
+    turns: Weighed = Counter()
+    for episode, episode_weights in zip(chosen, weights, strict=True):
+        _, info = env.reset(seed=episode.spec.seed)
+        for command, weight in zip(episode.commands, episode_weights, strict=True):
+            answer, reason = em_anomaly_decision(info["observation"])
+            if weight:
+                net[reason, command == answer] += weight
+                turns[reason, command == answer] += 1
+            info = env.step(command)[4]
+    return net, turns, chosen
+
+
+def credit_described(
+    credit: str, net: Weighed, turns: Weighed, chosen: list[RecordedEpisode]
+) -> str:
+    lines = [
+        f"{credit} credit on {len({e.spec.seed for e in chosen})} seeds both won and lost: "
+        f"{sum(turns.values()):,} of their {sum(len(e.commands) for e in chosen):,} turns "
+        "weighed; net weight by the reactive agent's reason"
+    ]
+    for reason in ("mark", "climb", "straight", "turn"):
+        own, other = (reason, True), (reason, False)
+        lines.append(
+            f"  {reason}: its command {net[own]:+.2f} over {turns[own]} turns, another "
+            f"{net[other]:+.2f} over {turns[other]}"
+        )
+    return "\n".join(lines)
+
+
 def described(name: str, counted: dict[str, Counter[str]]) -> str:
     totals = counted["totals"]
     played = ", ".join(f"{c} {n}" for c, n in counted["commands"].most_common())
@@ -114,10 +169,22 @@ def main(argv: list[str] | None = None) -> int:
         help="the runs together, on the seeds they both won and lost: won and lost "
         "episodes counted apart",
     )
+    p.add_argument(
+        "--credit",
+        choices=("episode", "turn"),
+        help="the runs together: the weights train --reward-weighted --credit would give "
+        "their turns, summed by the reactive agent's reason",
+    )
     args = p.parse_args(argv)
     for run in args.runs:
         if not (run / store.EPISODES).is_file():
             p.error(f"{run} is not a `textenvs eval` run folder (it has no {store.EPISODES})")
+    if args.credit:
+        try:
+            print(credit_described(args.credit, *credit_by_reading(args.runs, args.credit)))
+        except ValueError as exc:  # no seed both won and lost
+            p.error(str(exc).splitlines()[0])
+        return 0
     if not args.won_and_lost:
         for run in args.runs:
             print(described(str(run), counts(run)))

@@ -163,6 +163,34 @@ def test_reading_counts_tell_won_from_lost_episodes_on_the_seeds_both_won_and_lo
     assert exit_.value.code == 2 and "is not a `textenvs eval` run folder" in error
 
 
+def test_reading_counts_sum_the_credit_a_round_would_give_by_reading(
+    reactive_run, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reactive agent's run (the reading) and a random one on the same seeds. Turn
+    credit weighs, on each seed the reactive agent won and the random one lost, only the
+    turn where the two parted: +1/2 to the reactive agent's command, -1/2 to the other.
+    Episode credit weighs every turn of both."""
+    blind = tmp_path / "random"
+    argv = ["eval", "--env", "em-anomaly", "--agent", "random", "--seeds", "0-11"]
+    assert textenvs_main([*argv, "--out", str(blind)]) == 0
+    capsys.readouterr()
+    net, turns, chosen = reading_counts.credit_by_reading([reactive_run, blind], "turn")
+    seeds = len({episode.spec.seed for episode in chosen})
+    assert seeds > 0 and len(chosen) == 2 * seeds
+    own = sum(weight for (_, agrees), weight in net.items() if agrees)
+    other = sum(weight for (_, agrees), weight in net.items() if not agrees)
+    assert own == pytest.approx(seeds / 2) and other == pytest.approx(-seeds / 2)
+    assert sum(turns.values()) == 2 * seeds
+    net, turns, chosen = reading_counts.credit_by_reading([reactive_run, blind], "episode")
+    assert sum(turns.values()) == sum(len(episode.commands) for episode in chosen)
+    reading_counts.main(["--credit", "turn", str(reactive_run), str(blind)])
+    out = capsys.readouterr().out
+    assert out.startswith(f"turn credit on {seeds} seeds both won and lost: {2 * seeds} of")
+    with pytest.raises(SystemExit) as exit_:
+        reading_counts.main(["--credit", "turn", str(blind)])  # one episode a seed, all lost
+    assert exit_.value.code == 2 and "no seed was both won and lost" in capsys.readouterr().err
+
+
 def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strongest(
     reactive_run, capsys: pytest.CaptureFixture[str]
 ) -> None:
