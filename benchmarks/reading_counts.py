@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,17 @@ def won_and_lost(episodes: Sequence[Episode]) -> tuple[list[Episode], list[Episo
     return won, [episode for episode in plays if not episode[1]["success"]], len(mixed)
 
 
+def replayed_observations(
+    env: Any, seed: int, commands: Sequence[str | None]
+) -> Iterator[dict[str, Any]]:
+    """The observation (its data form) each of an episode's commands answered, the episode
+    replayed in `env` (the same seed and commands give the same states)."""
+    _, info = env.reset(seed=seed)
+    for command in commands:
+        yield info["observation"]
+        info = env.step(command or "")[4]  # an unreadable reply spends a step too
+
+
 def episode_counts(episodes: Sequence[Episode]) -> dict[str, Counter[str]]:
     """The episodes' counts: 'commands', 'agree' and 'states' (by reason), and 'totals'."""
     env = textenvs.make(ENV)
@@ -78,11 +89,10 @@ def episode_counts(episodes: Sequence[Episode]) -> dict[str, Counter[str]]:
     totals: Counter[str] = Counter()
     for run, record in episodes:
         turns = store.read_turns(run, record)
-        _, info = env.reset(seed=record["seed"])
+        observations = replayed_observations(env, record["seed"], [t["command"] for t in turns])
         totals["episodes"] += 1
         totals["won"] += bool(record["success"])
-        for number, turn in enumerate(turns):
-            observation = info["observation"]
+        for number, (turn, observation) in enumerate(zip(turns, observations, strict=True)):
             answer, reason = em_anomaly_decision(observation)
             command = store.command_read(turn) or ""
             counted["commands"][command or "(unreadable)"] += 1
@@ -94,7 +104,6 @@ def episode_counts(episodes: Sequence[Episode]) -> dict[str, Counter[str]]:
             if command == "mark":
                 totals["marks"] += 1
                 totals["marks_on_2_3"] += observation["view"][1][1] >= 2
-            info = env.step(turn["command"] or "")[4]  # an unreadable reply spends a step too
     counted["totals"] = totals
     return counted
 
@@ -118,13 +127,14 @@ def credit_by_reading(
     net: Weighed = Counter()
     turns: Weighed = Counter()
     for episode, episode_weights in zip(chosen, weights, strict=True):
-        _, info = env.reset(seed=episode.spec.seed)
-        for command, weight in zip(episode.commands, episode_weights, strict=True):
-            answer, reason = em_anomaly_decision(info["observation"])
+        observations = replayed_observations(env, episode.spec.seed, episode.commands)
+        for command, weight, observation in zip(
+            episode.commands, episode_weights, observations, strict=True
+        ):
+            answer, reason = em_anomaly_decision(observation)
             if weight:
                 net[reason, command == answer] += weight
                 turns[reason, command == answer] += 1
-            info = env.step(command)[4]
     return net, turns, chosen
 
 
