@@ -61,16 +61,21 @@ def success_weighted(
     return mean_relative(episodes, rng_seed)
 
 
+def seed_groups(episodes: Sequence[RecordedEpisode]) -> list[list[int]]:
+    """The places in `episodes` of each seed's episodes, a list a seed."""
+    by_seed: dict[int, list[int]] = defaultdict(list)
+    for at, episode in enumerate(episodes):
+        by_seed[episode.spec.seed].append(at)
+    return list(by_seed.values())
+
+
 def seed_relative(
     episodes: Sequence[RecordedEpisode],
 ) -> tuple[list[RecordedEpisode], list[float]]:
     """The episodes of the seeds both won and lost, each weighing its success minus its
     seed's mean success."""
-    by_seed: dict[int, list[int]] = defaultdict(list)
-    for at, episode in enumerate(episodes):
-        by_seed[episode.spec.seed].append(at)
     weights: dict[int, float] = {}
-    for group in by_seed.values():
+    for group in seed_groups(episodes):
         mean = sum(episodes[at].success for at in group) / len(group)
         if 0 < mean < 1:
             weights.update({at: episodes[at].success - mean for at in group})
@@ -97,15 +102,13 @@ def seed_value_changes(
     the same credit, on the turns where the episode parted from episodes that ended
     otherwise. Past its last such turn an episode weighs nothing, and episodes with no
     weighed turn are left out."""
-    by_seed: dict[int, list[int]] = defaultdict(list)
-    for at, episode in enumerate(episodes):
+    for episode in episodes:
         if not episode.observations:
             raise ValueError(
                 f"--credit turn: {episode.spec.id} was recorded without its observations"
             )
-        by_seed[episode.spec.seed].append(at)
     weights: dict[int, list[float]] = {}
-    for group in by_seed.values():
+    for group in seed_groups(episodes):
         shown: dict[str, list[bool]] = defaultdict(list)
         for at in group:
             for observation in set(episodes[at].observations):
