@@ -21,7 +21,7 @@ counts, on the seeds the runs together both won and lost (sampled with
     python -m benchmarks.reading_counts --credit turn runs/or4-play
 
 sums, by the reactive agent's reason and by whether the run's command was the reactive
-agent's, the weights `train --reward-weighted --credit episode|turn` would give the
+agent's, the weights `train --reward-weighted --credit episode|turn|critic` would give the
 runs' turns: which readings a round on them would draw up and which it would push down,
 before it is trained.
 """
@@ -37,6 +37,7 @@ from typing import Any
 import textenvs
 from textenvs.agents.scripted.reactive import em_anomaly_decision
 from textenvs.evals import store
+from textenvs.training.critic import critic_value_changes
 from textenvs.training.demonstrations import RecordedEpisode, recorded_episodes
 from textenvs.training.weighting import seed_relative, seed_value_changes, turn_weights
 
@@ -120,6 +121,8 @@ def credit_by_reading(
     episodes, _ = recorded_episodes(runs, ENV, keep_unreadable=True)
     if credit == "turn":
         chosen, weights = seed_value_changes(episodes)
+    elif credit == "critic":
+        chosen, weights = critic_value_changes(episodes)
     else:
         chosen, shared = seed_relative(episodes)
         weights = turn_weights(shared, [len(episode.commands) for episode in chosen])
@@ -142,7 +145,7 @@ def credit_described(
     credit: str, net: Weighed, turns: Weighed, chosen: list[RecordedEpisode]
 ) -> str:
     lines = [
-        f"{credit} credit on {len({e.spec.seed for e in chosen})} seeds both won and lost: "
+        f"{credit} credit on {len({e.spec.seed for e in chosen})} seeds: "
         f"{sum(turns.values()):,} of their {sum(len(e.commands) for e in chosen):,} turns "
         "weighed; net weight by the reactive agent's reason"
     ]
@@ -181,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--credit",
-        choices=("episode", "turn"),
+        choices=("episode", "turn", "critic"),
         help="the runs together: the weights train --reward-weighted --credit would give "
         "their turns, summed by the reactive agent's reason",
     )

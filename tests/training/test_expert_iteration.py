@@ -305,23 +305,31 @@ def sampled_reply(request):
     return text(f"Action: {way}")
 
 
-def test_turn_credit_trains_the_turns_that_changed_their_seeds_value(tiny_dir, tmp_path, capsys):
-    """A sampled run, four episodes a seed, trained with --credit turn: the turns that
-    changed their seed's value are fed, the rest not, and the settings it needs are
-    asked for in one line."""
-    sampled = tmp_path / "sampled"
+@pytest.fixture(scope="module")
+def sampled_run(tmp_path_factory):
+    """`sampled_reply`'s episodes on seeds 2000-2011, four a seed."""
+    sampled = tmp_path_factory.mktemp("sampled") / "run"
     with OpenAIServer(default=sampled_reply) as server:
         code = main(["eval", "--env", "em-anomaly", "--agent", "llm", "--model", "m",
                      "--base-url", server.base_url, "--history", "0", "--reasks", "0",
-                     "--temperature", "1", "--llm-seed", "0", "--seeds", "2000-2005",
+                     "--temperature", "1", "--llm-seed", "0", "--seeds", "2000-2011",
                      "--episodes-per-seed", "4", "--out", str(sampled)])  # fmt: skip
     assert code == 0
+    return sampled
+
+
+def test_turn_credit_trains_the_turns_that_changed_their_seeds_value(
+    tiny_dir, sampled_run, tmp_path, capsys
+):
+    """A sampled run, four episodes a seed, trained with --credit turn: the turns that
+    changed their seed's value are fed, the rest not, and the settings it needs are
+    asked for in one line."""
     ends: dict[int, set[bool]] = {}
-    for record in store.read_episodes(sampled):
+    for record in store.read_episodes(sampled_run):
         ends.setdefault(record["seed"], set()).add(record["success"])
     assert any(len(outcomes) == 2 for outcomes in ends.values())  # a seed won and lost
     base = ["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
-            "--demonstrations", str(sampled), "--reward-weighted", "--credit", "turn",
+            "--demonstrations", str(sampled_run), "--reward-weighted", "--credit", "turn",
             "--seeds-per-step", "2", "--eval-seeds", "3000-3009", "--train-layers", "1",
             "--steps", "1"]  # fmt: skip
     run = tmp_path / "run"
@@ -346,3 +354,26 @@ def test_turn_credit_trains_the_turns_that_changed_their_seeds_value(tiny_dir, t
         main([*without, "--history", "0", "--out", str(tmp_path / "refused")])
     assert "give --reward-weighted too, or leave --credit out" in capsys.readouterr().err
     assert not (tmp_path / "refused").exists()
+
+
+def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
+    tiny_dir, sampled_run, tmp_path, capsys
+):
+    """--credit critic: every turn is weighed by a critic fit across seeds, and the run's
+    steps x seeds-per-step turns are drawn by their weight's size and fed."""
+    run = tmp_path / "run"
+    code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
+                 "--demonstrations", str(sampled_run), "--reward-weighted", "--credit",
+                 "critic", "--history", "0", "--seeds-per-step", "2", "--steps", "2",
+                 "--eval-seeds", "3000-3009", "--train-layers", "1",
+                 "--out", str(run)])  # fmt: skip
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0, err
+    drawn = re.search(
+        r"([0-9,]+) turns drawn by the size of their weight: (\d+) up, (\d+) down", err
+    )
+    assert drawn is not None, err
+    fed, up, down = (int(group.replace(",", "")) for group in drawn.groups())
+    assert fed == 4 and up + down == 4
+    assert "won), 4 sequences," in err
+    assert models.read_record(run / "final")["credit"] == "critic"

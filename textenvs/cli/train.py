@@ -95,13 +95,17 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--credit",
-        choices=("episode", "turn"),
+        choices=("episode", "turn", "critic"),
         default="episode",
         help="--reward-weighted: where an episode's credit goes. episode: every turn "
         "shares it. turn: each turn weighs the change its command made in its seed's "
         "value (the share won among the seed's episodes shown the same observation), so "
         "a lost episode's turns before it went wrong are not pushed down; needs several "
-        "episodes a seed (eval --episodes-per-seed) and --history K (default: episode)",
+        "episodes a seed (eval --episodes-per-seed). critic: each turn weighs the change "
+        "its command made in a critic's value of the observation (a logistic regression "
+        "from the observation's words to success, fit across seeds on the runs' episodes), "
+        "and steps x seeds-per-step turns are drawn by the size of their weight. turn and "
+        "critic need --history K (default: episode)",
     )
     p.add_argument(
         "--target-kl",

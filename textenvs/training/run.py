@@ -193,7 +193,8 @@ def _sft_trainer(
             f"--max-tokens {longest + 8} or more"
         )
     won = sum(d.result.success for d in kept)
-    # the sequences fed (--credit turn feeds only the turns that changed a value)
+    # the sequences fed (--credit turn feeds only the turns that changed a value, critic
+    # the turns drawn)
     tokens = sum(len(ids) for ids in dataset["input_ids"])
     trained = sum(label != sft.IGNORED for labels in dataset["labels"] for label in labels)
     console.print(
@@ -213,6 +214,13 @@ def _sft_trainer(
                 f"of the {turns:,} turns changed it, {len(up):,} up ({sum(up) / len(up):+.3f} "
                 f"on average), {len(down):,} down ({sum(down) / len(down):+.3f}); the rest "
                 "are not fed"
+            )
+        elif settings.credit == "critic":
+            console.print(
+                "each turn weighs the change its command made in the critic's value of the "
+                "observation (fit on the other half of the seeds); "
+                f"{len(weights):,} turns drawn by the size of their weight: {len(up):,} up, "
+                f"{len(down):,} down, each {abs(weights[0]):.3f}"
             )
         else:
             console.print(

@@ -241,12 +241,12 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             "--credit says how --reward-weighted places an episode's credit on its turns; "
             "give --reward-weighted too, or leave --credit out"
         )
-    if settings.credit == "turn" and (
+    if settings.credit in ("turn", "critic") and (
         "history" not in settings.conversation or settings.habit_share < 1
     ):
         raise TrainingError(
-            "--credit turn weighs each turn apart, so each turn must be a sequence of its "
-            "own, all trained: give --history K and leave --habit-share out"
+            f"--credit {settings.credit} weighs each turn apart, so each turn must be a "
+            "sequence of its own, all trained: give --history K and leave --habit-share out"
         )
     if settings.reward_weighted and settings.only_success:
         raise TrainingError(

@@ -28,6 +28,7 @@ from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
+from textenvs.training.critic import critic_value_changes, drawn_by_weight
 from textenvs.training.demonstrations import (
     IGNORED,
     Demonstration,
@@ -76,7 +77,7 @@ def replayed_choice(
 ) -> tuple[list[RecordedEpisode], list[float] | list[list[float]]]:
     """The `recorded` episodes trained on (those of the training seeds; won ones alone
     with `settings.only_success`), with their weights under `settings.reward_weighted`
-    (else none): one an episode, or with `--credit turn` one a turn."""
+    (else none): one an episode, or with `--credit turn|critic` one a turn."""
     seeds = set(settings.seeds)
     chosen = [
         episode
@@ -85,6 +86,8 @@ def replayed_choice(
     ]
     if settings.reward_weighted and settings.credit == "turn":
         return seed_value_changes(chosen)
+    if settings.reward_weighted and settings.credit == "critic":
+        return critic_value_changes(chosen)
     if settings.reward_weighted:
         return success_weighted(chosen, settings.rng_seed)
     return chosen, []
@@ -101,7 +104,7 @@ def sequence_weights(
     for turns, demonstration in zip(weights, kept, strict=True):
         if len(turns) != len(demonstration.sequences):
             raise ValueError(
-                f"--credit turn weighs each turn apart: {demonstration.spec.id} was "
+                f"--credit weighs each turn apart: {demonstration.spec.id} was "
                 f"{len(demonstration.sequences)} sequences for its {len(turns)} turns "
                 "(give --history K, so that a turn is a sequence, and leave --habit-share out)"
             )
@@ -160,9 +163,16 @@ def demonstration_dataset(
     columns = {"input_ids": [s.ids for s in sequences], "labels": [s.labels for s in sequences]}
     if weights:
         columns["weight"] = sequence_weights(weights, kept)
-        # a turn that changed no value (--credit turn) has no gradient: not fed at all
-        moved = [at for at, weight in enumerate(columns["weight"]) if weight]
-        columns = {name: [column[at] for at in moved] for name, column in columns.items()}
+        if settings.credit == "critic":
+            # every turn weighs something: the run's sequences drawn by their weight's size
+            count = settings.steps * settings.seeds_per_step
+            drawn = drawn_by_weight(columns["weight"], count, settings.rng_seed)
+            columns = {name: [column[at] for at, _ in drawn] for name, column in columns.items()}
+            columns["weight"] = [weight for _, weight in drawn]
+        else:
+            # a turn that changed no value (--credit turn) has no gradient: not fed at all
+            moved = [at for at, weight in enumerate(columns["weight"]) if weight]
+            columns = {name: [column[at] for at in moved] for name, column in columns.items()}
     return Dataset.from_dict(columns), kept
 
 

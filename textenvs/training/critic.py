@@ -1,0 +1,129 @@
+"""Per-turn credit from a critic fit across seeds (`--reward-weighted --credit critic`).
+
+`--credit turn` values an observation by the share won among one seed's episodes shown
+that exact observation: a command earns credit only where episodes of its seed parted,
+a few hundred turns a batch. A critic fit on every turn of every episode values what an
+observation *says* instead: a logistic regression from the observation's words, each
+word with its line and place on the line (so a scan cell's reading is a feature of its
+own), to the success of the episode that was shown it. Every turn then weighs the change
+its command made in that value (one-step temporal difference, no discount: the reward is
+the episode's success alone), the last turn its episode's success minus the value of
+the observation it answered. An episode's weights still sum to its success minus the
+value of its first observation: the scenario's reward, placed where the critic saw it
+earned. Nothing but the runs' own success teaches the critic.
+
+A turn is valued by a critic fit on the other half of the seeds (two folds, seeds
+alternating), so no episode's value is read from its own ending.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from itertools import pairwise
+
+import torch
+
+from textenvs.training.demonstrations import RecordedEpisode
+from textenvs.training.weighting import seed_groups
+
+#: a word must be in this many of the fitting turns' observations to be a feature
+MIN_TURNS = 20
+#: L2 penalty on the critic's weights, per turn fitted
+L2 = 1e-3
+
+
+def features(observation: str) -> set[str]:
+    """The observation's words, each with its line and its place on the line."""
+    return {
+        f"{row}:{place}:{word}"
+        for row, line in enumerate(observation.splitlines())
+        for place, word in enumerate(line.split())
+    }
+
+
+class Critic:
+    """P(the episode is won | the observation), logistic in the observation's words."""
+
+    def __init__(self, episodes: Sequence[RecordedEpisode]) -> None:
+        shown = [(features(o), e.success) for e in episodes for o in e.observations]
+        counts = Counter(word for words, _ in shown for word in words)
+        # a word in every turn says nothing the bias does not
+        self.vocabulary = {
+            word: at
+            for at, word in enumerate(
+                sorted(w for w, n in counts.items() if MIN_TURNS <= n < len(shown))
+            )
+        }
+        inputs = self.encoded([words for words, _ in shown])
+        targets = torch.tensor([float(won) for _, won in shown], dtype=torch.float64)
+        self.weights = torch.zeros(len(self.vocabulary), dtype=torch.float64, requires_grad=True)
+        self.bias = torch.zeros((), dtype=torch.float64, requires_grad=True)
+        optimizer = torch.optim.LBFGS([self.weights, self.bias], max_iter=200)
+
+        def loss() -> torch.Tensor:
+            optimizer.zero_grad()
+            logits = inputs @ self.weights + self.bias
+            fit = torch.nn.functional.binary_cross_entropy_with_logits(logits, targets)
+            total = fit + L2 / 2 * self.weights.pow(2).sum()
+            total.backward()
+            return total
+
+        optimizer.step(loss)
+
+    def encoded(self, shown: Sequence[set[str]]) -> torch.Tensor:
+        rows = torch.zeros(len(shown), len(self.vocabulary), dtype=torch.float64)
+        for row, words in enumerate(shown):
+            for word in words:
+                if word in self.vocabulary:
+                    rows[row, self.vocabulary[word]] = 1.0
+        return rows
+
+    def values(self, observations: Sequence[str]) -> list[float]:
+        with torch.no_grad():
+            logits = self.encoded([features(o) for o in observations]) @ self.weights
+            return torch.sigmoid(logits + self.bias).tolist()
+
+
+def critic_value_changes(
+    episodes: Sequence[RecordedEpisode],
+) -> tuple[list[RecordedEpisode], list[list[float]]]:
+    """Every episode with a weight for each turn: the change its command made in the
+    value of the observation, by a critic fit on the other fold of seeds; the last turn
+    its success minus the value of the observation it answered."""
+    for episode in episodes:
+        if not episode.observations:
+            raise ValueError(
+                f"--credit critic: {episode.spec.id} was recorded without its observations"
+            )
+    groups = seed_groups(episodes)
+    folds = [[at for group in groups[half::2] for at in group] for half in (0, 1)]
+    if not all(any(episodes[at].success for at in fold) for fold in folds) or not all(
+        any(not episodes[at].success for at in fold) for fold in folds
+    ):
+        raise ValueError(
+            "--credit critic: each half of the seeds needs won and lost episodes to fit a "
+            "critic on; sample more seeds"
+        )
+    weights: dict[int, list[float]] = {}
+    for fitted, valued in (folds, folds[::-1]):
+        critic = Critic([episodes[at] for at in fitted])
+        for at in valued:
+            episode = episodes[at]
+            values = critic.values(episode.observations)
+            changes = [after - before for before, after in pairwise([*values, episode.success])]
+            weights[at] = changes
+    chosen = sorted(weights)
+    return [episodes[at] for at in chosen], [weights[at] for at in chosen]
+
+
+def drawn_by_weight(weights: Sequence[float], count: int, rng_seed: int) -> list[tuple[int, float]]:
+    """`count` of the turns, drawn with replacement in proportion to their weight's size,
+    each weighing its weight's sign times the mean size: the same expected gradient as
+    every turn at its weight (up to a constant), spent on the turns the critic says
+    mattered instead of the many where it saw nothing change."""
+    sizes = [abs(weight) for weight in weights]
+    mean_size = sum(sizes) / len(sizes)
+    drawn = random.Random(rng_seed).choices(range(len(weights)), weights=sizes, k=count)
+    return [(at, mean_size if weights[at] > 0 else -mean_size) for at in sorted(drawn)]
