@@ -145,7 +145,8 @@ def credit_described(
     credit: str, net: Weighed, turns: Weighed, chosen: list[RecordedEpisode]
 ) -> str:
     lines = [
-        f"{credit} credit on {len({e.spec.seed for e in chosen})} seeds: "
+        f"{credit} credit on {len({e.spec.seed for e in chosen})} seeds"
+        f"{'' if credit == 'critic' else ' both won and lost'}: "
         f"{sum(turns.values()):,} of their {sum(len(e.commands) for e in chosen):,} turns "
         "weighed; net weight by the reactive agent's reason"
     ]

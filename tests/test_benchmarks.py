@@ -189,6 +189,12 @@ def test_reading_counts_sum_the_credit_a_round_would_give_by_reading(
     with pytest.raises(SystemExit) as exit_:
         reading_counts.main(["--credit", "turn", str(blind)])  # one episode a seed, all lost
     assert exit_.value.code == 2 and "no seed was both won and lost" in capsys.readouterr().err
+    # a critic fit across seeds weighs every episode (and every turn whose value moved)
+    net, turns, chosen = reading_counts.credit_by_reading([reactive_run, blind], "critic")
+    assert len(chosen) == 24
+    assert 0 < sum(turns.values()) <= sum(len(episode.commands) for episode in chosen)
+    own = sum(weight for (_, agrees), weight in net.items() if agrees)
+    assert own > 0  # the reading won: its commands are drawn up
 
 
 def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strongest(
