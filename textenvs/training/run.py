@@ -141,8 +141,9 @@ def _sft_trainer(
 ) -> Any:
     """The SFT trainer on `settings.demonstrations`' episodes of the training seeds."""
     from textenvs.training import sft
+    from textenvs.training.credit import replayed_choice
 
-    recorded = None
+    recorded = replayed = None
     runs = recorded_runs(settings.demonstrations)
     if runs:
         # A policy gradient learns from every episode, an unreadable reply pushed down with
@@ -172,7 +173,9 @@ def _sft_trainer(
 
     try:
         if recorded is not None:
-            progress.update(task, total=len(sft.replayed_choice(settings, recorded)[0]))
+            # the episodes trained on and their weights, worked out once (a critic is fit)
+            replayed = replayed_choice(settings, recorded)
+            progress.update(task, total=len(replayed[0]))
         # demonstrations play in-process: the agent reads its own env's observation
         with progress, Heartbeat(console, shown):
             dataset, kept = sft.demonstration_dataset(
@@ -181,7 +184,7 @@ def _sft_trainer(
                 model,
                 textenvs.make,
                 on_episode=lambda _: progress.advance(task),
-                recorded=recorded,
+                replayed=replayed,
             )
     except (ValueError, TemplateError) as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None

@@ -28,7 +28,7 @@ from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
-from textenvs.training.critic import critic_value_changes, drawn_by_weight
+from textenvs.training.credit import weighted_columns
 from textenvs.training.demonstrations import (
     IGNORED,
     Demonstration,
@@ -46,13 +46,7 @@ from textenvs.training.trainers import (
     trainer_arguments,
     without_printing,
 )
-from textenvs.training.weighting import (
-    PolicyDrift,
-    clipped_policy_loss,
-    seed_value_changes,
-    success_weighted,
-    turn_weights,
-)
+from textenvs.training.weighting import PolicyDrift, clipped_policy_loss
 
 __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 
@@ -72,65 +66,26 @@ def sft_config(
     )
 
 
-def replayed_choice(
-    settings: TrainSettings, recorded: list[RecordedEpisode]
-) -> tuple[list[RecordedEpisode], list[float] | list[list[float]]]:
-    """The `recorded` episodes trained on (those of the training seeds; won ones alone
-    with `settings.only_success`), with their weights under `settings.reward_weighted`
-    (else none): one an episode, or with `--credit turn|critic` one a turn."""
-    seeds = set(settings.seeds)
-    chosen = [
-        episode
-        for episode in recorded
-        if episode.spec.seed in seeds and (episode.success or not settings.only_success)
-    ]
-    if settings.reward_weighted and settings.credit == "turn":
-        return seed_value_changes(chosen)
-    if settings.reward_weighted and settings.credit == "critic":
-        return critic_value_changes(chosen)
-    if settings.reward_weighted:
-        return success_weighted(chosen, settings.rng_seed)
-    return chosen, []
-
-
-def sequence_weights(
-    weights: list[float] | list[list[float]], kept: list[Demonstration]
-) -> list[float]:
-    """Each sequence's weight: its turn's own (one a turn), or its episode's shared
-    among the episode's sequences (`turn_weights`)."""
-    if not weights or not isinstance(weights[0], list):
-        shares = turn_weights(weights, [len(d.sequences) for d in kept])
-        return [weight for share in shares for weight in share]
-    for turns, demonstration in zip(weights, kept, strict=True):
-        if len(turns) != len(demonstration.sequences):
-            raise ValueError(
-                f"--credit weighs each turn apart: {demonstration.spec.id} was "
-                f"{len(demonstration.sequences)} sequences for its {len(turns)} turns "
-                "(give --history K, so that a turn is a sequence, and leave --habit-share out)"
-            )
-    return [weight for turns in weights for weight in turns]
-
-
 def demonstration_dataset(
     settings: TrainSettings,
     tokenizer: PreTrainedTokenizerBase,
     model: PreTrainedModel,
     make_env: EnvFactory,
     on_episode: Callable[[Demonstration], Any] | None = None,
-    recorded: list[RecordedEpisode] | None = None,
+    replayed: tuple[list[RecordedEpisode], list[float] | list[list[float]]] | None = None,
 ) -> tuple[Dataset, list[Demonstration]]:
     """The demonstrations of the training seeds as a tokenized dataset (`input_ids`,
     `labels`), in the conversation `textenvs eval` holds for this model (its prompt
-    budget, the run's conversation settings, text or tools mode). With `recorded` (the episodes
-    of the eval run `settings.demonstrations`), those of the training seeds are replayed
-    instead of played; with `settings.reward_weighted`, each sequence has its share of
-    its episode's `weight` (`weighting.py`)."""
+    budget, the run's conversation settings, text or tools mode). With `replayed` (the
+    episodes of the eval run `settings.demonstrations` chosen to train on, and their
+    weights: `credit.replayed_choice`), those are replayed instead of played; with
+    `settings.reward_weighted`, each sequence has its `weight` (`credit.py`)."""
     # text or tools mode: `settings_from` refuses --method sft in json mode
     conversation = run_conversation(settings, model_prompt_budget(settings, model))
     chat = ChatTokens(tokenizer)
     weights: list[float] | list[list[float]] = []
-    if recorded is not None:
-        chosen, weights = replayed_choice(settings, recorded)
+    if replayed is not None:
+        chosen, weights = replayed
         kept = replayed_demonstrations(
             chosen,
             make_env,
@@ -162,17 +117,7 @@ def demonstration_dataset(
     sequences = [sequence for d in kept for sequence in d.sequences]
     columns = {"input_ids": [s.ids for s in sequences], "labels": [s.labels for s in sequences]}
     if weights:
-        columns["weight"] = sequence_weights(weights, kept)
-        if settings.credit == "critic":
-            # every turn weighs something: the run's sequences drawn by their weight's size
-            count = settings.steps * settings.seeds_per_step
-            drawn = drawn_by_weight(columns["weight"], count, settings.rng_seed)
-            columns = {name: [column[at] for at, _ in drawn] for name, column in columns.items()}
-            columns["weight"] = [weight for _, weight in drawn]
-        else:
-            # a turn that changed no value (--credit turn) has no gradient: not fed at all
-            moved = [at for at, weight in enumerate(columns["weight"]) if weight]
-            columns = {name: [column[at] for at in moved] for name, column in columns.items()}
+        columns = weighted_columns(settings, columns, weights, kept)
     return Dataset.from_dict(columns), kept
 
 

@@ -1,0 +1,73 @@
+"""Which recorded episodes a `--reward-weighted` (or imitation) run trains on, and the
+weight of each sequence fed: an episode's credit shared among its turns (`--credit
+episode`), or each turn's own (`--credit turn`: `weighting.seed_value_changes`; `--credit
+critic`: `critic.critic_value_changes`, the run's turns drawn by their weight's size)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textenvs.training.critic import critic_value_changes, drawn_by_weight
+from textenvs.training.demonstrations import Demonstration, RecordedEpisode
+from textenvs.training.settings import TrainSettings
+from textenvs.training.weighting import seed_value_changes, success_weighted, turn_weights
+
+
+def replayed_choice(
+    settings: TrainSettings, recorded: list[RecordedEpisode]
+) -> tuple[list[RecordedEpisode], list[float] | list[list[float]]]:
+    """The `recorded` episodes trained on (those of the training seeds; won ones alone
+    with `settings.only_success`), with their weights under `settings.reward_weighted`
+    (else none): one an episode, or with `--credit turn|critic` one a turn."""
+    seeds = set(settings.seeds)
+    chosen = [
+        episode
+        for episode in recorded
+        if episode.spec.seed in seeds and (episode.success or not settings.only_success)
+    ]
+    if settings.reward_weighted and settings.credit == "turn":
+        return seed_value_changes(chosen)
+    if settings.reward_weighted and settings.credit == "critic":
+        return critic_value_changes(chosen)
+    if settings.reward_weighted:
+        return success_weighted(chosen, settings.rng_seed)
+    return chosen, []
+
+
+def sequence_weights(
+    weights: list[float] | list[list[float]], kept: list[Demonstration]
+) -> list[float]:
+    """Each sequence's weight: its turn's own (one a turn), or its episode's shared
+    among the episode's sequences (`turn_weights`)."""
+    if not weights or not isinstance(weights[0], list):
+        shares = turn_weights(weights, [len(d.sequences) for d in kept])
+        return [weight for share in shares for weight in share]
+    for turns, demonstration in zip(weights, kept, strict=True):
+        if len(turns) != len(demonstration.sequences):
+            raise ValueError(
+                f"--credit weighs each turn apart: {demonstration.spec.id} was "
+                f"{len(demonstration.sequences)} sequences for its {len(turns)} turns "
+                "(give --history K, so that a turn is a sequence, and leave --habit-share out)"
+            )
+    return [weight for turns in weights for weight in turns]
+
+
+def weighted_columns(
+    settings: TrainSettings,
+    columns: dict[str, list[Any]],
+    weights: list[float] | list[list[float]],
+    kept: list[Demonstration],
+) -> dict[str, list[Any]]:
+    """The dataset's columns (one row a sequence of `kept`) with each row's `weight`, and
+    only the rows fed: with `--credit critic` the run's steps x seeds-per-step rows drawn
+    by their weight's size, otherwise those whose weight is not 0."""
+    columns = {**columns, "weight": sequence_weights(weights, kept)}
+    if settings.credit == "critic":
+        count = settings.steps * settings.seeds_per_step
+        drawn = drawn_by_weight(columns["weight"], count, settings.rng_seed)
+        columns = {name: [column[at] for at, _ in drawn] for name, column in columns.items()}
+        columns["weight"] = [weight for _, weight in drawn]
+        return columns
+    # a turn that changed no value (--credit turn) has no gradient: not fed at all
+    moved = [at for at, weight in enumerate(columns["weight"]) if weight]
+    return {name: [column[at] for at in moved] for name, column in columns.items()}
