@@ -29,6 +29,8 @@ A = TypeVar("A")
 # Everything an observation may contain and a person may type: printable ASCII, newline, tab.
 TEXT_CHARSET = frozenset(string.printable) - frozenset("\r\x0b\x0c")
 MAX_OBSERVATION_CHARS = 16_384
+#: the lines an observation opens with after a command that could not be read
+INVALID_COMMAND, VALID_COMMANDS = "Invalid command:", "Valid commands:"
 
 Event = dict[str, Any]
 
@@ -273,7 +275,7 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
             text = f"{narration}\n{text}"
         if error is not None:
             forms = "; ".join(error.valid or valid)
-            text = f"Invalid command: {error.message}\nValid commands: {forms}\n\n{text}"
+            text = f"{INVALID_COMMAND} {error.message}\n{VALID_COMMANDS} {forms}\n\n{text}"
         self._text = text
         info = {
             "observation": observation

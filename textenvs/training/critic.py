@@ -4,8 +4,9 @@
 that exact observation: a command earns credit only where episodes of its seed parted,
 a few hundred turns a batch. A critic fit on every turn of every episode values what an
 observation *says* instead: a logistic regression from the observation's words, each
-word with its line and place on the line (so a scan cell's reading is a feature of its
-own), to the success of the episode that was shown it. Every turn then weighs the change
+word with its line's first word and its place on the line (so a scan cell's reading is a
+feature of its own), but for the lines reporting the last command (`REPORTS`), to the
+success of the episode that was shown it. Every turn then weighs the change
 its command made in that value (one-step temporal difference, no discount: the reward is
 the episode's success alone), the last turn its episode's success minus the value of
 the observation it answered. An episode's weights still sum to its success minus the
@@ -25,6 +26,7 @@ from itertools import pairwise
 
 import torch
 
+from textenvs.core.env import INVALID_COMMAND, VALID_COMMANDS
 from textenvs.training.demonstrations import RecordedEpisode
 from textenvs.training.weighting import seed_groups
 
@@ -34,11 +36,22 @@ MIN_TURNS = 20
 L2 = 1e-3
 
 
+#: lines that report what the last command did, not read: a command must earn its credit
+#: by where it led, not by its own report. Read, any reply after a BLOCKED move (EM
+#: Anomaly's `Last action:` line), an unreadable one too, was drawn up because the next
+#: observation no longer said BLOCKED; and an unreadable reply's notice moved every line
+#: below it (`runs/or2c`'s kl jumped to 0.97 at step 11, on such replies' tokens).
+REPORTS = (INVALID_COMMAND, VALID_COMMANDS, "Last action:")
+
+
 def features(observation: str) -> set[str]:
-    """The observation's words, each with its line and its place on the line."""
+    """The observation's words, each with its line's first word (so a notice above a line
+    does not change what the line says) and its place on the line, but for the lines
+    that report the last command (`REPORTS`)."""
     return {
-        f"{row}:{place}:{word}"
-        for row, line in enumerate(observation.splitlines())
+        f"{line.split()[0]}:{place}:{word}"
+        for line in observation.splitlines()
+        if line.strip() and not line.startswith(REPORTS)
         for place, word in enumerate(line.split())
     }
 
