@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from textenvs.core.env import INVALID_COMMAND, VALID_COMMANDS
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.training.critic import Critic, critic_value_changes, drawn_by_weight, features
 from textenvs.training.demonstrations import RecordedEpisode
@@ -27,8 +28,18 @@ def climbs_and_wanders(seeds: range) -> list[RecordedEpisode]:
 
 def test_words_are_features_with_their_line_and_place():
     assert features("Field here:  2\nnorth 0 1 #") == {
-        "0:0:Field", "0:1:here:", "0:2:2", "1:0:north", "1:1:0", "1:2:1", "1:3:#",
+        "Field:0:Field", "Field:1:here:", "Field:2:2",
+        "north:0:north", "north:1:0", "north:2:1", "north:3:#",
     }  # fmt: skip
+
+
+def test_the_report_of_the_last_command_is_not_read():
+    """A command earns credit by where it led: the notice after an unreadable reply and
+    the report of the last action are not features, and the notice moves no line."""
+    shown = "Field here:  2\nnorth 0 1 #"
+    after_unreadable = f"{INVALID_COMMAND} 'wheels' is not a command\n{VALID_COMMANDS} north\n\n"
+    report = "\nLast action: north: BLOCKED, an insulating wall"
+    assert features(after_unreadable + shown + report) == features(shown)
 
 
 def test_the_climb_that_won_is_drawn_up_and_each_episode_sums_to_its_credit():
