@@ -6,12 +6,12 @@ a few hundred turns a batch. A critic fit on every turn of every episode values 
 observation *says* instead: a logistic regression from the observation's words, each
 word with its line's first word and its place on the line (so a scan cell's reading is a
 feature of its own), but for the lines reporting the last command (`REPORTS`), to the
-success of the episode that was shown it. Every turn then weighs the change
-its command made in that value (one-step temporal difference, no discount: the reward is
-the episode's success alone), the last turn its episode's success minus the value of
-the observation it answered. An episode's weights still sum to its success minus the
-value of its first observation: the scenario's reward, placed where the critic saw it
-earned. Nothing but the runs' own success teaches the critic.
+success of the episode that was shown it. Every turn then weighs the change its command
+made in that value (one-step temporal difference, no discount: the reward is the
+episode's success alone), the last turn its episode's success minus the value of the
+observation it answered. An episode's weights still sum to its success minus the value
+of its first observation: the scenario's reward, placed where the critic saw it earned.
+Nothing but the runs' own success teaches the critic.
 
 A turn is valued by a critic fit on the other half of the seeds (two folds, seeds
 alternating), so no episode's value is read from its own ending.
@@ -112,9 +112,7 @@ def critic_value_changes(
             )
     groups = seed_groups(episodes)
     folds = [[at for group in groups[half::2] for at in group] for half in (0, 1)]
-    if not all(any(episodes[at].success for at in fold) for fold in folds) or not all(
-        any(not episodes[at].success for at in fold) for fold in folds
-    ):
+    if any(len({episodes[at].success for at in fold}) < 2 for fold in folds):
         raise ValueError(
             "--credit critic: each half of the seeds needs won and lost episodes to fit a "
             "critic on; sample more seeds"
@@ -123,12 +121,9 @@ def critic_value_changes(
     for fitted, valued in (folds, folds[::-1]):
         critic = Critic([episodes[at] for at in fitted])
         for at in valued:
-            episode = episodes[at]
-            values = critic.values(episode.observations)
-            changes = [after - before for before, after in pairwise([*values, episode.success])]
-            weights[at] = changes
-    chosen = sorted(weights)
-    return [episodes[at] for at in chosen], [weights[at] for at in chosen]
+            values = [*critic.values(episodes[at].observations), episodes[at].success]
+            weights[at] = [after - before for before, after in pairwise(values)]
+    return list(episodes), [weights[at] for at in range(len(episodes))]
 
 
 def drawn_by_weight(weights: Sequence[float], count: int, rng_seed: int) -> list[tuple[int, float]]:
