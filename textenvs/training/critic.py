@@ -40,7 +40,7 @@ L2 = 1e-3
 #: by where it led, not by its own report. Read, any reply after a BLOCKED move (EM
 #: Anomaly's `Last action:` line), an unreadable one too, was drawn up because the next
 #: observation no longer said BLOCKED; and an unreadable reply's notice moved every line
-#: below it (`runs/or2c`'s kl jumped to 0.97 at step 11, on such replies' tokens).
+#: below it (docs/training.md, "What reading the report did").
 REPORTS = (INVALID_COMMAND, VALID_COMMANDS, "Last action:")
 
 
