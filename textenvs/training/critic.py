@@ -28,7 +28,7 @@ import torch
 
 from textenvs.core.env import INVALID_COMMAND, VALID_COMMANDS
 from textenvs.training.demonstrations import RecordedEpisode
-from textenvs.training.weighting import seed_groups
+from textenvs.training.weighting import require_observations, seed_groups
 
 #: a word must be in this many of the fitting turns' observations to be a feature
 MIN_TURNS = 20
@@ -105,11 +105,7 @@ def critic_value_changes(
     """Every episode with a weight for each turn: the change its command made in the
     value of the observation, by a critic fit on the other fold of seeds; the last turn
     its success minus the value of the observation it answered."""
-    for episode in episodes:
-        if not episode.observations:
-            raise ValueError(
-                f"--credit critic: {episode.spec.id} was recorded without its observations"
-            )
+    require_observations(episodes, "critic")
     groups = seed_groups(episodes)
     folds = [[at for group in groups[half::2] for at in group] for half in (0, 1)]
     if any(len({episodes[at].success for at in fold}) < 2 for fold in folds):

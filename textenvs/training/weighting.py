@@ -69,6 +69,16 @@ def seed_groups(episodes: Sequence[RecordedEpisode]) -> list[list[int]]:
     return list(by_seed.values())
 
 
+def require_observations(episodes: Sequence[RecordedEpisode], credit: str) -> None:
+    """Refuse episodes recorded without each turn's observation: `--credit credit` values
+    the observations."""
+    for episode in episodes:
+        if not episode.observations:
+            raise ValueError(
+                f"--credit {credit}: {episode.spec.id} was recorded without its observations"
+            )
+
+
 def seed_relative(
     episodes: Sequence[RecordedEpisode],
 ) -> tuple[list[RecordedEpisode], list[float]]:
@@ -102,11 +112,7 @@ def seed_value_changes(
     the same credit, on the turns where the episode parted from episodes that ended
     otherwise. Past its last such turn an episode weighs nothing, and episodes with no
     weighed turn are left out."""
-    for episode in episodes:
-        if not episode.observations:
-            raise ValueError(
-                f"--credit turn: {episode.spec.id} was recorded without its observations"
-            )
+    require_observations(episodes, "turn")
     weights: dict[int, list[float]] = {}
     for group in seed_groups(episodes):
         shown: dict[str, list[bool]] = defaultdict(list)
