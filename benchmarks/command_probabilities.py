@@ -1,0 +1,216 @@
+"""What checkpoints put on each EM Anomaly command at the states runs reached.
+
+    python -m benchmarks.command_probabilities --models runs/sft-em/final,runs/or3c/final \\
+        runs/or1-play runs/or2-play
+
+Replays the runs' episodes (those whose every reply was read) in the conversation
+`textenvs train --history K` trains on (each turn its own prompt at K=0, the EM Anomaly
+recipe's), and at each state where the reactive agent (`agents/scripted/reactive.py`)
+would act for `--reason` (climb, by default: towards a higher reading) scores the seven
+replies the rules teach (`Action: <command>`) under each model, exactly, from its
+log-probabilities. Prints for each model the mean probability of the reactive agent's
+command there, how often it is the likeliest of the seven, and the mean kl over the seven
+(renormalised) from the first model: what a training run moved at those states, where
+counting sampled commands (`benchmarks/reading_counts.py`) needs a 40-minute evaluation
+and sees only large moves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import DynamicCache, PreTrainedModel
+
+import textenvs
+from benchmarks.reading_counts import ENV, replayed_observations
+from textenvs.agents.llm import context
+from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.agents.scripted.reactive import em_anomaly_decision
+from textenvs.evals import store
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens
+from textenvs.scenarios.em_anomaly.state import Action
+from textenvs.training.demonstrations import (
+    IGNORED,
+    RecordedEpisode,
+    recorded_episodes,
+    replayed_demonstrations,
+    reply_for,
+)
+
+COMMANDS = [action.value for action in Action]
+REASONS = ("mark", "climb", "straight", "turn")
+#: the reply budget `textenvs train` samples EM Anomaly replies under (`--max-tokens 8`)
+REPLY_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class State:
+    """A state a run reached: the prompt the model read there and the reactive agent's
+    command."""
+
+    prompt: list[int]
+    answer: str
+
+
+def states_of(
+    episodes: Sequence[RecordedEpisode], chat: ChatTokens, history: int, budget: int, reason: str
+) -> list[State]:
+    """The states of `episodes` where the reactive agent acts for `reason`, each with the
+    prompt (one turn's sequence up to its reply) of a conversation keeping `history`
+    turns."""
+    settings = conversation_settings("text", 0, prompt_budget=budget, reasks=0, history=history)
+    demonstrations = replayed_demonstrations(episodes, textenvs.make, settings, chat)
+    env = textenvs.make(ENV)
+    states: list[State] = []
+    for episode, demonstration in zip(episodes, demonstrations, strict=True):
+        if len(demonstration.sequences) != len(episode.commands):
+            raise ValueError(f"--history {history} keeps earlier turns: one prompt a turn is 0")
+        observations = replayed_observations(env, episode.spec.seed, episode.commands)
+        for sequence, observation in zip(demonstration.sequences, observations, strict=True):
+            answer, why = em_anomaly_decision(observation)
+            if why == reason:
+                start = next(i for i, label in enumerate(sequence.labels) if label != IGNORED)
+                states.append(State(sequence.ids[:start], answer))
+    return states
+
+
+def shared_opening(prompts: Sequence[list[int]]) -> int:
+    """How many tokens every prompt opens with, one short of the shortest (the rules
+    prompt: fed once a model)."""
+    length = min(len(prompt) for prompt in prompts) - 1
+    first = prompts[0]
+    for prompt in prompts:
+        while prompt[:length] != first[:length]:
+            length -= 1
+    return length
+
+
+def cut_back(cache: DynamicCache, length: int) -> None:
+    """Keep the first `length` tokens' keys and values (`crop` takes how many to drop)."""
+    cache.crop(length - cache.get_seq_length())
+
+
+def reply_logprobs(
+    model: PreTrainedModel, states: Sequence[State], replies: Sequence[list[int]]
+) -> Iterator[list[float]]:
+    """Per state, the log-probability of each of `replies` (token ids) after its prompt:
+    the shared opening fed once, each prompt's rest and each reply fed on its keys and
+    values, cropped back after."""
+    prompts = [state.prompt for state in states]
+    opening = shared_opening(prompts)
+    cache = DynamicCache()
+
+    def fed(ids: list[int]) -> torch.Tensor:
+        """The log-probabilities after each of `ids`, fed on the cache (which keeps them)."""
+        keeping = {models.cache_argument(model): cache, "use_cache": True}
+        logits = model(input_ids=torch.tensor([ids]), **keeping).logits[0]
+        return torch.log_softmax(logits.double(), -1)
+
+    with torch.inference_mode():
+        fed(prompts[0][:opening])
+        for prompt in prompts:
+            first = fed(prompt[opening:])[-1]
+            scored = []
+            for reply in replies:
+                logprob = first[reply[0]].item()
+                if len(reply) > 1:
+                    later = fed(reply[:-1])
+                    logprob += later.gather(1, torch.tensor(reply[1:])[:, None]).sum().item()
+                    cut_back(cache, len(prompt))
+                scored.append(logprob)
+            cut_back(cache, opening)
+            yield scored
+
+
+@dataclass
+class Summary:
+    """What a model puts on the reactive agent's command at the states, on average."""
+
+    answer_probability: float
+    likeliest: int
+    kl_from_first: float
+    mass_on_commands: float
+
+
+def kl(reference: Sequence[float], shares: Sequence[float]) -> float:
+    return sum(r * math.log(r / s) for r, s in zip(reference, shares, strict=True) if r)
+
+
+def summaries(
+    model_dirs: Sequence[str], states: Sequence[State], chat: ChatTokens
+) -> list[Summary]:
+    stop = next(token for token in chat.encode(chat.reply_closer) if token in chat.stop_ids)
+    replies = [[*chat.encode(reply_for(command)), stop] for command in COMMANDS]
+    answers = [COMMANDS.index(state.answer) for state in states]
+    reference: list[list[float]] = []
+    found: list[Summary] = []
+    for model_dir in model_dirs:
+        model, _ = models.load(model_dir)
+        probabilities = [
+            [math.exp(value) for value in scored]
+            for scored in reply_logprobs(model, states, replies)
+        ]
+        shares = [[p / sum(ps) for p in ps] for ps in probabilities]
+        reference = reference or shares
+        pairs = list(zip(probabilities, shares, reference, answers, strict=True))
+        found.append(
+            Summary(
+                answer_probability=sum(ps[a] for ps, _, _, a in pairs) / len(pairs),
+                likeliest=sum(sh[a] == max(sh) for _, sh, _, a in pairs),
+                kl_from_first=sum(kl(ref, sh) for _, sh, ref, _ in pairs) / len(pairs),
+                mass_on_commands=sum(sum(ps) for ps, _, _, _ in pairs) / len(pairs),
+            )
+        )
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", type=Path, help="run folders of `textenvs eval`")
+    p.add_argument(
+        "--models",
+        required=True,
+        help="comma list of model directories; the first is the one the others are "
+        "compared with (the starting checkpoint)",
+    )
+    p.add_argument("--reason", choices=REASONS, default="climb", help="the states scored")
+    p.add_argument(
+        "--history", type=int, default=0, help="earlier turns each prompt keeps (train's)"
+    )
+    p.add_argument("--limit", type=int, help="score at most this many states (the first)")
+    args = p.parse_args(argv)
+    model_dirs = args.models.split(",")
+    for run in args.runs:
+        if not (run / store.EPISODES).is_file():
+            p.error(f"{run} is not a `textenvs eval` run folder (it has no {store.EPISODES})")
+    for model_dir in model_dirs:
+        if not models.is_model_dir(model_dir):
+            p.error(f"--models: {model_dir} is not a model directory (no config.json)")
+    first, tokenizer = models.load(model_dirs[0])
+    chat = ChatTokens(tokenizer)
+    budget = context.budget_under(models.context_window(first), REPLY_TOKENS)
+    episodes, _ = recorded_episodes(args.runs, ENV)
+    try:
+        states = states_of(episodes, chat, args.history, budget, args.reason)[: args.limit]
+    except ValueError as exc:
+        p.error(str(exc).splitlines()[0])
+    if not states:
+        p.error(f"the runs reached no state where the reactive agent acts to {args.reason}")
+    print(f"{len(states)} {args.reason} states of {len(episodes)} episodes")
+    for model_dir, summary in zip(model_dirs, summaries(model_dirs, states, chat), strict=True):
+        print(
+            f"{model_dir}: the reactive agent's command {summary.answer_probability:.3f} "
+            f"(likeliest at {summary.likeliest}); kl from the first "
+            f"{summary.kl_from_first:.4f}; on the seven commands {summary.mass_on_commands:.3f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
