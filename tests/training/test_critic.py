@@ -7,12 +7,14 @@ import pytest
 
 from textenvs.core.env import INVALID_COMMAND, VALID_COMMANDS
 from textenvs.episodes.specs import EpisodeSpec
+from textenvs.scenarios.em_anomaly.env import EMAnomalyEnv
 from textenvs.training.critic import Critic, critic_value_changes, drawn_by_weight, features
 from textenvs.training.demonstrations import RecordedEpisode
 
 FAR = "Field here:  0\nSteps left: 30"
 NEAR = "Field here:  2\nSteps left: 29"
 STILL = "Field here:  0\nSteps left: 29"
+REPORTS = EMAnomalyEnv.report_lines
 
 
 def climbs_and_wanders(seeds: range) -> list[RecordedEpisode]:
@@ -27,7 +29,7 @@ def climbs_and_wanders(seeds: range) -> list[RecordedEpisode]:
 
 
 def test_words_are_features_with_their_line_and_place():
-    assert features("Field here:  2\nnorth 0 1 #") == {
+    assert features("Field here:  2\nnorth 0 1 #", REPORTS) == {
         "Field:0:Field", "Field:1:here:", "Field:2:2",
         "north:0:north", "north:1:0", "north:2:1", "north:3:#",
     }  # fmt: skip
@@ -39,12 +41,12 @@ def test_the_report_of_the_last_command_is_not_read():
     shown = "Field here:  2\nnorth 0 1 #"
     after_unreadable = f"{INVALID_COMMAND} 'wheels' is not a command\n{VALID_COMMANDS} north\n\n"
     report = "\nLast action: north: BLOCKED, an insulating wall"
-    assert features(after_unreadable + shown + report) == features(shown)
+    assert features(after_unreadable + shown + report, REPORTS) == features(shown, REPORTS)
 
 
 def test_the_climb_that_won_is_drawn_up_and_each_episode_sums_to_its_credit():
     episodes = climbs_and_wanders(range(2000, 2040))
-    critic = Critic(episodes)
+    critic = Critic(episodes, REPORTS)
     near, still = critic.values([NEAR, STILL])
     assert near > 0.9 and still < 0.1  # the reading is what tells them apart
     chosen, weights = critic_value_changes(episodes)

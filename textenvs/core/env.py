@@ -98,6 +98,10 @@ class TextEnv(gym.Env[str, str], ABC, Generic[S, A]):
     levels: ClassVar[tuple[int, ...]] = ()
     #: the level played when none is given (None: no levels)
     default_level: ClassVar[int | None] = None
+    #: openings of the observation text's lines that report what the last command did,
+    #: not the world it left (a critic of the observation leaves them out): the notice
+    #: after an unreadable reply, and a scenario's own report lines
+    report_lines: ClassVar[tuple[str, ...]] = (INVALID_COMMAND, VALID_COMMANDS)
 
     def __init_subclass__(cls, scenario: Scenario | None = None, **kwargs: Any) -> None:
         """`class XEnv(TextEnv[S, A], scenario=SCENARIO)`: the name, title and version are

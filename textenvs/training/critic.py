@@ -5,7 +5,8 @@ that exact observation: a command earns credit only where episodes of its seed p
 a few hundred turns a batch. A critic fit on every turn of every episode values what an
 observation *says* instead: a logistic regression from the observation's words, each
 word with its line's first word and its place on the line (so a scan cell's reading is a
-feature of its own), but for the lines reporting the last command (`REPORTS`), to the
+feature of its own), but for the lines reporting the last command (the scenario's
+`report_lines`), to the
 success of the episode that was shown it. Every turn then weighs the change its command
 made in that value (one-step temporal difference, no discount: the reward is the
 episode's success alone), the last turn its episode's success minus the value of the
@@ -26,7 +27,7 @@ from itertools import pairwise
 
 import torch
 
-from textenvs.core.env import INVALID_COMMAND, VALID_COMMANDS
+from textenvs.core import registry
 from textenvs.training.demonstrations import RecordedEpisode
 from textenvs.training.weighting import require_observations, seed_groups
 
@@ -36,22 +37,18 @@ MIN_TURNS = 20
 L2 = 1e-3
 
 
-#: lines that report what the last command did, not read: a command must earn its credit
-#: by where it led, not by its own report. Read, any reply after a BLOCKED move (EM
-#: Anomaly's `Last action:` line), an unreadable one too, was drawn up because the next
-#: observation no longer said BLOCKED; and an unreadable reply's notice moved every line
-#: below it (docs/training.md, "What reading the report did").
-REPORTS = (INVALID_COMMAND, VALID_COMMANDS, "Last action:")
-
-
-def features(observation: str) -> set[str]:
+def features(observation: str, reports: tuple[str, ...]) -> set[str]:
     """The observation's words, each with its line's first word (so a notice above a line
     does not change what the line says) and its place on the line, but for the lines
-    that report the last command (`REPORTS`)."""
+    opening with one of `reports` (the scenario's `report_lines`). A command must earn
+    its credit by where it led, not by its own report: read, any reply after a BLOCKED
+    move (EM Anomaly's `Last action:` line), an unreadable one too, was drawn up because
+    the next observation no longer said BLOCKED; and an unreadable reply's notice moved
+    every line below it (docs/training.md, "What reading the report did")."""
     return {
         f"{line.split()[0]}:{place}:{word}"
         for line in observation.splitlines()
-        if line.strip() and not line.startswith(REPORTS)
+        if line.strip() and not line.startswith(reports)
         for place, word in enumerate(line.split())
     }
 
@@ -59,8 +56,9 @@ def features(observation: str) -> set[str]:
 class Critic:
     """P(the episode is won | the observation), logistic in the observation's words."""
 
-    def __init__(self, episodes: Sequence[RecordedEpisode]) -> None:
-        shown = [(features(o), e.success) for e in episodes for o in e.observations]
+    def __init__(self, episodes: Sequence[RecordedEpisode], reports: tuple[str, ...]) -> None:
+        self.reports = reports
+        shown = [(features(o, reports), e.success) for e in episodes for o in e.observations]
         counts = Counter(word for words, _ in shown for word in words)
         # a word in every turn says nothing the bias does not
         self.vocabulary = {
@@ -95,7 +93,8 @@ class Critic:
 
     def values(self, observations: Sequence[str]) -> list[float]:
         with torch.no_grad():
-            logits = self.encoded([features(o) for o in observations]) @ self.weights
+            shown = [features(o, self.reports) for o in observations]
+            logits = self.encoded(shown) @ self.weights
             return torch.sigmoid(logits + self.bias).tolist()
 
 
@@ -113,9 +112,10 @@ def critic_value_changes(
             "--credit critic: each half of the seeds needs won and lost episodes to fit a "
             "critic on; sample more seeds"
         )
+    reports = registry.get(episodes[0].spec.env).load().report_lines
     weights: dict[int, list[float]] = {}
     for fitted, valued in (folds, folds[::-1]):
-        critic = Critic([episodes[at] for at in fitted])
+        critic = Critic([episodes[at] for at in fitted], reports)
         for at in valued:
             values = [*critic.values(episodes[at].observations), episodes[at].success]
             weights[at] = [after - before for before, after in pairwise(values)]

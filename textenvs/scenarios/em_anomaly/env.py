@@ -116,6 +116,7 @@ class EMAnomalyEnv(TextEnv[EMState, Action], scenario=SCENARIO):
     max_steps = STEP_BUDGET
     action_schema = EMAnomalyAction
     observation_model = EMObservation
+    report_lines = (*TextEnv.report_lines, render.LAST_ACTION)
 
     def initial_state(self, rng: np.random.Generator, options: dict[str, Any]) -> EMState:
         unknown = sorted(set(options) - {"withheld"})

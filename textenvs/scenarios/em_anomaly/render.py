@@ -22,6 +22,8 @@ from textenvs.scenarios.em_anomaly.state import (
 )
 
 HALF = VIEW // 2
+#: the opening of the line reporting what the last command did
+LAST_ACTION = "Last action:"
 SYMBOLS = {"wall": "#", "outside": "x"}
 LEGEND = legend(
     [
@@ -143,7 +145,7 @@ def render(obs: EMObservation | dict[str, Any]) -> str:
         f"Field here:  {view[HALF][HALF]}\n"
         f"Facing:      {obs['facing']}\n"
         f"Steps left:  {obs['steps_left']} of {STEP_BUDGET}\n"
-        f"Last action: {describe_last(obs)}"
+        f"{LAST_ACTION} {describe_last(obs)}"
     )
     if obs["status"] != "playing":
         head += "\n" + ENDINGS[obs["status"]]
