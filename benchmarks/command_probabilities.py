@@ -106,16 +106,17 @@ def reply_logprobs(
     opening = shared_opening(prompts)
     cache = DynamicCache()
 
-    def fed(ids: list[int]) -> torch.Tensor:
-        """The log-probabilities after each of `ids`, fed on the cache (which keeps them)."""
+    def fed(ids: list[int], last: int = 0) -> torch.Tensor:
+        """The log-probabilities after each of `ids` (the `last` only, when given), fed on
+        the cache (which keeps them)."""
         keeping = {models.cache_argument(model): cache, "use_cache": True}
-        logits = model(input_ids=torch.tensor([ids]), **keeping).logits[0]
+        logits = model(input_ids=torch.tensor([ids]), logits_to_keep=last, **keeping).logits[0]
         return torch.log_softmax(logits.double(), -1)
 
     with torch.inference_mode():
-        fed(prompts[0][:opening])
+        fed(prompts[0][:opening], last=1)
         for prompt in prompts:
-            first = fed(prompt[opening:])[-1]
+            first = fed(prompt[opening:], last=1)[-1]
             scored = []
             for reply in replies:
                 logprob = first[reply[0]].item()
