@@ -9,8 +9,9 @@ recipe's), and at each state where the reactive agent (`agents/scripted/reactive
 would act for `--reason` (climb, by default: towards a higher reading) scores the seven
 replies the rules teach (`Action: <command>`) under each model, exactly, from its
 log-probabilities. Prints for each model the mean probability of the reactive agent's
-command there, how often it is the likeliest of the seven, and the mean kl over the seven
-(renormalised) from the first model: what a training run moved at those states, where
+command there, how often it is the likeliest of the seven, the mean kl over the seven
+(renormalised) from the first model, and each command's mean share of the seven: what a
+training run moved at those states, where
 counting sampled commands (`benchmarks/reading_counts.py`) needs a 40-minute evaluation
 and sees only large moves.
 """
@@ -137,6 +138,8 @@ class Summary:
     likeliest: int
     kl_from_first: float
     mass_on_commands: float
+    #: the mean share of each command (`COMMANDS`' order) among the seven
+    mean_shares: list[float]
 
 
 def kl(reference: Sequence[float], shares: Sequence[float]) -> float:
@@ -166,6 +169,7 @@ def summaries(
                 likeliest=sum(sh[a] == max(sh) for _, sh, _, a in pairs),
                 kl_from_first=sum(kl(ref, sh) for _, sh, ref, _ in pairs) / len(pairs),
                 mass_on_commands=sum(sum(ps) for ps, _, _, _ in pairs) / len(pairs),
+                mean_shares=[sum(column) / len(shares) for column in zip(*shares, strict=True)],
             )
         )
     return found
@@ -210,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             f"(likeliest at {summary.likeliest}); kl from the first "
             f"{summary.kl_from_first:.4f}; on the seven commands {summary.mass_on_commands:.3f}"
         )
+        mix = zip(COMMANDS, summary.mean_shares, strict=True)
+        print("  mean shares: " + ", ".join(f"{c} {share:.3f}" for c, share in mix))
     return 0
 
 

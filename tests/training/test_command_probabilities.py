@@ -73,6 +73,7 @@ def test_a_model_compared_with_itself_moved_nothing_and_with_another_something(
     assert itself.kl_from_first == 0
     assert 0 < first.answer_probability < first.mass_on_commands <= 1
     assert 0 <= first.likeliest <= len(states)
+    assert sum(first.mean_shares) == pytest.approx(1)
     assert probe.summaries([same[0], other], states, chat)[1].kl_from_first > 0
 
 
@@ -83,7 +84,8 @@ def test_the_command_prints_each_model_and_refuses_what_is_not_a_model(
     assert probe.main(["--models", names, "--limit", "4", str(reactive_run)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("4 climb states of 12 episodes")
-    assert [line.split(":")[0] for line in out[1:]] == [str(m) for m in em_models]
+    assert [line.split(":")[0] for line in out[1::2]] == [str(m) for m in em_models]
+    assert out[2].startswith("  mean shares: north ")
     with pytest.raises(SystemExit) as refused:
         probe.main(["--models", str(tmp_path), str(reactive_run)])
     assert refused.value.code == 2
