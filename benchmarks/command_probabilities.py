@@ -11,9 +11,9 @@ replies the rules teach (`Action: <command>`) under each model, exactly, from it
 log-probabilities. Prints for each model the mean probability of the reactive agent's
 command there, how often it is the likeliest of the seven, the mean kl over the seven
 (renormalised) from the first model, and each command's mean share of the seven: what a
-training run moved at those states, where
-counting sampled commands (`benchmarks/reading_counts.py`) needs a 40-minute evaluation
-and sees only large moves.
+training run moved at those states, where counting sampled commands
+(`benchmarks/reading_counts.py`) needs a 40-minute evaluation and sees only large moves.
+SmolLM2-135M on 2 cores: about 1.6 s a state and model (the rules prompt fed once).
 """
 
 from __future__ import annotations
