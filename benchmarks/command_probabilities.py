@@ -4,7 +4,7 @@
         runs/or1-play runs/or2-play
 
 Replays the runs' episodes (those whose every reply was read) in the conversation
-`textenvs train --history K` trains on (each turn its own prompt at K=0, the EM Anomaly
+`textenvs train --history 0` trains on (each turn its own prompt, the EM Anomaly
 recipe's), and at each state where the reactive agent (`agents/scripted/reactive.py`)
 would act for `--reason` (climb, by default: towards a higher reading) scores the seven
 replies the rules teach (`Action: <command>`) under each model, exactly, from its
@@ -60,18 +60,16 @@ class State:
 
 
 def states_of(
-    episodes: Sequence[RecordedEpisode], chat: ChatTokens, history: int, budget: int, reason: str
+    episodes: Sequence[RecordedEpisode], chat: ChatTokens, budget: int, reason: str
 ) -> list[State]:
     """The states of `episodes` where the reactive agent acts for `reason`, each with the
-    prompt (one turn's sequence up to its reply) of a conversation keeping `history`
-    turns."""
-    settings = conversation_settings("text", 0, prompt_budget=budget, reasks=0, history=history)
+    prompt (its turn's sequence up to the reply) of a conversation keeping no earlier
+    turn."""
+    settings = conversation_settings("text", 0, prompt_budget=budget, reasks=0, history=0)
     demonstrations = replayed_demonstrations(episodes, textenvs.make, settings, chat)
     env = textenvs.make(ENV)
     states: list[State] = []
     for episode, demonstration in zip(episodes, demonstrations, strict=True):
-        if len(demonstration.sequences) != len(episode.commands):
-            raise ValueError(f"--history {history} keeps earlier turns: one prompt a turn is 0")
         observations = replayed_observations(env, episode.spec.seed, episode.commands)
         for sequence, observation in zip(demonstration.sequences, observations, strict=True):
             answer, why = em_anomaly_decision(observation)
@@ -185,12 +183,11 @@ def main(argv: list[str] | None = None) -> int:
         "compared with (the starting checkpoint)",
     )
     p.add_argument("--reason", choices=REASONS, default="climb", help="the states scored")
-    p.add_argument(
-        "--history", type=int, default=0, help="earlier turns each prompt keeps (train's)"
-    )
     p.add_argument("--limit", type=int, help="score at most this many states (the first)")
     args = p.parse_args(argv)
     model_dirs = args.models.split(",")
+    if args.limit is not None and args.limit < 1:
+        p.error("--limit must be at least 1")
     for run in args.runs:
         if not (run / store.EPISODES).is_file():
             p.error(f"{run} is not a `textenvs eval` run folder (it has no {store.EPISODES})")
@@ -202,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     budget = context.budget_under(models.context_window(first), REPLY_TOKENS)
     episodes, _ = recorded_episodes(args.runs, ENV)
     try:
-        states = states_of(episodes, chat, args.history, budget, args.reason)[: args.limit]
-    except ValueError as exc:
+        states = states_of(episodes, chat, budget, args.reason)[: args.limit]
+    except ValueError as exc:  # a run of another version of the scenario
         p.error(str(exc).splitlines()[0])
     if not states:
         p.error(f"the runs reached no state where the reactive agent acts to {args.reason}")

@@ -39,7 +39,7 @@ def em_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 def climb_states(run: Path, model_dir: Path) -> tuple[list[probe.State], ChatTokens]:
     chat = ChatTokens(models.load(str(model_dir))[1])
     episodes, _ = recorded_episodes([run], probe.ENV)
-    return probe.states_of(episodes, chat, 0, BUDGET, "climb"), chat
+    return probe.states_of(episodes, chat, BUDGET, "climb"), chat
 
 
 def test_the_cached_scores_are_each_replys_log_probability_fed_whole(reactive_run, em_models):
