@@ -356,15 +356,17 @@ def test_turn_credit_trains_the_turns_that_changed_their_seeds_value(
     assert not (tmp_path / "refused").exists()
 
 
+@pytest.mark.parametrize("credit", ["critic", "critic-gains"])
 def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
-    tiny_dir, sampled_run, tmp_path, capsys
+    tiny_dir, sampled_run, tmp_path, capsys, credit
 ):
     """--credit critic: every turn is weighed by a critic fit across seeds, and the run's
-    steps x seeds-per-step turns are drawn by their weight's size and fed."""
+    steps x seeds-per-step turns are drawn by their weight's size and fed; critic-gains
+    draws only the turns that raised the value."""
     run = tmp_path / "run"
     code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
                  "--demonstrations", str(sampled_run), "--reward-weighted", "--credit",
-                 "critic", "--history", "0", "--seeds-per-step", "2", "--steps", "2",
+                 credit, "--history", "0", "--seeds-per-step", "4", "--steps", "2",
                  "--eval-seeds", "3000-3009", "--train-layers", "1",
                  "--out", str(run)])  # fmt: skip
     err = " ".join(capsys.readouterr().err.split())
@@ -374,6 +376,7 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
     )
     assert drawn is not None, err
     fed, up, down = (int(group.replace(",", "")) for group in drawn.groups())
-    assert fed == 4 and up + down == 4
-    assert "won), 4 sequences," in err
-    assert models.read_record(run / "final")["credit"] == "critic"
+    assert fed == 8 and up + down == 8
+    assert down > 0 if credit == "critic" else down == 0
+    assert "won), 8 sequences," in err
+    assert models.read_record(run / "final")["credit"] == credit

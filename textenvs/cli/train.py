@@ -95,7 +95,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--credit",
-        choices=("episode", "turn", "critic"),
+        choices=("episode", "turn", "critic", "critic-gains"),
         default="episode",
         help="--reward-weighted: where an episode's credit goes. episode: every turn "
         "shares it. turn: each turn weighs the change its command made in its seed's "
@@ -104,8 +104,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "episodes a seed (eval --episodes-per-seed). critic: each turn weighs the change "
         "its command made in a critic's value of the observation (a logistic regression "
         "from the observation's words to success, fit across seeds on the runs' episodes), "
-        "and steps x seeds-per-step turns are drawn by the size of their weight. turn and "
-        "critic need --history K (default: episode)",
+        "and steps x seeds-per-step turns are drawn by the size of their weight. "
+        "critic-gains: the same, only the turns that raised the value drawn (nothing "
+        "pushed down). turn and the critic's need --history K (default: episode)",
     )
     p.add_argument(
         "--target-kl",

@@ -1,7 +1,8 @@
 """Which recorded episodes a `--reward-weighted` (or imitation) run trains on, and the
 weight of each sequence fed: an episode's credit shared among its turns (`--credit
 episode`), or each turn's own (`--credit turn`: `weighting.seed_value_changes`; `--credit
-critic`: `critic.critic_value_changes`, the run's turns drawn by their weight's size)."""
+critic`: `critic.critic_value_changes`, the run's turns drawn by their weight's size, and
+`--credit critic-gains` of those that raised the value alone)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from textenvs.training.critic import critic_value_changes, drawn_by_weight
 from textenvs.training.demonstrations import Demonstration, RecordedEpisode
-from textenvs.training.settings import TrainSettings
+from textenvs.training.settings import CRITIC_CREDITS, TrainSettings
 from textenvs.training.weighting import seed_value_changes, success_weighted, turn_weights
 
 
@@ -27,7 +28,7 @@ def replayed_choice(
     ]
     if settings.reward_weighted and settings.credit == "turn":
         return seed_value_changes(chosen)
-    if settings.reward_weighted and settings.credit == "critic":
+    if settings.reward_weighted and settings.credit in CRITIC_CREDITS:
         return critic_value_changes(chosen)
     if settings.reward_weighted:
         return success_weighted(chosen, settings.rng_seed)
@@ -60,11 +61,14 @@ def weighted_columns(
 ) -> dict[str, list[Any]]:
     """The dataset's columns (one row a sequence of `kept`) with each row's `weight`, and
     only the rows fed: with `--credit critic` the run's steps x seeds-per-step rows drawn
-    by their weight's size, otherwise those whose weight is not 0."""
+    by their weight's size (with `critic-gains` of the rows weighing more than 0 alone),
+    otherwise those whose weight is not 0."""
     columns = {**columns, "weight": sequence_weights(weights, kept)}
-    if settings.credit == "critic":
+    if settings.credit in CRITIC_CREDITS:
         count = settings.steps * settings.seeds_per_step
-        drawn = drawn_by_weight(columns["weight"], count, settings.rng_seed)
+        gains_only = settings.credit == "critic-gains"
+        weighed = [max(w, 0.0) if gains_only else w for w in columns["weight"]]
+        drawn = drawn_by_weight(weighed, count, settings.rng_seed)
         columns = {name: [column[at] for at, _ in drawn] for name, column in columns.items()}
         columns["weight"] = [weight for _, weight in drawn]
         return columns

@@ -22,6 +22,7 @@ from textenvs.inference.chat import ChatTokens, TemplateError
 from textenvs.training import curve, grpo
 from textenvs.training.demonstrations import recorded_episodes, recorded_runs
 from textenvs.training.settings import (
+    CRITIC_CREDITS,
     DEFAULTS,
     TrainingError,
     TrainSettings,
@@ -218,7 +219,7 @@ def _sft_trainer(
                 f"on average), {len(down):,} down ({sum(down) / len(down):+.3f}); the rest "
                 "are not fed"
             )
-        elif settings.credit == "critic":
+        elif settings.credit in CRITIC_CREDITS:
             console.print(
                 "each turn weighs the change its command made in the critic's value of the "
                 "observation (fit on the other half of the seeds); "

@@ -22,6 +22,11 @@ from textenvs.evals import store
 from textenvs.inference import models, tool_template
 from textenvs.training.demonstrations import recorded_runs
 
+#: the --credit values that weigh each turn apart (each turn a sequence of its own)
+PER_TURN_CREDITS = ("turn", "critic", "critic-gains")
+#: the credits a critic fit across seeds gives (`critic.py`)
+CRITIC_CREDITS = ("critic", "critic-gains")
+
 
 @dataclass
 class TrainSettings:
@@ -45,8 +50,10 @@ class TrainSettings:
     #: its success minus its seed's mean (a seed sampled more than once) or the runs'
     #: mean (`weighting.py`)
     reward_weighted: bool = False
-    #: --reward-weighted: "episode" (each turn shares its episode's weight) or "turn"
-    #: (each turn weighs the change it made in its seed's value: `seed_value_changes`)
+    #: --reward-weighted: "episode" (each turn shares its episode's
+    #: weight), "turn" (each turn weighs the change it made in its seed's value:
+    #: `seed_value_changes`), "critic" (in a critic's value: `critic_value_changes`) or
+    #: "critic-gains" (the critic's, only the turns that raised the value fed)
     credit: str = "episode"
     #: --reward-weighted: stop after the first step whose approximate KL from the sampling
     #: policy passed this (`sft.DriftLimit`; None: run every step)
@@ -241,7 +248,7 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             "--credit says how --reward-weighted places an episode's credit on its turns; "
             "give --reward-weighted too, or leave --credit out"
         )
-    if settings.credit in ("turn", "critic") and (
+    if settings.credit in PER_TURN_CREDITS and (
         "history" not in settings.conversation or settings.habit_share < 1
     ):
         raise TrainingError(
