@@ -6,13 +6,13 @@ a few hundred turns a batch. A critic fit on every turn of every episode values 
 observation *says* instead: a logistic regression from the observation's words, each
 word with its line's first word and its place on the line (so a scan cell's reading is a
 feature of its own), but for the lines reporting the last command (the scenario's
-`report_lines`), to the
-success of the episode that was shown it. Every turn then weighs the change its command
-made in that value (one-step temporal difference, no discount: the reward is the
-episode's success alone), the last turn its episode's success minus the value of the
-observation it answered. An episode's weights still sum to its success minus the value
-of its first observation: the scenario's reward, placed where the critic saw it earned.
-Nothing but the runs' own success teaches the critic.
+`report_lines`), to the success of the episode that was shown it. Every turn then weighs
+the change its command made in that value (one-step temporal difference, no discount:
+the reward is the episode's success alone), the last turn its episode's success minus the
+value of the observation it answered. An episode's weights still sum to its success minus
+the value of its first observation: the scenario's reward, placed where the critic saw
+it earned. Nothing but the runs' own success teaches the critic. (`--credit critic-gains`
+feeds only the turns that raised the value: `credit.weighted_columns`.)
 
 A turn is valued by a critic fit on the other half of the seeds (two folds, seeds
 alternating), so no episode's value is read from its own ending.
