@@ -147,7 +147,7 @@ def kl(reference: Sequence[float], shares: Sequence[float]) -> float:
 def summaries(
     model_dirs: Sequence[str], states: Sequence[State], chat: ChatTokens
 ) -> list[Summary]:
-    stop = next(token for token in chat.encode(chat.reply_closer) if token in chat.stop_ids)
+    stop = chat.reply_stop()
     replies = [[*chat.encode(reply_for(command)), stop] for command in COMMANDS]
     answers = [COMMANDS.index(state.answer) for state in states]
     reference: list[list[float]] = []

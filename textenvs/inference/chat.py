@@ -75,6 +75,11 @@ class ChatTokens:
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=False)
 
+    def reply_stop(self) -> int:
+        """The stop token that ends a reply as the template writes it (the first of its
+        reply closer's tokens that stops)."""
+        return next(token for token in self.encode(self.reply_closer) if token in self.stop_ids)
+
     def reply_text(self, ids: list[int]) -> str:
         """A sampled reply as the content a server would return (stop tokens dropped)."""
         return self.tokenizer.decode(

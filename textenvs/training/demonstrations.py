@@ -261,7 +261,7 @@ def demonstrate(
             return reply_for(command) if tools is None else tool_reply_for(command, chat, tools)
 
         growing: GrowingChat | None = None  # the sequence being written
-        stop = next(token for token in chat.encode(chat.reply_closer) if token in chat.stop_ids)
+        stop = chat.reply_stop()
         sequences: list[TokenSequence] = []
         observation, info = env.reset(seed=spec.seed, options=spec.options)
         draws = np.random.default_rng([spec.seed, len(commands)]).random(len(commands))
