@@ -60,23 +60,30 @@ class State:
 
 
 def states_of(
-    episodes: Sequence[RecordedEpisode], chat: ChatTokens, budget: int, reason: str
+    episodes: Sequence[RecordedEpisode],
+    chat: ChatTokens,
+    budget: int,
+    reason: str,
+    limit: int | None = None,
 ) -> list[State]:
-    """The states of `episodes` where the reactive agent acts for `reason`, each with the
-    prompt (its turn's sequence up to the reply) of a conversation keeping no earlier
-    turn."""
+    """The first `limit` (None: all) states of `episodes` where the reactive agent acts
+    for `reason`, each with the prompt (its turn's sequence up to the reply) of a
+    conversation keeping no earlier turn. Episodes are replayed only until there are
+    enough."""
     settings = conversation_settings("text", 0, prompt_budget=budget, reasks=0, history=0)
-    demonstrations = replayed_demonstrations(episodes, textenvs.make, settings, chat)
     env = textenvs.make(ENV)
     states: list[State] = []
-    for episode, demonstration in zip(episodes, demonstrations, strict=True):
+    for episode in episodes:
+        if limit is not None and len(states) >= limit:
+            break
+        [demonstration] = replayed_demonstrations([episode], textenvs.make, settings, chat)
         observations = replayed_observations(env, episode.spec.seed, episode.commands)
         for sequence, observation in zip(demonstration.sequences, observations, strict=True):
             answer, why = em_anomaly_decision(observation)
             if why == reason:
                 start = next(i for i, label in enumerate(sequence.labels) if label != IGNORED)
                 states.append(State(sequence.ids[:start], answer))
-    return states
+    return states[:limit]
 
 
 def shared_opening(prompts: Sequence[list[int]]) -> int:
@@ -199,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     budget = context.budget_under(models.context_window(first), REPLY_TOKENS)
     episodes, _ = recorded_episodes(args.runs, ENV)
     try:
-        states = states_of(episodes, chat, budget, args.reason)[: args.limit]
+        states = states_of(episodes, chat, budget, args.reason, args.limit)
     except ValueError as exc:  # a run of another version of the scenario
         p.error(str(exc).splitlines()[0])
     if not states:
