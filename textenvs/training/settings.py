@@ -50,10 +50,10 @@ class TrainSettings:
     #: its success minus its seed's mean (a seed sampled more than once) or the runs'
     #: mean (`weighting.py`)
     reward_weighted: bool = False
-    #: --reward-weighted: "episode" (each turn shares its episode's
-    #: weight), "turn" (each turn weighs the change it made in its seed's value:
-    #: `seed_value_changes`), "critic" (in a critic's value: `critic_value_changes`) or
-    #: "critic-gains" (the critic's, only the turns that raised the value fed)
+    #: --reward-weighted: "episode" (each turn shares its episode's weight), "turn" (each
+    #: turn weighs the change it made in its seed's value: `seed_value_changes`), "critic"
+    #: (in a critic's value: `critic_value_changes`) or "critic-gains" (the critic's, only
+    #: the turns that raised the value fed)
     credit: str = "episode"
     #: --reward-weighted: stop after the first step whose approximate KL from the sampling
     #: policy passed this (`sft.DriftLimit`; None: run every step)
