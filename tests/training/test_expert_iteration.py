@@ -191,6 +191,9 @@ def test_a_recorded_run_is_imitated_with_sft_and_replayed_as_it_was(
     with pytest.raises(SystemExit):
         main([*base, "--method", "sft", "--demonstrations", str(tmp_path)])
     assert "or 'textenvs eval' run folders, a comma list" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--method", "sft", "--clip", "0.5"])
+    assert "give --reward-weighted too, or leave --clip out" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
 
 

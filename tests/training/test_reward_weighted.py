@@ -220,14 +220,15 @@ def test_a_reference_whose_bottom_is_not_the_trained_models_is_refused(tiny_dir,
         weighted_trainer(trained, tokenizer, dataset, tmp_path, other)
 
 
+@pytest.mark.parametrize("clip", [CLIP, 0.45])
 @pytest.mark.parametrize("advantage", [0.8, -0.8])
-def test_a_token_stops_moving_once_its_probability_is_clip_past_its_sampled_one(advantage):
+def test_a_token_stops_moving_once_its_probability_is_clip_past_its_sampled_one(advantage, clip):
     logprobs = torch.log(torch.tensor([0.5, 0.5, 0.5])).requires_grad_()
     push = 1 if advantage > 0 else -1  # the side the advantage moves a probability to
     # ratios: 1, within the clip on the pushed side, past it
-    ratios = torch.tensor([1.0, 1 + push * CLIP / 2, 1 + push * CLIP * 2])
+    ratios = torch.tensor([1.0, 1 + push * clip / 2, 1 + push * clip * 2])
     sampled = logprobs.detach() - ratios.log()
-    loss = clipped_policy_loss(logprobs, sampled, advantage)
+    loss = clipped_policy_loss(logprobs, sampled, advantage, clip)
     loss.backward()
     # d loss / d log p = -advantage * ratio / n where not past, 0 past
     expected = [-advantage * float(r) / 3 for r in ratios[:2]] + [0.0]
@@ -239,6 +240,16 @@ def test_a_token_stops_moving_once_its_probability_is_clip_past_its_sampled_one(
     # on the other side a token is never held: the loss pulls it back
     back = clipped_policy_loss(logprobs, logprobs.detach() + push * 2.0, advantage)
     assert float(back) != 0
+
+
+def test_a_wider_clip_moves_a_token_the_default_holds():
+    logprobs = torch.log(torch.tensor([0.5])).requires_grad_()
+    sampled = logprobs.detach() - torch.log(torch.tensor([1.3]))  # raised 1.3 times
+    clipped_policy_loss(logprobs, sampled, 1.0).backward()
+    assert logprobs.grad.tolist() == [0.0]
+    logprobs.grad = None
+    clipped_policy_loss(logprobs, sampled, 1.0, clip=0.5).backward()
+    assert logprobs.grad.tolist() == pytest.approx([-1.3])
 
 
 def test_the_drift_is_the_mean_kl_estimate_over_the_tokens_since_last_taken():

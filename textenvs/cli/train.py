@@ -118,6 +118,17 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "target KL, e.g. 0.02); the run's final checkpoint is that step's. Each step's KL "
         "is in its progress line (default: run every step)",
     )
+    p.add_argument(
+        "--clip",
+        type=positive_float,
+        default=0.2,
+        metavar="F",
+        help="--reward-weighted: stop moving a trained token once its probability is this "
+        "far from its sampled one, as a ratio (PPO's clip epsilon). The sampling model stays "
+        "the same for the whole run, so F bounds the run's whole push on each trained token "
+        "(0.2: to 1.2 times its sampled probability; other replies' updates can still carry "
+        "it further) (default 0.2)",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
@@ -308,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
             reward_weighted=args.reward_weighted,
             credit=args.credit,
             target_kl=args.target_kl,
+            clip=args.clip,
             habit_share=args.habit_share,
             demonstration_noise=args.demonstration_noise,
             options=env_options_from_args(args),

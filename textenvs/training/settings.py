@@ -21,6 +21,7 @@ from textenvs.episodes.specs import (
 from textenvs.evals import store
 from textenvs.inference import models, tool_template
 from textenvs.training.demonstrations import recorded_runs
+from textenvs.training.weighting import CLIP
 
 #: the --credit values that weigh each turn apart (each turn a sequence of its own)
 PER_TURN_CREDITS = ("turn", "critic", "critic-gains")
@@ -58,6 +59,11 @@ class TrainSettings:
     #: --reward-weighted: stop after the first step whose approximate KL from the sampling
     #: policy passed this (`sft.DriftLimit`; None: run every step)
     target_kl: float | None = None
+    #: --reward-weighted: how far a trained token's probability may move from its sampled
+    #: one, as a ratio, before the loss stops moving it (PPO's epsilon: `weighting.CLIP`).
+    #: The sampling policy stays the runs' for the whole run, so this bounds the whole
+    #: run's push on a trained token, not a round's
+    clip: float = CLIP
     #: --method sft: the share of the replies repeating the command before trained on
     habit_share: float = 1.0
     #: --method sft: the share of turns the demonstrator plays a random command on
@@ -125,7 +131,7 @@ ONLY_FOR = {
     ),
     "sft": (
         "demonstrations", "only_success", "reward_weighted", "credit", "target_kl",
-        "habit_share", "demonstration_noise",
+        "clip", "habit_share", "demonstration_noise",
     ),
 }  # fmt: skip
 #: every setting at its default
@@ -242,6 +248,11 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
         raise TrainingError(
             "--target-kl bounds how far --reward-weighted moves from the sampling model; "
             "give --reward-weighted too, or leave --target-kl out"
+        )
+    if settings.clip != CLIP and not settings.reward_weighted:
+        raise TrainingError(
+            "--clip bounds how far --reward-weighted moves a trained reply from its sampled "
+            "probability; give --reward-weighted too, or leave --clip out"
         )
     if settings.credit != "episode" and not settings.reward_weighted:
         raise TrainingError(

@@ -46,7 +46,7 @@ from textenvs.training.trainers import (
     trainer_arguments,
     without_printing,
 )
-from textenvs.training.weighting import PolicyDrift, clipped_policy_loss
+from textenvs.training.weighting import CLIP, PolicyDrift, clipped_policy_loss
 
 __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 
@@ -149,6 +149,7 @@ class SharedPrefixTrainer(SFTTrainer):
         prefix: list[int],
         reference: PreTrainedModel | None = None,
         target_kl: float | None = None,
+        clip: float = CLIP,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -160,6 +161,7 @@ class SharedPrefixTrainer(SFTTrainer):
         if reference is not None:
             reference.requires_grad_(False).eval().to(self.args.device)
         self.drift_limit = DriftLimit(target_kl)
+        self.clip = clip
         if self.weighted:
             self.data_collator = ColumnsKeeping(self.data_collator, ("weight",))
             self.add_callback(self.drift_limit)
@@ -264,7 +266,7 @@ class SharedPrefixTrainer(SFTTrainer):
             loss = -logprobs.mean()
         else:  # one sequence a batch (`sft_config`)
             sampled = self.reference_logprobs(ids, labels, outputs)
-            loss = clipped_policy_loss(logprobs, sampled, float(weight))
+            loss = clipped_policy_loss(logprobs, sampled, float(weight), self.clip)
             self.drift_limit.drift.add(logprobs, sampled)
         return (loss, outputs) if return_outputs else loss
 
@@ -352,5 +354,6 @@ def build_trainer(
         prefix=shared_prefix(dataset),
         reference=models.load(settings.model)[0] if settings.reward_weighted else None,
         target_kl=settings.target_kl,
+        clip=settings.clip,
     )
     return without_printing(trainer)

@@ -2,10 +2,10 @@
 --reward-weighted`): every reply of an episode is trained on with the weight (advantage)
 of its episode's success minus a baseline, each episode's weight shared among its turns
 (`turn_weights`). Won episodes' replies are drawn up, lost ones' down, each token only
-as long as its probability stays within `CLIP` of the probability it was sampled at
-(PPO's clipped objective, as GRPO uses it): without that bound, pushing lost replies
-down has no floor, and a first run at lr 3e-4 drove a step's loss to -8.8 within 7 steps
-and to +2.75 two steps later, a wrecked model.
+as long as its probability stays within `CLIP` (or `--clip`) of the probability it was
+sampled at (PPO's clipped objective, as GRPO uses it): without that bound, pushing lost
+replies down has no floor, and a first run at lr 3e-4 drove a step's loss to -8.8 within
+7 steps and to +2.75 two steps later, a wrecked model.
 
 The baseline: where the runs played a seed more than once (`textenvs eval
 --episodes-per-seed K`), an episode is compared with the others on its seed (GRPO's group
@@ -151,15 +151,15 @@ def mean_relative(
 
 
 def clipped_policy_loss(
-    logprobs: torch.Tensor, sampled: torch.Tensor, advantage: float
+    logprobs: torch.Tensor, sampled: torch.Tensor, advantage: float, clip: float = CLIP
 ) -> torch.Tensor:
     """A loss whose gradient is PPO's clipped surrogate's for one sequence's trained
     tokens: -advantage * ratio * grad log p where the ratio of a token's probability to
-    its sampled one is within `CLIP` on the side the advantage pushes it, 0 past it. Its
+    its sampled one is within `clip` on the side the advantage pushes it, 0 past it. Its
     value is the advantage times the tokens' mean cross-entropy, weighted by the ratios,
     so at the start (ratios 1) it is the weighted imitation loss."""
     ratio = (logprobs.detach() - sampled.to(logprobs.device)).exp()
-    past = ratio > 1 + CLIP if advantage > 0 else ratio < 1 - CLIP
+    past = ratio > 1 + clip if advantage > 0 else ratio < 1 - clip
     return -(advantage * ratio * ~past * logprobs).mean()
 
 
