@@ -21,9 +21,9 @@ counts, on the seeds the runs together both won and lost (sampled with
     python -m benchmarks.reading_counts --credit turn runs/or4-play
 
 sums, by the reactive agent's reason and by whether the run's command was the reactive
-agent's, the weights `train --reward-weighted --credit episode|turn|critic` would give the
-runs' turns: which readings a round on them would draw up and which it would push down,
-before it is trained.
+agent's, the weights `train --reward-weighted --credit episode|turn|critic|critic-gains`
+would give the runs' turns: which readings a round on them would draw up and which it
+would push down, before it is trained.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from textenvs.agents.scripted.reactive import em_anomaly_decision
 from textenvs.evals import store
 from textenvs.training.critic import critic_value_changes
 from textenvs.training.demonstrations import RecordedEpisode, recorded_episodes
+from textenvs.training.settings import CRITIC_CREDITS, PER_TURN_CREDITS
 from textenvs.training.weighting import seed_relative, seed_value_changes, turn_weights
 
 ENV = "em-anomaly"
@@ -121,8 +122,10 @@ def credit_by_reading(
     episodes, _ = recorded_episodes(runs, ENV, keep_unreadable=True)
     if credit == "turn":
         chosen, weights = seed_value_changes(episodes)
-    elif credit == "critic":
+    elif credit in CRITIC_CREDITS:
         chosen, weights = critic_value_changes(episodes)
+        if credit == "critic-gains":  # the turns that raised the value, alone
+            weights = [[max(weight, 0.0) for weight in turns] for turns in weights]
     else:
         chosen, shared = seed_relative(episodes)
         weights = turn_weights(shared, [len(episode.commands) for episode in chosen])
@@ -146,7 +149,7 @@ def credit_described(
 ) -> str:
     lines = [
         f"{credit} credit on {len({e.spec.seed for e in chosen})} seeds"
-        f"{'' if credit == 'critic' else ' both won and lost'}: "
+        f"{'' if credit in CRITIC_CREDITS else ' both won and lost'}: "
         f"{sum(turns.values()):,} of their {sum(len(e.commands) for e in chosen):,} turns "
         "weighed; net weight by the reactive agent's reason"
     ]
@@ -185,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--credit",
-        choices=("episode", "turn", "critic"),
+        choices=("episode", *PER_TURN_CREDITS),
         help="the runs together: the weights train --reward-weighted --credit would give "
         "their turns, summed by the reactive agent's reason",
     )

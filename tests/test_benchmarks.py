@@ -195,6 +195,10 @@ def test_reading_counts_sum_the_credit_a_round_would_give_by_reading(
     assert 0 < sum(turns.values()) <= sum(len(episode.commands) for episode in chosen)
     own = sum(weight for (_, agrees), weight in net.items() if agrees)
     assert own > 0  # the reading won: its commands are drawn up
+    # its gains alone: the same turns' positive weights, nothing pushed down
+    gains, gained, _ = reading_counts.credit_by_reading([reactive_run, blind], "critic-gains")
+    assert 0 < sum(gained.values()) < sum(turns.values())
+    assert all(weight >= 0 for weight in gains.values())
 
 
 def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strongest(
