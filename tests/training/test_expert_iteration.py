@@ -194,6 +194,9 @@ def test_a_recorded_run_is_imitated_with_sft_and_replayed_as_it_was(
     with pytest.raises(SystemExit):
         main([*base, "--method", "sft", "--clip", "0.5"])
     assert "give --reward-weighted too, or leave --clip out" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--method", "sft", "--kl-penalty", "0.1"])
+    assert "give --reward-weighted too, or leave --kl-penalty out" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
 
 
@@ -365,12 +368,14 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
 ):
     """--credit critic: every turn is weighed by a critic fit across seeds, and the run's
     steps x seeds-per-step turns are drawn by their weight's size and fed; critic-gains
-    draws only the turns that raised the value."""
+    draws only the turns that raised the value (here with a wider clip and a kl penalty,
+    which reach the trainer and the checkpoint's record)."""
     run = tmp_path / "run"
+    bounds = ["--clip", "1.0", "--kl-penalty", "0.1"] if credit == "critic-gains" else []
     code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
                  "--demonstrations", str(sampled_run), "--reward-weighted", "--credit",
                  credit, "--history", "0", "--seeds-per-step", "4", "--steps", "2",
-                 "--eval-seeds", "3000-3009", "--train-layers", "1",
+                 "--eval-seeds", "3000-3009", "--train-layers", "1", *bounds,
                  "--out", str(run)])  # fmt: skip
     err = " ".join(capsys.readouterr().err.split())
     assert code == 0, err
@@ -382,4 +387,6 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
     assert fed == 8 and up + down == 8
     assert down > 0 if credit == "critic" else down == 0
     assert "won), 8 sequences," in err
-    assert models.read_record(run / "final")["credit"] == credit
+    record = models.read_record(run / "final")
+    assert record["credit"] == credit
+    assert (record["clip"], record["kl_penalty"]) == ((1.0, 0.1) if bounds else (0.2, 0.0))

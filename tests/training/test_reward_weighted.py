@@ -32,6 +32,7 @@ from textenvs.training.weighting import (
     seed_value_changes,
     success_weighted,
     turn_weights,
+    vocabulary_kl,
 )
 
 
@@ -137,7 +138,7 @@ def weighted_dataset(tokenizer, weights: list[float]) -> Dataset:
     )
 
 
-def weighted_trainer(model, tokenizer, dataset, tmp_path, reference, shared=True):
+def weighted_trainer(model, tokenizer, dataset, tmp_path, reference, shared=True, **given):
     config = SFTConfig(
         output_dir=str(tmp_path), use_cpu=True, report_to=[], max_length=None,
         per_device_train_batch_size=1, remove_unused_columns=False,
@@ -149,6 +150,7 @@ def weighted_trainer(model, tokenizer, dataset, tmp_path, reference, shared=True
         processing_class=tokenizer,
         prefix=shared_prefix(dataset) if shared else [],
         reference=reference,
+        **given,
     )
 
 
@@ -206,7 +208,7 @@ def test_the_reference_above_a_frozen_bottom_scores_as_the_whole_starting_model(
             sampled = sharing.reference_logprobs(ids, labels, outputs)
             expected = whole.reference_logprobs(ids, labels, None)
         torch.testing.assert_close(sampled, expected, rtol=0, atol=1e-5)
-        assert (now - sampled).abs().max() > 1e-3  # the trained top is another policy
+        assert (now.chosen - sampled.chosen).abs().max() > 1e-3  # another policy
 
 
 def test_a_reference_whose_bottom_is_not_the_trained_models_is_refused(tiny_dir, tmp_path):
@@ -250,6 +252,49 @@ def test_a_wider_clip_moves_a_token_the_default_holds():
     logprobs.grad = None
     clipped_policy_loss(logprobs, sampled, 1.0, clip=0.5).backward()
     assert logprobs.grad.tolist() == pytest.approx([-1.3])
+
+
+def test_the_vocabulary_kl_is_the_divergence_from_the_reference_at_each_token():
+    reference = torch.log(torch.tensor([[0.5, 0.5, 0.0 + 1e-30], [0.25, 0.25, 0.5]]))
+    current = torch.log(torch.tensor([[0.25, 0.75, 1e-30], [0.25, 0.25, 0.5]]))
+    current.requires_grad_()
+    kl = vocabulary_kl(reference, current)
+    by_hand = (0.5 * math.log(0.5 / 0.25) + 0.5 * math.log(0.5 / 0.75)) / 2  # row 2: 0
+    assert float(kl.detach()) == pytest.approx(by_hand)
+    assert float(vocabulary_kl(reference, reference.clone())) == 0
+    kl.backward()  # d/d log q of -sum p log q: -p / rows, pulling q towards p
+    assert current.grad[0, 0] < 0 and current.grad[0, 1] < 0
+    assert current.grad[1].tolist() == pytest.approx([-0.125, -0.125, -0.25])
+
+
+def test_the_kl_penalty_adds_its_share_of_the_divergence_at_the_trained_tokens(tiny_dir, tmp_path):
+    """--kl-penalty BETA: each sequence's loss is the clipped policy loss plus BETA times
+    the divergence of the trained model from the reference over the whole vocabulary, 0
+    while the two are one model and positive once the trained one has moved."""
+    trained, tokenizer = models.load(str(tiny_dir))
+    dataset = weighted_dataset(tokenizer, [0.5, -1.5])
+    reference = models.load(str(tiny_dir))[0]
+    plain = weighted_trainer(trained, tokenizer, dataset, tmp_path / "a", reference)
+    penalised = weighted_trainer(
+        trained, tokenizer, dataset, tmp_path / "b", models.load(str(tiny_dir))[0],
+        kl_penalty=2.0,
+    )  # fmt: skip
+    batches = list(penalised.get_train_dataloader())
+    with torch.no_grad():
+        for batch in batches:  # one model: nothing added
+            same = float(penalised.compute_loss(trained, dict(batch)))
+            assert same == pytest.approx(float(plain.compute_loss(trained, dict(batch))))
+        for parameter in trained.parameters():  # as if a step had moved it
+            parameter.add_(0.05 * torch.randn_like(parameter))
+        for batch in batches:
+            ids, labels = batch["input_ids"], batch["labels"]
+            now, outputs = penalised.trained_logprobs(trained, ids, labels)
+            kl = float(vocabulary_kl(penalised.reference_logprobs(ids, labels, outputs).every,
+                                     now.every))  # fmt: skip
+            assert kl > 1e-4
+            with_penalty = float(penalised.compute_loss(trained, dict(batch)))
+            without = float(plain.compute_loss(trained, dict(batch)))
+            assert with_penalty == pytest.approx(without + 2.0 * kl, rel=1e-4)
 
 
 def test_the_drift_is_the_mean_kl_estimate_over_the_tokens_since_last_taken():

@@ -129,6 +129,16 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "(0.2: to 1.2 times its sampled probability; other replies' updates can still carry "
         "it further) (default 0.2)",
     )
+    p.add_argument(
+        "--kl-penalty",
+        type=positive_float,
+        default=0.0,
+        metavar="BETA",
+        help="--reward-weighted: add BETA times the KL divergence from the sampling model, "
+        "over the whole vocabulary at each trained token, to the loss, so a state's other "
+        "replies stay where the sampling model put them while the credit moves the trained "
+        "one (e.g. 0.1; default 0: none)",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
@@ -320,6 +330,7 @@ def run(args: argparse.Namespace) -> int:
             credit=args.credit,
             target_kl=args.target_kl,
             clip=args.clip,
+            kl_penalty=args.kl_penalty,
             habit_share=args.habit_share,
             demonstration_noise=args.demonstration_noise,
             options=env_options_from_args(args),

@@ -64,6 +64,10 @@ class TrainSettings:
     #: The sampling policy stays the runs' for the whole run, so this bounds the whole
     #: run's push on a trained token, not a round's
     clip: float = CLIP
+    #: --reward-weighted: add this times the KL divergence from the sampling policy over
+    #: the whole vocabulary at each trained token to the loss (`weighting.vocabulary_kl`;
+    #: 0: none)
+    kl_penalty: float = 0.0
     #: --method sft: the share of the replies repeating the command before trained on
     habit_share: float = 1.0
     #: --method sft: the share of turns the demonstrator plays a random command on
@@ -131,7 +135,7 @@ ONLY_FOR = {
     ),
     "sft": (
         "demonstrations", "only_success", "reward_weighted", "credit", "target_kl",
-        "clip", "habit_share", "demonstration_noise",
+        "clip", "kl_penalty", "habit_share", "demonstration_noise",
     ),
 }  # fmt: skip
 #: every setting at its default
@@ -249,11 +253,12 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             "--target-kl bounds how far --reward-weighted moves from the sampling model; "
             "give --reward-weighted too, or leave --target-kl out"
         )
-    if settings.clip != CLIP and not settings.reward_weighted:
-        raise TrainingError(
-            "--clip bounds how far --reward-weighted moves a trained reply from its sampled "
-            "probability; give --reward-weighted too, or leave --clip out"
-        )
+    for name, given in (("clip", settings.clip != CLIP), ("kl-penalty", settings.kl_penalty)):
+        if given and not settings.reward_weighted:
+            raise TrainingError(
+                f"--{name} bounds how far --reward-weighted moves from the sampling model; "
+                f"give --reward-weighted too, or leave --{name} out"
+            )
     if settings.credit != "episode" and not settings.reward_weighted:
         raise TrainingError(
             "--credit says how --reward-weighted places an episode's credit on its turns; "

@@ -46,7 +46,13 @@ from textenvs.training.trainers import (
     trainer_arguments,
     without_printing,
 )
-from textenvs.training.weighting import CLIP, PolicyDrift, clipped_policy_loss
+from textenvs.training.weighting import (
+    CLIP,
+    PolicyDrift,
+    TrainedScores,
+    clipped_policy_loss,
+    vocabulary_kl,
+)
 
 __all__ = ["IGNORED", "build_trainer", "demonstration_dataset", "sft_config"]
 
@@ -141,7 +147,9 @@ class SharedPrefixTrainer(SFTTrainer):
     policy loss of `weighting.py` instead: each sequence's tokens against their
     log-probabilities under `reference`, the policy that sampled them, frozen (scored as
     each sequence's step comes, so a run that stops early scores only what it trained on),
-    and each step's drift from that policy measured (`drift_limit`) and logged as `kl`."""
+    and each step's drift from that policy measured (`drift_limit`) and logged as `kl`;
+    with `kl_penalty`, plus that times the KL divergence from the reference over the
+    whole vocabulary at each trained token (`weighting.vocabulary_kl`)."""
 
     def __init__(
         self,
@@ -150,6 +158,7 @@ class SharedPrefixTrainer(SFTTrainer):
         reference: PreTrainedModel | None = None,
         target_kl: float | None = None,
         clip: float = CLIP,
+        kl_penalty: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -162,6 +171,7 @@ class SharedPrefixTrainer(SFTTrainer):
             reference.requires_grad_(False).eval().to(self.args.device)
         self.drift_limit = DriftLimit(target_kl)
         self.clip = clip
+        self.kl_penalty = kl_penalty
         if self.weighted:
             self.data_collator = ColumnsKeeping(self.data_collator, ("weight",))
             self.add_callback(self.drift_limit)
@@ -195,8 +205,8 @@ class SharedPrefixTrainer(SFTTrainer):
 
     def trained_logprobs(
         self, model: PreTrainedModel, ids: torch.Tensor, labels: torch.Tensor
-    ) -> tuple[torch.Tensor, Any]:
-        """The log-probabilities of one sequence's trained tokens, and the model's outputs
+    ) -> tuple[TrainedScores, Any]:
+        """The log-probabilities at one sequence's trained tokens, and the model's outputs
         (with the hidden states between its layers where the reference reads them)."""
         cache = self.cache_for_step(model) if self.prefix else None
         fed = {"input_ids": ids[:, len(self.prefix) :]}
@@ -206,10 +216,10 @@ class SharedPrefixTrainer(SFTTrainer):
 
     def reference_logprobs(
         self, ids: torch.Tensor, labels: torch.Tensor, trained_outputs: Any
-    ) -> torch.Tensor:
-        """The trained tokens' log-probabilities under the reference policy (no gradient):
-        its top fed the hidden states of the trained model's pass (`trained_outputs`), or
-        the whole reference fed the tokens."""
+    ) -> TrainedScores:
+        """The log-probabilities at the trained tokens under the reference policy (no
+        gradient): its top fed the hidden states of the trained model's pass
+        (`trained_outputs`), or the whole reference fed the tokens."""
         assert self.reference is not None
         top = self.reference_top
         with torch.no_grad():
@@ -237,18 +247,18 @@ class SharedPrefixTrainer(SFTTrainer):
         labels: torch.Tensor,
         prefix_cache: DynamicCache | None,
         **fed: Any,
-    ) -> tuple[torch.Tensor, Any]:
+    ) -> tuple[TrainedScores, Any]:
         """`fed` (the tokens after the prefix, or what stands for them) through `model`:
-        the log-probabilities of the labels' trained tokens, and the outputs."""
+        the log-probabilities at the labels' trained tokens, and the outputs."""
         cut = len(self.prefix)
         cache = {self.cache_argument: prefix_cache} if cut else {}
         outputs = model(**fed, **cache)
         # logits at position i predict token i + 1; the first fed token is never trained
         targets = labels[:, cut + 1 :]
         trained = targets != IGNORED
-        logits = outputs.logits[:, :-1][trained].float()
-        chosen = logits.log_softmax(-1).gather(-1, targets[trained].unsqueeze(-1))
-        return chosen.squeeze(-1), outputs
+        every = outputs.logits[:, :-1][trained].float().log_softmax(-1)
+        chosen = every.gather(-1, targets[trained].unsqueeze(-1)).squeeze(-1)
+        return TrainedScores(chosen, every), outputs
 
     def compute_loss(
         self,
@@ -261,13 +271,16 @@ class SharedPrefixTrainer(SFTTrainer):
         if not self.prefix and weight is None:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         ids, labels = inputs["input_ids"], inputs["labels"]
-        logprobs, outputs = self.trained_logprobs(model, ids, labels)
+        scores, outputs = self.trained_logprobs(model, ids, labels)
+        logprobs = scores.chosen
         if weight is None:
             loss = -logprobs.mean()
         else:  # one sequence a batch (`sft_config`)
             sampled = self.reference_logprobs(ids, labels, outputs)
-            loss = clipped_policy_loss(logprobs, sampled, float(weight), self.clip)
-            self.drift_limit.drift.add(logprobs, sampled)
+            loss = clipped_policy_loss(logprobs, sampled.chosen, float(weight), self.clip)
+            if self.kl_penalty:
+                loss = loss + self.kl_penalty * vocabulary_kl(sampled.every, scores.every)
+            self.drift_limit.drift.add(logprobs, sampled.chosen)
         return (loss, outputs) if return_outputs else loss
 
     def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
@@ -355,5 +368,6 @@ def build_trainer(
         reference=models.load(settings.model)[0] if settings.reward_weighted else None,
         target_kl=settings.target_kl,
         clip=settings.clip,
+        kl_penalty=settings.kl_penalty,
     )
     return without_printing(trainer)

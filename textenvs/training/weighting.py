@@ -32,6 +32,7 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from itertools import pairwise
+from typing import NamedTuple
 
 import torch
 
@@ -148,6 +149,25 @@ def mean_relative(
     chosen = sorted([*won, *drawn])
     weights = [1 - share if episodes[at].success else lost_weight for at in chosen]
     return [episodes[at] for at in chosen], weights
+
+
+class TrainedScores(NamedTuple):
+    """A model's log-probabilities at one sequence's trained tokens: the trained token's
+    own (`chosen`, one a token) and every token's in the vocabulary (`every`, a row a
+    token)."""
+
+    chosen: torch.Tensor
+    every: torch.Tensor
+
+
+def vocabulary_kl(reference: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
+    """KL(reference || current) over the whole vocabulary, averaged over the trained
+    tokens (`TrainedScores.every` rows of each): the `--kl-penalty` term. The clip and the
+    drift see only the trained tokens' own probabilities; a reply drawn up moves the others
+    at states the credit says nothing about (docs/training.md, `runs/or6g`), and this pulls
+    each trained state's whole distribution back towards the sampling policy's."""
+    reference = reference.to(current.device)
+    return (reference.exp() * (reference - current)).sum(-1).mean()
 
 
 def clipped_policy_loss(
