@@ -137,7 +137,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         help="--reward-weighted: add BETA times the KL divergence from the sampling model, "
         "over the whole vocabulary at each trained token, to the loss, so a state's other "
         "replies stay where the sampling model put them while the credit moves the trained "
-        "one (e.g. 0.1; default 0: none)",
+        "one. Its scale is the credit's: a turn drawn by --credit critic-gains weighs about "
+        "0.008, and 0.01 held such a run's drift near what it was without (default 0: none)",
     )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(

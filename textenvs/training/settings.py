@@ -248,12 +248,12 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             "--reward-weighted weighs a model's own sampled episodes by their success: give "
             "--demonstrations 'textenvs eval' run folders, not an agent"
         )
-    if settings.target_kl is not None and not settings.reward_weighted:
-        raise TrainingError(
-            "--target-kl bounds how far --reward-weighted moves from the sampling model; "
-            "give --reward-weighted too, or leave --target-kl out"
-        )
-    for name, given in (("clip", settings.clip != CLIP), ("kl-penalty", settings.kl_penalty)):
+    bounds = {
+        "target-kl": settings.target_kl is not None,
+        "clip": settings.clip != CLIP,
+        "kl-penalty": settings.kl_penalty > 0,
+    }
+    for name, given in bounds.items():
         if given and not settings.reward_weighted:
             raise TrainingError(
                 f"--{name} bounds how far --reward-weighted moves from the sampling model; "
