@@ -37,6 +37,7 @@ from typing import Any
 import textenvs
 from textenvs.agents.scripted.reactive import em_anomaly_decision
 from textenvs.evals import store
+from textenvs.training.credit import drawing_weight
 from textenvs.training.critic import critic_value_changes
 from textenvs.training.demonstrations import RecordedEpisode, recorded_episodes
 from textenvs.training.settings import CRITIC_CREDITS, PER_TURN_CREDITS
@@ -124,8 +125,7 @@ def credit_by_reading(
         chosen, weights = seed_value_changes(episodes)
     elif credit in CRITIC_CREDITS:
         chosen, weights = critic_value_changes(episodes)
-        if credit == "critic-gains":  # the turns that raised the value, alone
-            weights = [[max(weight, 0.0) for weight in turns] for turns in weights]
+        weights = [[drawing_weight(credit, weight) for weight in turns] for turns in weights]
     else:
         chosen, shared = seed_relative(episodes)
         weights = turn_weights(shared, [len(episode.commands) for episode in chosen])

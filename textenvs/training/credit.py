@@ -53,6 +53,12 @@ def sequence_weights(
     return [weight for turns in weights for weight in turns]
 
 
+def drawing_weight(credit: str, weight: float) -> float:
+    """The weight a turn is drawn by under a critic's `credit`: its own, or with
+    `critic-gains` 0 where it lowered the value (nothing pushed down)."""
+    return max(weight, 0.0) if credit == "critic-gains" else weight
+
+
 def weighted_columns(
     settings: TrainSettings,
     columns: dict[str, list[Any]],
@@ -66,8 +72,7 @@ def weighted_columns(
     columns = {**columns, "weight": sequence_weights(weights, kept)}
     if settings.credit in CRITIC_CREDITS:
         count = settings.steps * settings.seeds_per_step
-        gains_only = settings.credit == "critic-gains"
-        weighed = [max(w, 0.0) if gains_only else w for w in columns["weight"]]
+        weighed = [drawing_weight(settings.credit, w) for w in columns["weight"]]
         drawn = drawn_by_weight(weighed, count, settings.rng_seed)
         columns = {name: [column[at] for at, _ in drawn] for name, column in columns.items()}
         columns["weight"] = [weight for _, weight in drawn]
