@@ -10,7 +10,8 @@ would act for `--reason` (climb, by default: towards a higher reading) scores th
 replies the rules teach (`Action: <command>`) under each model, exactly, from its
 log-probabilities. Prints for each model the mean probability of the reactive agent's
 command there, how often it is the likeliest of the seven, the mean kl over the seven
-(renormalised) from the first model, and each command's mean share of the seven: what a
+(renormalised) from the first model, each command's mean share of the seven and, where the
+last move was blocked (`--reason turn`), the mean share of that move again (a bump): what a
 training run moved at those states, where counting sampled commands
 (`benchmarks/reading_counts.py`) needs a 40-minute evaluation and sees only large moves.
 SmolLM2-135M on 2 cores: about 1.6 s a state and model (the rules prompt fed once).
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,11 +53,12 @@ REPLY_TOKENS = 8
 
 @dataclass(frozen=True)
 class State:
-    """A state a run reached: the prompt the model read there and the reactive agent's
-    command."""
+    """A state a run reached: the prompt the model read there, the reactive agent's
+    command, and the move that was blocked on the turn before (None: none was)."""
 
     prompt: list[int]
     answer: str
+    blocked: str | None = None
 
 
 def states_of(
@@ -82,7 +84,9 @@ def states_of(
             answer, why = em_anomaly_decision(observation)
             if why == reason:
                 start = next(i for i, label in enumerate(sequence.labels) if label != IGNORED)
-                states.append(State(sequence.ids[:start], answer))
+                blocked = observation["last_result"].startswith("blocked")
+                move = observation["last_action"] if blocked else None
+                states.append(State(sequence.ids[:start], answer, move))
     return states[:limit]
 
 
@@ -145,22 +149,29 @@ class Summary:
     mass_on_commands: float
     #: the mean share of each command (`COMMANDS`' order) among the seven
     mean_shares: list[float]
+    #: the mean share of the blocked move, again, where the last move was (None: nowhere)
+    bump_share: float | None
 
 
 def kl(reference: Sequence[float], shares: Sequence[float]) -> float:
     return sum(r * math.log(r / s) for r, s in zip(reference, shares, strict=True) if r)
 
 
+def command_replies(chat: ChatTokens) -> list[list[int]]:
+    """The seven replies the rules teach (`COMMANDS`' order), as tokens, each ended."""
+    return [[*chat.encode(reply_for(command)), chat.reply_stop()] for command in COMMANDS]
+
+
 def summaries(
-    model_dirs: Sequence[str], states: Sequence[State], chat: ChatTokens
+    loaded: Iterable[PreTrainedModel], states: Sequence[State], chat: ChatTokens
 ) -> list[Summary]:
-    stop = chat.reply_stop()
-    replies = [[*chat.encode(reply_for(command)), stop] for command in COMMANDS]
+    """Each of the `loaded` models' summary at the states, the first the reference."""
+    replies = command_replies(chat)
     answers = [COMMANDS.index(state.answer) for state in states]
+    bumps = [(at, COMMANDS.index(s.blocked)) for at, s in enumerate(states) if s.blocked]
     reference: list[list[float]] = []
     found: list[Summary] = []
-    for model_dir in model_dirs:
-        model, _ = models.load(model_dir)
+    for model in loaded:
         probabilities = [
             [math.exp(value) for value in scored]
             for scored in reply_logprobs(model, states, replies)
@@ -175,6 +186,7 @@ def summaries(
                 kl_from_first=sum(kl(ref, sh) for _, sh, ref, _ in pairs) / len(pairs),
                 mass_on_commands=sum(sum(ps) for ps, _, _, _ in pairs) / len(pairs),
                 mean_shares=[sum(column) / len(shares) for column in zip(*shares, strict=True)],
+                bump_share=sum(shares[at][c] for at, c in bumps) / len(bumps) if bumps else None,
             )
         )
     return found
@@ -202,6 +214,13 @@ def main(argv: list[str] | None = None) -> int:
         if not models.is_model_dir(model_dir):
             p.error(f"--models: {model_dir} is not a model directory (no config.json)")
     first, tokenizer = models.load(model_dirs[0])
+
+    def loaded() -> Iterator[PreTrainedModel]:
+        """The models in turn, the first already loaded, each later one when it comes."""
+        yield first
+        for model_dir in model_dirs[1:]:
+            yield models.load(model_dir)[0]
+
     chat = ChatTokens(tokenizer)
     budget = context.budget_under(models.context_window(first), REPLY_TOKENS)
     episodes, _ = recorded_episodes(args.runs, ENV)
@@ -212,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     if not states:
         p.error(f"the runs reached no state where the reactive agent acts to {args.reason}")
     print(f"{len(states)} {args.reason} states of {len(episodes)} episodes")
-    for model_dir, summary in zip(model_dirs, summaries(model_dirs, states, chat), strict=True):
+    for model_dir, summary in zip(model_dirs, summaries(loaded(), states, chat), strict=True):
         print(
             f"{model_dir}: the reactive agent's command {summary.answer_probability:.3f} "
             f"(likeliest at {summary.likeliest}); kl from the first "
@@ -220,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         mix = zip(COMMANDS, summary.mean_shares, strict=True)
         print("  mean shares: " + ", ".join(f"{c} {share:.3f}" for c, share in mix))
+        if summary.bump_share is not None:
+            print(f"  the blocked move again: {summary.bump_share:.3f}")
     return 0
 
 

@@ -3,6 +3,7 @@ EM Anomaly and tiny models made on the spot."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -36,14 +37,16 @@ def em_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     ]
 
 
-def climb_states(run: Path, model_dir: Path) -> tuple[list[probe.State], ChatTokens]:
+def states_at(
+    run: Path, model_dir: Path, reason: str = "climb"
+) -> tuple[list[probe.State], ChatTokens]:
     chat = ChatTokens(models.load(str(model_dir))[1])
     episodes, _ = recorded_episodes([run], probe.ENV)
-    return probe.states_of(episodes, chat, BUDGET, "climb"), chat
+    return probe.states_of(episodes, chat, BUDGET, reason), chat
 
 
 def test_the_cached_scores_are_each_replys_log_probability_fed_whole(reactive_run, em_models):
-    states, chat = climb_states(reactive_run, em_models[0])
+    states, chat = states_at(reactive_run, em_models[0])
     assert states, "the reactive agent climbs on seeds 0-11 (8 times)"
     asked = [{"role": "user", "content": "u"}]
     generation = chat.render(asked, reply_next=True)[len(chat.render(asked, reply_next=False)) :]
@@ -66,15 +69,32 @@ def test_the_cached_scores_are_each_replys_log_probability_fed_whole(reactive_ru
 def test_a_model_compared_with_itself_moved_nothing_and_with_another_something(
     reactive_run, em_models
 ):
-    states, chat = climb_states(reactive_run, em_models[0])
-    same, other = (str(em_models[0]),) * 2, str(em_models[1])
-    first, itself = probe.summaries(same, states, chat)
+    states, chat = states_at(reactive_run, em_models[0])
+    model, other = (models.load(str(folder))[0] for folder in em_models)
+    first, itself = probe.summaries([model, model], states, chat)
     assert first == itself
     assert itself.kl_from_first == 0
     assert 0 < first.answer_probability < first.mass_on_commands <= 1
     assert 0 <= first.likeliest <= len(states)
     assert sum(first.mean_shares) == pytest.approx(1)
-    assert probe.summaries([same[0], other], states, chat)[1].kl_from_first > 0
+    assert probe.summaries([model, other], states, chat)[1].kl_from_first > 0
+
+
+def test_at_a_wall_the_bump_is_the_blocked_move_again(reactive_run, em_models):
+    states, chat = states_at(reactive_run, em_models[0], "turn")
+    assert states, "the reactive agent bumps on seeds 0-11"
+    assert all(state.blocked in ("north", "south", "east", "west") for state in states)
+    model = models.load(str(em_models[0]))[0]
+    [summary] = probe.summaries([model], states, chat)
+    shares = [
+        [p / sum(ps) for p in ps]
+        for ps in (
+            [math.exp(value) for value in scored]
+            for scored in probe.reply_logprobs(model, states, probe.command_replies(chat))
+        )
+    ]
+    expected = [row[probe.COMMANDS.index(s.blocked)] for row, s in zip(shares, states, strict=True)]
+    assert summary.bump_share == pytest.approx(sum(expected) / len(expected))
 
 
 def test_the_command_prints_each_model_and_refuses_what_is_not_a_model(
