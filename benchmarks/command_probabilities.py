@@ -9,8 +9,10 @@ recipe's), and at each state where the reactive agent (`agents/scripted/reactive
 would act for `--reason` (climb, by default: towards a higher reading) scores the seven
 replies the rules teach (`Action: <command>`) under each model, exactly, from its
 log-probabilities. Prints for each model the mean probability of the reactive agent's
-command there, how often it is the likeliest of the seven, the mean kl over the seven
-(renormalised) from the first model, each command's mean share of the seven and, where the
+command there, how often it is the likeliest of the seven, how much more it puts on a
+command where it is the answer than where it is not (`reading_gap`: a model that moved
+only its overall mix gains none), the mean kl over the seven (renormalised) from the first
+model, each command's mean share of the seven and, where the
 last move was blocked (`--reason turn`), the mean share of that move again (a bump): what a
 training run moved at those states, where counting sampled commands
 (`benchmarks/reading_counts.py`) needs a 40-minute evaluation and sees only large moves.
@@ -151,10 +153,26 @@ class Summary:
     mean_shares: list[float]
     #: the mean share of the blocked move, again, where the last move was (None: nowhere)
     bump_share: float | None
+    #: `reading_gap`: what the model reads of whatever sets the reactive agent's command
+    reading_gap: float | None
 
 
 def kl(reference: Sequence[float], shares: Sequence[float]) -> float:
     return sum(r * math.log(r / s) for r, s in zip(reference, shares, strict=True) if r)
+
+
+def reading_gap(shares: Sequence[Sequence[float]], answers: Sequence[int]) -> float | None:
+    """How much more a model puts on a command at the states where it is the reactive
+    agent's than at the states where another is: per state, the answer's share minus that
+    command's mean share at the other answers' states, averaged (None: every state has
+    the same answer). About 0 for a model blind to what sets the answer (at climbing
+    states, the scan); 1 for one that always gives it."""
+    gaps = []
+    for row, answer in zip(shares, answers, strict=True):
+        elsewhere = [other[answer] for other, b in zip(shares, answers, strict=True) if b != answer]
+        if elsewhere:
+            gaps.append(row[answer] - sum(elsewhere) / len(elsewhere))
+    return sum(gaps) / len(gaps) if gaps else None
 
 
 def command_replies(chat: ChatTokens) -> list[list[int]]:
@@ -187,6 +205,7 @@ def summaries(
                 mass_on_commands=sum(sum(ps) for ps, _, _, _ in pairs) / len(pairs),
                 mean_shares=[sum(column) / len(shares) for column in zip(*shares, strict=True)],
                 bump_share=sum(shares[at][c] for at, c in bumps) / len(bumps) if bumps else None,
+                reading_gap=reading_gap(shares, answers),
             )
         )
     return found
@@ -232,15 +251,19 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"the runs reached no state where the reactive agent acts to {args.reason}")
     print(f"{len(states)} {args.reason} states of {len(episodes)} episodes")
     for model_dir, summary in zip(model_dirs, summaries(loaded(), states, chat), strict=True):
+        gap = "" if summary.reading_gap is None else f"; reading gap {summary.reading_gap:+.3f}"
         print(
             f"{model_dir}: the reactive agent's command {summary.answer_probability:.3f} "
-            f"(likeliest at {summary.likeliest}); kl from the first "
+            f"(likeliest at {summary.likeliest}){gap}; kl from the first "
             f"{summary.kl_from_first:.4f}; on the seven commands {summary.mass_on_commands:.3f}"
         )
         mix = zip(COMMANDS, summary.mean_shares, strict=True)
-        print("  mean shares: " + ", ".join(f"{c} {share:.3f}" for c, share in mix))
-        if summary.bump_share is not None:
-            print(f"  the blocked move again: {summary.bump_share:.3f}")
+        bump = (
+            ""
+            if summary.bump_share is None
+            else f"; the blocked move again {summary.bump_share:.3f}"
+        )
+        print("  mean shares: " + ", ".join(f"{c} {share:.3f}" for c, share in mix) + bump)
     return 0
 
 

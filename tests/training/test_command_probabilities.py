@@ -106,7 +106,22 @@ def test_the_command_prints_each_model_and_refuses_what_is_not_a_model(
     assert out[0].startswith("4 climb states of 12 episodes")
     assert [line.split(":")[0] for line in out[1::2]] == [str(m) for m in em_models]
     assert out[2].startswith("  mean shares: north ")
+    turn = ["--models", str(em_models[0]), "--reason", "turn", "--limit", "3", str(reactive_run)]
+    assert probe.main(turn) == 0
+    assert "; the blocked move again 0." in capsys.readouterr().out.splitlines()[2]
     with pytest.raises(SystemExit) as refused:
         probe.main(["--models", str(tmp_path), str(reactive_run)])
     assert refused.value.code == 2
     assert "not a model directory" in capsys.readouterr().err
+
+
+def test_the_reading_gap_is_what_a_model_puts_on_a_command_where_it_is_the_answer_only():
+    answers = [0, 0, 1, 2]
+    blind = [[0.5, 0.3, 0.2]] * 4  # the same mix whatever the state says
+    assert probe.reading_gap(blind, answers) == pytest.approx(0)
+    reads = [[1.0 if c == a else 0.0 for c in range(3)] for a in answers]
+    assert probe.reading_gap(reads, answers) == pytest.approx(1)
+    # half-way: the answer's share 0.6 where it is the answer, 0.2 elsewhere
+    half = [[0.6 if c == a else 0.2 for c in range(3)] for a in answers]
+    assert probe.reading_gap(half, answers) == pytest.approx(0.4)
+    assert probe.reading_gap(blind[:2], [1, 1]) is None
