@@ -23,7 +23,8 @@ counts, on the seeds the runs together both won and lost (sampled with
 sums, by the reactive agent's reason and by whether the run's command was the reactive
 agent's, the weights `train --reward-weighted --credit episode|turn|critic|critic-gains`
 would give the runs' turns: which readings a round on them would draw up and which it
-would push down, before it is trained.
+would push down, before it is trained. With `--credit lookahead`, the command counted is
+the one a turn is trained on (the lookahead's, where it relabels one).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from textenvs.evals import store
 from textenvs.training.credit import drawing_weight
 from textenvs.training.critic import critic_value_changes
 from textenvs.training.demonstrations import RecordedEpisode, recorded_episodes
-from textenvs.training.settings import CRITIC_CREDITS, PER_TURN_CREDITS
+from textenvs.training.lookahead import lookahead_relabels
+from textenvs.training.settings import CRITIC_CREDITS, DRAWN_CREDITS, PER_TURN_CREDITS
 from textenvs.training.weighting import seed_relative, seed_value_changes, turn_weights
 
 ENV = "em-anomaly"
@@ -126,6 +128,8 @@ def credit_by_reading(
     elif credit in CRITIC_CREDITS:
         chosen, weights = critic_value_changes(episodes)
         weights = [[drawing_weight(credit, weight) for weight in turns] for turns in weights]
+    elif credit == "lookahead":
+        chosen, weights = lookahead_relabels(episodes)
     else:
         chosen, shared = seed_relative(episodes)
         weights = turn_weights(shared, [len(episode.commands) for episode in chosen])
@@ -134,8 +138,10 @@ def credit_by_reading(
     turns: Weighed = Counter()
     for episode, episode_weights in zip(chosen, weights, strict=True):
         observations = replayed_observations(env, episode.spec.seed, episode.commands)
+        # the command each turn is trained on: the one played, or the one relabelled
+        trained = [a or c for a, c in zip(episode.answers, episode.commands, strict=True)]
         for command, weight, observation in zip(
-            episode.commands, episode_weights, observations, strict=True
+            trained or episode.commands, episode_weights, observations, strict=True
         ):
             answer, reason = em_anomaly_decision(observation)
             if weight:
@@ -149,7 +155,7 @@ def credit_described(
 ) -> str:
     lines = [
         f"{credit} credit on {len({e.spec.seed for e in chosen})} seeds"
-        f"{'' if credit in CRITIC_CREDITS else ' both won and lost'}: "
+        f"{'' if credit in DRAWN_CREDITS else ' both won and lost'}: "
         f"{sum(turns.values()):,} of their {sum(len(e.commands) for e in chosen):,} turns "
         "weighed; net weight by the reactive agent's reason"
     ]

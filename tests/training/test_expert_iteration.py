@@ -362,14 +362,15 @@ def test_turn_credit_trains_the_turns_that_changed_their_seeds_value(
     assert not (tmp_path / "refused").exists()
 
 
-@pytest.mark.parametrize("credit", ["critic", "critic-gains"])
+@pytest.mark.parametrize("credit", ["critic", "critic-gains", "lookahead"])
 def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
     tiny_dir, sampled_run, tmp_path, capsys, credit
 ):
     """--credit critic: every turn is weighed by a critic fit across seeds, and the run's
     steps x seeds-per-step turns are drawn by their weight's size and fed; critic-gains
     draws only the turns that raised the value (here with a wider clip and a kl penalty,
-    which reach the trainer and the checkpoint's record)."""
+    which reach the trainer and the checkpoint's record), lookahead only the turns it
+    relabels."""
     run = tmp_path / "run"
     bounds = ["--clip", "1.0", "--kl-penalty", "0.1"] if credit == "critic-gains" else []
     code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
@@ -386,6 +387,9 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
     fed, up, down = (int(group.replace(",", "")) for group in drawn.groups())
     assert fed == 8 and up + down == 8
     assert down > 0 if credit == "critic" else down == 0
+    if credit == "lookahead":
+        relabelled = re.search(r"margin: ([0-9,]+) of the turns", err)
+        assert relabelled is not None and int(relabelled.group(1).replace(",", "")) > 0, err
     assert "won), 8 sequences," in err
     record = models.read_record(run / "final")
     assert record["credit"] == credit

@@ -95,7 +95,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--credit",
-        choices=("episode", "turn", "critic", "critic-gains"),
+        choices=("episode", "turn", "critic", "critic-gains", "lookahead"),
         default="episode",
         help="--reward-weighted: where an episode's credit goes. episode: every turn "
         "shares it. turn: each turn weighs the change its command made in its seed's "
@@ -106,7 +106,11 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "from the observation's words to success, fit across seeds on the runs' episodes), "
         "and steps x seeds-per-step turns are drawn by the size of their weight. "
         "critic-gains: the same, only the turns that raised the value drawn (nothing "
-        "pushed down). turn and the critic's need --history K (default: episode)",
+        "pushed down). lookahead: each turn is replayed and every command the model plays "
+        "tried from it (the reward where it ends the episode, else the critic's value of "
+        "where it leads); where the best beats the command played by 0.1 or more, the turn "
+        "is trained on the best instead, drawn by that margin. turn, the critic's and "
+        "lookahead need --history K (default: episode)",
     )
     p.add_argument(
         "--target-kl",

@@ -2,7 +2,8 @@
 weight of each sequence fed: an episode's credit shared among its turns (`--credit
 episode`), or each turn's own (`--credit turn`: `weighting.seed_value_changes`; `--credit
 critic`: `critic.critic_value_changes`, the run's turns drawn by their weight's size, and
-`--credit critic-gains` of those that raised the value alone)."""
+`--credit critic-gains` of those that raised the value alone; `--credit lookahead`: the
+turns the critic's lookahead relabels, `lookahead.lookahead_relabels`, drawn alike)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 
 from textenvs.training.critic import critic_value_changes, drawn_by_weight
 from textenvs.training.demonstrations import Demonstration, RecordedEpisode
-from textenvs.training.settings import CRITIC_CREDITS, TrainSettings
+from textenvs.training.lookahead import lookahead_relabels
+from textenvs.training.settings import CRITIC_CREDITS, DRAWN_CREDITS, TrainSettings
 from textenvs.training.weighting import seed_value_changes, success_weighted, turn_weights
 
 
@@ -30,6 +32,8 @@ def replayed_choice(
         return seed_value_changes(chosen)
     if settings.reward_weighted and settings.credit in CRITIC_CREDITS:
         return critic_value_changes(chosen)
+    if settings.reward_weighted and settings.credit == "lookahead":
+        return lookahead_relabels(chosen)
     if settings.reward_weighted:
         return success_weighted(chosen, settings.rng_seed)
     return chosen, []
@@ -67,10 +71,10 @@ def weighted_columns(
 ) -> dict[str, list[Any]]:
     """The dataset's columns (one row a sequence of `kept`) with each row's `weight`, and
     only the rows fed: with `--credit critic` the run's steps x seeds-per-step rows drawn
-    by their weight's size (with `critic-gains` of the rows weighing more than 0 alone),
-    otherwise those whose weight is not 0."""
+    by their weight's size (with `critic-gains` of the rows weighing more than 0 alone;
+    `lookahead` weighs only the relabelled ones), otherwise those whose weight is not 0."""
     columns = {**columns, "weight": sequence_weights(weights, kept)}
-    if settings.credit in CRITIC_CREDITS:
+    if settings.credit in DRAWN_CREDITS:
         count = settings.steps * settings.seeds_per_step
         weighed = [drawing_weight(settings.credit, w) for w in columns["weight"]]
         drawn = drawn_by_weight(weighed, count, settings.rng_seed)

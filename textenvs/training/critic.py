@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import pairwise
 
 import torch
@@ -98,24 +98,33 @@ class Critic:
             return torch.sigmoid(logits + self.bias).tolist()
 
 
+def fold_critics(
+    episodes: Sequence[RecordedEpisode], credit: str
+) -> Iterator[tuple[Critic, list[int]]]:
+    """Two critics, each fit on one half of the seeds (alternating), with the episodes of
+    the other half it values (their indices): no episode is valued by a critic that saw
+    its ending."""
+    require_observations(episodes, credit)
+    groups = seed_groups(episodes)
+    folds = [[at for group in groups[half::2] for at in group] for half in (0, 1)]
+    if any(len({episodes[at].success for at in fold}) < 2 for fold in folds):
+        raise ValueError(
+            f"--credit {credit}: each half of the seeds needs won and lost episodes to fit a "
+            "critic on; sample more seeds"
+        )
+    reports = registry.get(episodes[0].spec.env).load().report_lines
+    for fitted, valued in (folds, folds[::-1]):
+        yield Critic([episodes[at] for at in fitted], reports), valued
+
+
 def critic_value_changes(
     episodes: Sequence[RecordedEpisode],
 ) -> tuple[list[RecordedEpisode], list[list[float]]]:
     """Every episode with a weight for each turn: the change its command made in the
     value of the observation, by a critic fit on the other fold of seeds; the last turn
     its success minus the value of the observation it answered."""
-    require_observations(episodes, "critic")
-    groups = seed_groups(episodes)
-    folds = [[at for group in groups[half::2] for at in group] for half in (0, 1)]
-    if any(len({episodes[at].success for at in fold}) < 2 for fold in folds):
-        raise ValueError(
-            "--credit critic: each half of the seeds needs won and lost episodes to fit a "
-            "critic on; sample more seeds"
-        )
-    reports = registry.get(episodes[0].spec.env).load().report_lines
     weights: dict[int, list[float]] = {}
-    for fitted, valued in (folds, folds[::-1]):
-        critic = Critic([episodes[at] for at in fitted], reports)
+    for critic, valued in fold_critics(episodes, "critic"):
         for at in valued:
             values = [*critic.values(episodes[at].observations), episodes[at].success]
             weights[at] = [after - before for before, after in pairwise(values)]

@@ -148,6 +148,9 @@ class RecordedEpisode:
     unread: tuple[str | None, ...] = ()
     #: per turn, the observation its reply answered, as recorded (`--credit turn`)
     observations: tuple[str, ...] = ()
+    #: per turn, the command trained on in place of the one played (`--credit lookahead`),
+    #: None where it is the one played; empty: none
+    answers: tuple[str | None, ...] = ()
 
 
 def recorded_runs(demonstrations: str) -> list[Path]:
@@ -242,12 +245,14 @@ def demonstrate(
     habit_share: float = 1.0,
     noise: float = 0.0,
     unread: Sequence[str | None] = (),
+    answers: Sequence[str | None] = (),
 ) -> Demonstration:
     """`agent`'s episode of `spec` (an agent or its name), as the model's conversation in
     tokens, with `habit_share` of the replies that repeat the command before trained on
     and a random command played on `noise` of the turns (the agent's answer trained on
     instead). A turn's reply in `unread` (a recorded reply never read) is written as it
-    is, and read as eval read it, rather than as the rules teach the command."""
+    is, and read as eval read it, rather than as the rules teach the command. A turn's
+    command in `answers` is trained on in place of the one played (which is played)."""
     env = make_env(spec.env)
     try:
         noisy = NoisyAgent(make_agent(agent) if isinstance(agent, str) else agent, noise, spec.seed)
@@ -266,7 +271,7 @@ def demonstrate(
         observation, info = env.reset(seed=spec.seed, options=spec.options)
         draws = np.random.default_rng([spec.seed, len(commands)]).random(len(commands))
         for turn, command in enumerate(commands):
-            answer = noisy.answers[turn]
+            answer = (answers[turn] if answers else None) or noisy.answers[turn]
             habit = turn > 0 and answer == commands[turn - 1] and draws[turn] >= habit_share
             conversation.observe(observation, info)
             # as the server renders them: a call's arguments an object, not JSON text
@@ -283,7 +288,7 @@ def demonstrate(
                 raise ValueError(f"{spec.id}: the reader does not read {reply!r}")
             sequence.ids += segment
             sequence.labels += [IGNORED] * len(segment)
-            if answer != command and not habit:  # a random turn: the answer ends this one
+            if answer != command and not habit:  # a random or relabelled turn: its answer ends it
                 answer_ids = [*chat.encode(written(answer)), stop]
                 sequence.ids += answer_ids
                 sequence.labels += answer_ids
@@ -342,7 +347,14 @@ def replayed_demonstrations(
     for episode in episodes:
         agent = ReplayedAgent(episode.commands)
         demonstration = demonstrate(
-            episode.spec, agent, make_env, settings, chat, habit_share, unread=episode.unread
+            episode.spec,
+            agent,
+            make_env,
+            settings,
+            chat,
+            habit_share,
+            unread=episode.unread,
+            answers=episode.answers,
         )
         if on_episode is not None:
             on_episode(demonstration)

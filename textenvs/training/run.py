@@ -19,7 +19,7 @@ from textenvs.episodes.envs import EnvFactory
 from textenvs.evals import run_folder
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens, TemplateError
-from textenvs.training import curve, grpo
+from textenvs.training import curve, grpo, lookahead
 from textenvs.training.demonstrations import recorded_episodes, recorded_runs
 from textenvs.training.settings import (
     CRITIC_CREDITS,
@@ -218,6 +218,15 @@ def _sft_trainer(
                 f"of the {turns:,} turns changed it, {len(up):,} up ({sum(up) / len(up):+.3f} "
                 f"on average), {len(down):,} down ({sum(down) / len(down):+.3f}); the rest "
                 "are not fed"
+            )
+        elif settings.credit == "lookahead":
+            relabelled = sum(answer is not None for e in replayed[0] for answer in e.answers)
+            console.print(
+                "each turn where the critic's one-step lookahead (fit on the other half of "
+                f"the seeds) beats the command played by {lookahead.MARGIN:g} or more is "
+                f"trained on its command instead, weighing the margin: {relabelled:,} of the "
+                f"turns; {len(weights):,} turns drawn by the size of their weight: "
+                f"{len(up):,} up, {len(down):,} down, each {abs(weights[0]):.3f}"
             )
         elif settings.credit in CRITIC_CREDITS:
             console.print(

@@ -24,9 +24,11 @@ from textenvs.training.demonstrations import recorded_runs
 from textenvs.training.weighting import CLIP
 
 #: the --credit values that weigh each turn apart (each turn a sequence of its own)
-PER_TURN_CREDITS = ("turn", "critic", "critic-gains")
-#: the credits a critic fit across seeds gives (`critic.py`)
+PER_TURN_CREDITS = ("turn", "critic", "critic-gains", "lookahead")
+#: the credits a critic fit across seeds gives as a change in its value (`critic.py`)
 CRITIC_CREDITS = ("critic", "critic-gains")
+#: the credits whose turns are drawn by the size of their weight (`credit.weighted_columns`)
+DRAWN_CREDITS = (*CRITIC_CREDITS, "lookahead")
 
 
 @dataclass

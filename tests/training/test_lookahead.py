@@ -1,0 +1,130 @@
+"""`--credit lookahead`: each command tried from a replayed state, valued by the reward or
+the critic, on real EM Anomaly episodes (the reactive agent's and random play's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import textenvs
+from benchmarks.support import tiny_model
+from textenvs.agents.llm.conversation import conversation_settings
+from textenvs.cli import main
+from textenvs.episodes.specs import EpisodeSpec
+from textenvs.inference import models
+from textenvs.inference.chat import ChatTokens
+from textenvs.training import lookahead
+from textenvs.training.critic import Critic, fold_critics
+from textenvs.training.demonstrations import (
+    IGNORED,
+    RecordedEpisode,
+    recorded_episodes,
+    replayed_demonstrations,
+    reply_for,
+)
+
+ENV = "em-anomaly"
+
+
+@pytest.fixture(scope="module")
+def episodes(tmp_path_factory: pytest.TempPathFactory) -> list[RecordedEpisode]:
+    """The reactive agent's and random play's episodes of seeds 0-23."""
+    folder = tmp_path_factory.mktemp("runs")
+    runs = []
+    for agent in ("reactive", "random"):
+        runs.append(folder / agent)
+        argv = ["eval", "--env", ENV, "--agent", agent, "--seeds", "0-23", "--out", str(runs[-1])]
+        assert main(argv) == 0
+    return recorded_episodes(runs, ENV)[0]
+
+
+@pytest.fixture(scope="module")
+def critic(episodes: list[RecordedEpisode]) -> Critic:
+    return next(fold_critics(episodes, "lookahead"))[0]
+
+
+def replayed_env(episode: RecordedEpisode, turns: int) -> tuple[object, dict]:
+    """A fresh env of `episode` after its first `turns` commands, and its last info."""
+    env = textenvs.make(ENV)
+    _, info = env.reset(seed=episode.spec.seed)
+    for command in episode.commands[:turns]:
+        info = env.step(command)[4]
+    return env, info
+
+
+def test_the_commands_tried_are_those_the_runs_play():
+    def played(*commands: str) -> RecordedEpisode:
+        return RecordedEpisode(EpisodeSpec(ENV, 0), commands, False, 0.0)
+
+    runs = [played(*("north",) * 99, "mark")]
+    assert lookahead.played_commands(runs) == ["mark", "north"]  # mark: 1 in 100
+    runs.append(played(*("west",) * 100))
+    assert lookahead.played_commands(runs) == ["north", "west"]  # mark: 1 in 200
+
+
+def test_a_command_is_worth_its_reward_where_it_ends_the_episode_else_where_it_leads(
+    episodes, critic
+):
+    won = next(e for e in episodes if e.success and e.commands[-1] == "mark")
+    last = len(won.commands) - 1
+    env, _ = replayed_env(won, last)
+    commands = ["north", "south", "east", "west", "mark"]
+    values = lookahead.command_values(env, commands, critic)
+    assert values[-1] == 1.0  # the winning mark
+    for command, value in zip(commands[:-1], values[:-1], strict=True):
+        # tried on a copy: the same as stepping a fresh replay of the episode
+        fresh, _ = replayed_env(won, last)
+        observation, _, ended, truncated, _ = fresh.step(command)
+        assert not (ended or truncated)
+        assert value == pytest.approx(critic.values([observation])[0])
+    # the trials left the env where it was: the mark still wins
+    assert env.step("mark")[1] == 1.0
+    lost = next(e for e in episodes if not e.success and e.commands[-1] == "mark")
+    env, _ = replayed_env(lost, len(lost.commands) - 1)
+    assert lookahead.command_values(env, ["mark"], critic) == [0.0]
+
+
+def test_a_turn_is_relabelled_only_where_the_lookahead_beats_the_command_played(episodes, critic):
+    commands = lookahead.played_commands(episodes)
+    relabels = 0
+    for episode in episodes[::4]:
+        relabelled, weights = lookahead.relabelled(episode, critic, commands)
+        assert relabelled.commands == episode.commands
+        assert len(relabelled.answers) == len(weights) == len(episode.commands)
+        for turn, (answer, weight) in enumerate(zip(relabelled.answers, weights, strict=True)):
+            if answer is None:
+                assert weight == 0
+                continue
+            relabels += 1
+            played = episode.commands[turn]
+            assert answer in commands and answer != played and weight >= lookahead.MARGIN
+            env, _ = replayed_env(episode, turn)
+            values = lookahead.command_values(env, [answer, played], critic)
+            assert values[0] - values[1] == pytest.approx(weight)
+        if episode.success:  # the winning mark is worth 1: nothing beats it
+            assert relabelled.answers[-1] is None
+    assert relabels > 0
+
+
+def test_every_episode_is_valued_by_the_critic_of_the_other_half(episodes):
+    relabelled, weights = lookahead.lookahead_relabels(episodes)
+    assert [e.spec for e in relabelled] == [e.spec for e in episodes]
+    assert [len(w) for w in weights] == [len(e.commands) for e in episodes]
+    assert sum(answer is not None for e in relabelled for answer in e.answers) > 0
+
+
+def test_the_replayed_demonstration_trains_the_relabelled_command(episodes, tmp_path: Path):
+    """A relabelled turn's sequence ends with the lookahead's reply, the episode goes on
+    with the command played (and ends as recorded)."""
+    relabelled, _ = lookahead.lookahead_relabels(episodes)
+    episode = next(e for e in relabelled if any(e.answers))
+    chat = ChatTokens(models.load(str(tiny_model.make(tmp_path / "m", ENV, ["north"], 0)))[1])
+    settings = conversation_settings("text", 0, prompt_budget=4000, reasks=0, history=0)
+    [shown] = replayed_demonstrations([episode], textenvs.make, settings, chat)
+    assert len(shown.sequences) == len(episode.commands)
+    for sequence, answer, played in zip(
+        shown.sequences, episode.answers, episode.commands, strict=True
+    ):
+        reply = chat.decode([t for t in sequence.labels if t != IGNORED])
+        assert reply.startswith(reply_for(answer or played))

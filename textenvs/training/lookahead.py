@@ -1,0 +1,97 @@
+"""Relabelling by the critic's one-step lookahead (`--reward-weighted --credit lookahead`).
+
+`--credit critic-gains` pushes up a command the model played where the critic saw its
+value rise, so it teaches only what the model already did: at SmolLM2's EM Anomaly
+states where the reactive agent would climb, the model climbed on a quarter, and the
+other three quarters taught nothing. Here each recorded turn is replayed in the scenario
+and every command the model plays is tried from it, on a copy of the env: a command's
+value is the reward where it ends the episode, else the critic's value of the observation
+it leads to (the critic fit on the other half of the seeds, `critic.fold_critics`: only
+the runs' own success teaches it). Where the best of them beats the command played by
+`MARGIN` or more, the turn is trained on the best one instead, weighing its margin; the
+other turns are not fed. This is one step of policy improvement by lookahead in the
+environment (expert iteration's "expert" is the lookahead, the apprentice the model), the
+model's own states the ones relabelled; no demonstrator's choice is read.
+
+Measured on SFT's 485 sampled EM Anomaly episodes (2026-11-30): the lookahead beats the
+played command by a tenth or more at 60% of the states where the reactive agent would
+climb, and then answers its climb on 9 in 10; at the other 12,765 states, nowhere (the
+critic's values of ordinary moves differ by about 0.02).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import textenvs
+from textenvs.training.critic import Critic, fold_critics
+from textenvs.training.demonstrations import RecordedEpisode
+
+#: how much a command must be worth above the one played (a tenth of a win) to replace it
+MARGIN = 0.1
+#: the share of the recorded turns a command must make to be tried: the commands the
+#: sampling model plays (SmolLM2's EM Anomaly runs: the four moves and mark)
+PLAYED_SHARE = 0.01
+
+
+def played_commands(episodes: Sequence[RecordedEpisode]) -> list[str]:
+    """The commands making at least `PLAYED_SHARE` of the episodes' read turns, sorted."""
+    counts = Counter(command for episode in episodes for command in episode.commands if command)
+    total = sum(counts.values())
+    return sorted(command for command, count in counts.items() if count >= PLAYED_SHARE * total)
+
+
+def command_values(env: Any, commands: Sequence[str], critic: Critic) -> list[float]:
+    """Each command's value from `env`'s state, tried on a copy of it: the reward where it
+    ends the episode, else the critic's value of the observation it leads to."""
+    outcomes = []
+    for command in commands:
+        observation, reward, terminated, truncated, _ = copy.deepcopy(env).step(command)
+        outcomes.append((observation, float(reward), terminated or truncated))
+    values = critic.values([observation for observation, _, _ in outcomes])
+    return [
+        reward if ended else value
+        for (_, reward, ended), value in zip(outcomes, values, strict=True)
+    ]
+
+
+def relabelled(
+    episode: RecordedEpisode, critic: Critic, commands: Sequence[str]
+) -> tuple[RecordedEpisode, list[float]]:
+    """`episode` with its relabelled turns' answers, and each turn's weight (its margin
+    where relabelled, else 0)."""
+    env = textenvs.make(episode.spec.env)
+    try:
+        env.reset(seed=episode.spec.seed, options=episode.spec.options)
+        answers: list[str | None] = []
+        weights: list[float] = []
+        for played in episode.commands:
+            played = played or ""  # an unreadable reply spends the step too
+            values = command_values(env, [*commands, played], critic)
+            best = max(range(len(commands)), key=values.__getitem__)
+            margin = values[best] - values[-1]
+            relabel = margin >= MARGIN and commands[best] != played
+            answers.append(commands[best] if relabel else None)
+            weights.append(margin if relabel else 0.0)
+            env.step(played)
+    finally:
+        env.close()
+    return replace(episode, answers=tuple(answers)), weights
+
+
+def lookahead_relabels(
+    episodes: Sequence[RecordedEpisode],
+) -> tuple[list[RecordedEpisode], list[list[float]]]:
+    """Every episode with its relabelled turns (`RecordedEpisode.answers`) and a weight
+    for each turn, valued by the critic fit on the other half of the seeds."""
+    commands = played_commands(episodes)
+    found: dict[int, tuple[RecordedEpisode, list[float]]] = {}
+    for critic, valued in fold_critics(episodes, "lookahead"):
+        for at in valued:
+            found[at] = relabelled(episodes[at], critic, commands)
+    ordered = [found[at] for at in range(len(episodes))]
+    return [episode for episode, _ in ordered], [weights for _, weights in ordered]
