@@ -138,10 +138,11 @@ def credit_by_reading(
     turns: Weighed = Counter()
     for episode, episode_weights in zip(chosen, weights, strict=True):
         observations = replayed_observations(env, episode.spec.seed, episode.commands)
-        # the command each turn is trained on: the one played, or the one relabelled
-        trained = [a or c for a, c in zip(episode.answers, episode.commands, strict=True)]
+        # the command each turn is trained on: the one relabelled, or the one played
+        answers = episode.answers or (None,) * len(episode.commands)
+        trained = [a or c for a, c in zip(answers, episode.commands, strict=True)]
         for command, weight, observation in zip(
-            trained or episode.commands, episode_weights, observations, strict=True
+            trained, episode_weights, observations, strict=True
         ):
             answer, reason = em_anomaly_decision(observation)
             if weight:

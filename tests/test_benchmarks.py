@@ -199,6 +199,13 @@ def test_reading_counts_sum_the_credit_a_round_would_give_by_reading(
     gains, gained, _ = reading_counts.credit_by_reading([reactive_run, blind], "critic-gains")
     assert 0 < sum(gained.values()) < sum(turns.values())
     assert all(weight >= 0 for weight in gains.values())
+    # the lookahead's relabels: counted by the command trained on, none the one played
+    relabels, relabelled, chosen = reading_counts.credit_by_reading(
+        [reactive_run, blind], "lookahead"
+    )
+    answers = [answer for episode in chosen for answer in episode.answers]
+    assert sum(relabelled.values()) == sum(answer is not None for answer in answers) > 0
+    assert all(weight > 0 for weight in relabels.values())
 
 
 def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strongest(
