@@ -370,9 +370,13 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
     steps x seeds-per-step turns are drawn by their weight's size and fed; critic-gains
     draws only the turns that raised the value (here with a wider clip and a kl penalty,
     which reach the trainer and the checkpoint's record), lookahead only the turns it
-    relabels."""
+    relabels (with a kl penalty, half of them: the rest are anchors, turns not relabelled
+    fed only for the penalty)."""
     run = tmp_path / "run"
-    bounds = ["--clip", "1.0", "--kl-penalty", "0.1"] if credit == "critic-gains" else []
+    bounds = {
+        "critic-gains": ["--clip", "1.0", "--kl-penalty", "0.1"],
+        "lookahead": ["--kl-penalty", "0.1"],
+    }.get(credit, [])
     code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
                  "--demonstrations", str(sampled_run), "--reward-weighted", "--credit",
                  credit, "--history", "0", "--seeds-per-step", "4", "--steps", "2",
@@ -385,12 +389,16 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
     )
     assert drawn is not None, err
     fed, up, down = (int(group.replace(",", "")) for group in drawn.groups())
-    assert fed == 8 and up + down == 8
+    assert fed == 8 and up + down == (4 if credit == "lookahead" else 8)
     assert down > 0 if credit == "critic" else down == 0
     if credit == "lookahead":
         relabelled = re.search(r"margin: ([0-9,]+) of the turns", err)
         assert relabelled is not None and int(relabelled.group(1).replace(",", "")) > 0, err
+        assert "; 4 anchors (turns not relabelled, held by --kl-penalty)" in err
     assert "won), 8 sequences," in err
     record = models.read_record(run / "final")
     assert record["credit"] == credit
-    assert (record["clip"], record["kl_penalty"]) == ((1.0, 0.1) if bounds else (0.2, 0.0))
+    assert [record["clip"], record["kl_penalty"]] == {
+        "critic-gains": [1.0, 0.1],
+        "lookahead": [0.2, 0.1],
+    }.get(credit, [0.2, 0.0])

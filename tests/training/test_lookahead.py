@@ -128,3 +128,11 @@ def test_the_replayed_demonstration_trains_the_relabelled_command(episodes, tmp_
     ):
         reply = chat.decode([t for t in sequence.labels if t != IGNORED])
         assert reply.startswith(reply_for(answer or played))
+
+
+def test_anchors_are_drawn_from_the_turns_not_relabelled_and_weigh_nothing():
+    weights = [0.0, 0.3, 0.0, 0.0, 0.2]
+    drawn = lookahead.anchor_draws(weights, 50, rng_seed=7)
+    assert len(drawn) == 50 and {at for at, _ in drawn} == {0, 2, 3}
+    assert {weight for _, weight in drawn} == {0.0}
+    assert drawn == lookahead.anchor_draws(weights, 50, rng_seed=7)  # the same each run

@@ -109,7 +109,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "pushed down). lookahead: each turn is replayed and every command the model plays "
         "tried from it (the reward where it ends the episode, else the critic's value of "
         "where it leads); where the best beats the command played by 0.1 or more, the turn "
-        "is trained on the best instead, drawn by that margin. turn, the critic's and "
+        "is trained on the best instead, drawn by that margin (with --kl-penalty, half the "
+        "turns drawn are anchors: turns not relabelled, fed for the penalty alone, which "
+        "holds them). turn, the critic's and "
         "lookahead need --history K (default: episode)",
     )
     p.add_argument(

@@ -11,7 +11,7 @@ from typing import Any
 
 from textenvs.training.critic import critic_value_changes, drawn_by_weight
 from textenvs.training.demonstrations import Demonstration, RecordedEpisode
-from textenvs.training.lookahead import lookahead_relabels
+from textenvs.training.lookahead import ANCHOR_SHARE, anchor_draws, lookahead_relabels
 from textenvs.training.settings import CRITIC_CREDITS, DRAWN_CREDITS, TrainSettings
 from textenvs.training.weighting import seed_value_changes, success_weighted, turn_weights
 
@@ -72,12 +72,17 @@ def weighted_columns(
     """The dataset's columns (one row a sequence of `kept`) with each row's `weight`, and
     only the rows fed: with `--credit critic` the run's steps x seeds-per-step rows drawn
     by their weight's size (with `critic-gains` of the rows weighing more than 0 alone;
-    `lookahead` weighs only the relabelled ones), otherwise those whose weight is not 0."""
+    `lookahead` weighs only the relabelled ones, and with `--kl-penalty` draws half the
+    rows from the others as anchors), otherwise those whose weight is not 0."""
     columns = {**columns, "weight": sequence_weights(weights, kept)}
     if settings.credit in DRAWN_CREDITS:
         count = settings.steps * settings.seeds_per_step
         weighed = [drawing_weight(settings.credit, w) for w in columns["weight"]]
-        drawn = drawn_by_weight(weighed, count, settings.rng_seed)
+        anchors = 0
+        if settings.credit == "lookahead" and settings.kl_penalty:
+            anchors = round(count * ANCHOR_SHARE)
+        drawn = drawn_by_weight(weighed, count - anchors, settings.rng_seed)
+        drawn = sorted(drawn + anchor_draws(weighed, anchors, settings.rng_seed + 1))
         columns = {name: [column[at] for at, _ in drawn] for name, column in columns.items()}
         columns["weight"] = [weight for _, weight in drawn]
         return columns

@@ -23,6 +23,7 @@ differ by about 0.02).
 from __future__ import annotations
 
 import copy
+import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -37,6 +38,8 @@ MARGIN = 0.1
 #: the share of the recorded turns a command must make to be tried: the commands the
 #: sampling model plays (SmolLM2's EM Anomaly runs: the four moves and mark)
 PLAYED_SHARE = 0.01
+#: with --kl-penalty, the share of the drawn turns that are anchors (`anchor_draws`)
+ANCHOR_SHARE = 0.5
 
 
 def played_commands(episodes: Sequence[RecordedEpisode]) -> list[str]:
@@ -96,3 +99,13 @@ def lookahead_relabels(
             found[at] = relabelled(episodes[at], critic, commands)
     ordered = [found[at] for at in range(len(episodes))]
     return [episode for episode, _ in ordered], [weights for _, weights in ordered]
+
+
+def anchor_draws(weights: Sequence[float], count: int, rng_seed: int) -> list[tuple[int, float]]:
+    """`count` of the turns not relabelled (weight 0), drawn uniformly with replacement,
+    each weighing 0: no policy gradient there, only `--kl-penalty`'s pull towards the
+    sampling model. A push at the relabelled states moves the others too (the model
+    cannot yet tell them apart: three steps of it took SmolLM2's turn at a wall from 0.86
+    to 0.51), and these hold them."""
+    unlabelled = [at for at, weight in enumerate(weights) if weight == 0]
+    return [(at, 0.0) for at in random.Random(rng_seed).choices(unlabelled, k=count)]

@@ -221,12 +221,18 @@ def _sft_trainer(
             )
         elif settings.credit == "lookahead":
             relabelled = sum(answer is not None for e in replayed[0] for answer in e.answers)
+            anchors = len(weights) - len(up)
             console.print(
                 "each turn where the critic's one-step lookahead (fit on the other half of "
                 f"the seeds) beats the command played by {lookahead.MARGIN:g} or more is "
                 f"trained on its command instead, weighing the margin: {relabelled:,} of the "
                 f"turns; {len(weights):,} turns drawn by the size of their weight: "
-                f"{len(up):,} up, {len(down):,} down, each {abs(weights[0]):.3f}"
+                f"{len(up):,} up, {len(down):,} down, each {max(weights):.3f}"
+                + (
+                    f"; {anchors:,} anchors (turns not relabelled, held by --kl-penalty)"
+                    if anchors
+                    else ""
+                )
             )
         elif settings.credit in CRITIC_CREDITS:
             console.print(
