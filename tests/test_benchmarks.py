@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks import (
     blind_policies,
+    critic_lookahead,
     env_breakdown,
     env_throughput,
     magnetic_field_shortcut,
@@ -206,6 +207,23 @@ def test_reading_counts_sum_the_credit_a_round_would_give_by_reading(
     answers = [answer for episode in chosen for answer in episode.answers]
     assert sum(relabelled.values()) == sum(answer is not None for answer in answers) > 0
     assert all(weight > 0 for weight in relabels.values())
+
+
+def test_the_critics_lookahead_plays_each_seed_beside_the_reactive_agent(
+    reactive_run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert critic_lookahead.main([str(reactive_run), "--seeds", "40-45"]) == 0
+    first, second = capsys.readouterr().out.splitlines()
+    # the reactive agent's own runs play mark in 1 of 12 episodes or more, the moves too
+    found = re.match(r"the critic's lookahead over (.+) \(fit on 12 episodes\): \d of 6", first)
+    assert found is not None, first
+    assert "mark" in found.group(1).split(", ")
+    # where the field reads 2-3, `mark` wins for sure: worth 1, nothing beats it
+    marks = re.search(r"mark (\d+) of (\d+),", second)
+    assert marks is not None and marks.group(1) == marks.group(2), second
+    with pytest.raises(SystemExit) as refused:
+        critic_lookahead.main([str(reactive_run), "--seeds", "9-1"])
+    assert refused.value.code == 2 and "--seeds" in capsys.readouterr().err
 
 
 def test_blind_policies_rank_the_cycles_and_set_a_reading_run_against_the_strongest(

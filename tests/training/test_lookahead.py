@@ -57,10 +57,11 @@ def test_the_commands_tried_are_those_the_runs_play():
     def played(*commands: str) -> RecordedEpisode:
         return RecordedEpisode(EpisodeSpec(ENV, 0), commands, False, 0.0)
 
-    runs = [played(*("north",) * 99, "mark")]
-    assert lookahead.played_commands(runs) == ["mark", "north"]  # mark: 1 in 100
-    runs.append(played(*("west",) * 100))
-    assert lookahead.played_commands(runs) == ["north", "west"]  # mark: 1 in 200
+    # `mark` ends an episode: one turn of its 30, but played in one episode of 99
+    runs = [played(*("north",) * 29, "mark"), *(played("north", "west") for _ in range(98))]
+    assert lookahead.played_commands(runs) == ["mark", "north", "west"]
+    runs += [played("west")] * 2  # 1 in 101 episodes
+    assert lookahead.played_commands(runs) == ["north", "west"]
 
 
 def test_a_command_is_worth_its_reward_where_it_ends_the_episode_else_where_it_leads(

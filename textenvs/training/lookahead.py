@@ -35,18 +35,21 @@ from textenvs.training.demonstrations import RecordedEpisode
 
 #: how much a command must be worth above the one played (a tenth of a win) to replace it
 MARGIN = 0.1
-#: the share of the recorded turns a command must make to be tried: the commands the
-#: sampling model plays (SmolLM2's EM Anomaly runs: the four moves and mark)
+#: the share of the recorded episodes a command must be played in to be tried: the
+#: commands the sampling model plays (SmolLM2's EM Anomaly runs: the four moves and
+#: `mark`, which ends an episode and so is under 1% of the turns)
 PLAYED_SHARE = 0.01
 #: with --kl-penalty, the share of the drawn turns that are anchors (`anchor_draws`)
 ANCHOR_SHARE = 0.5
 
 
 def played_commands(episodes: Sequence[RecordedEpisode]) -> list[str]:
-    """The commands making at least `PLAYED_SHARE` of the episodes' read turns, sorted."""
-    counts = Counter(command for episode in episodes for command in episode.commands if command)
-    total = sum(counts.values())
-    return sorted(command for command, count in counts.items() if count >= PLAYED_SHARE * total)
+    """The commands played in at least `PLAYED_SHARE` of the episodes, sorted."""
+    counts = Counter(
+        command for episode in episodes for command in set(episode.commands) if command
+    )
+    least = PLAYED_SHARE * len(episodes)
+    return sorted(command for command, count in counts.items() if count >= least)
 
 
 def command_values(env: Any, commands: Sequence[str], critic: Critic) -> list[float]:
