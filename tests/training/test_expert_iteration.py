@@ -377,11 +377,11 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
         "critic-gains": ["--clip", "1.0", "--kl-penalty", "0.1"],
         "lookahead": ["--kl-penalty", "0.1"],
     }.get(credit, [])
-    code = main(["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
-                 "--demonstrations", str(sampled_run), "--reward-weighted", "--credit",
-                 credit, "--history", "0", "--seeds-per-step", "4", "--steps", "2",
-                 "--eval-seeds", "3000-3009", "--train-layers", "1", *bounds,
-                 "--out", str(run)])  # fmt: skip
+    argv = ["train", "--method", "sft", "--env", "em-anomaly", "--model", str(tiny_dir),
+            "--demonstrations", str(sampled_run), "--reward-weighted", "--credit",
+            credit, "--history", "0", "--seeds-per-step", "4", "--steps", "2",
+            "--eval-seeds", "3000-3009", "--train-layers", "1", *bounds]  # fmt: skip
+    code = main([*argv, "--out", str(run)])
     err = " ".join(capsys.readouterr().err.split())
     assert code == 0, err
     drawn = re.search(
@@ -395,6 +395,11 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
         relabelled = re.search(r"margin: ([0-9,]+) of the turns", err)
         assert relabelled is not None and int(relabelled.group(1).replace(",", "")) > 0, err
         assert "; 4 anchors (turns not relabelled, held by --kl-penalty)" in err
+        # its trained replies are not the model's: their rise is no drift to stop on
+        with pytest.raises(SystemExit):
+            main([*argv, "--target-kl", "1", "--out", str(tmp_path / "refused")])
+        refused = " ".join(capsys.readouterr().err.split())
+        assert "leave --target-kl out (--clip and --kl-penalty bound it)" in refused
     assert "won), 8 sequences," in err
     record = models.read_record(run / "final")
     assert record["credit"] == credit

@@ -111,8 +111,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "where it leads); where the best beats the command played by 0.1 or more, the turn "
         "is trained on the best instead, drawn by that margin (with --kl-penalty, half the "
         "turns drawn are anchors: turns not relabelled, fed for the penalty alone, which "
-        "holds them). turn, the critic's and "
-        "lookahead need --history K (default: episode)",
+        "holds them). turn, the critic's and lookahead need --history K (default: episode)",
     )
     p.add_argument(
         "--target-kl",

@@ -266,6 +266,12 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             "--credit says how --reward-weighted places an episode's credit on its turns; "
             "give --reward-weighted too, or leave --credit out"
         )
+    if settings.credit == "lookahead" and settings.target_kl is not None:
+        raise TrainingError(
+            "--target-kl measures the drift on the trained replies, and --credit lookahead "
+            "trains replies the model did not play, whose rise is the move it asks for; "
+            "leave --target-kl out (--clip and --kl-penalty bound it)"
+        )
     if settings.credit in PER_TURN_CREDITS and (
         "history" not in settings.conversation or settings.habit_share < 1
     ):
