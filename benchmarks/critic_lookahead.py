@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import textenvs
 from textenvs.agents.scripted.reactive import em_anomaly, em_anomaly_decision
@@ -30,41 +32,39 @@ from textenvs.training.demonstrations import recorded_episodes
 ENV = "em-anomaly"
 
 
+def wins(seeds: list[int], choose: Callable[[Any, dict[str, Any]], str]) -> int:
+    """How many of `seeds` are won playing `choose(env, observation)` each turn (the env
+    itself, so that a lookahead can try commands on copies of it)."""
+    env = textenvs.make(ENV)
+    won = 0
+    for seed in seeds:
+        _, info = env.reset(seed=seed)
+        reward, ended = 0.0, False
+        while not ended:
+            command = choose(env, info["observation"])
+            _, reward, terminated, truncated, info = env.step(command)
+            ended = terminated or truncated
+        won += reward > 0
+    return won
+
+
 def lookahead_wins(
     critic: Critic, commands: list[str], seeds: list[int]
 ) -> tuple[int, Counter[str], Counter[str]]:
     """The lookahead's wins on `seeds`, and by the reactive agent's reason the states met
     and those where the lookahead played the reactive agent's command."""
-    env = textenvs.make(ENV)
-    wins = 0
     met: Counter[str] = Counter()
     agreed: Counter[str] = Counter()
-    for seed in seeds:
-        _, info = env.reset(seed=seed)
-        reward, ended = 0.0, False
-        while not ended:
-            values = lookahead.command_values(env, commands, critic)
-            command = commands[max(range(len(commands)), key=values.__getitem__)]
-            answer, reason = em_anomaly_decision(info["observation"])
-            met[reason] += 1
-            agreed[reason] += command == answer
-            _, reward, terminated, truncated, info = env.step(command)
-            ended = terminated or truncated
-        wins += reward > 0
-    return wins, met, agreed
 
+    def best(env: Any, observation: dict[str, Any]) -> str:
+        values = lookahead.command_values(env, commands, critic)
+        command = commands[max(range(len(commands)), key=values.__getitem__)]
+        answer, reason = em_anomaly_decision(observation)
+        met[reason] += 1
+        agreed[reason] += command == answer
+        return command
 
-def reactive_wins(seeds: list[int]) -> int:
-    env = textenvs.make(ENV)
-    wins = 0
-    for seed in seeds:
-        _, info = env.reset(seed=seed)
-        reward, ended = 0.0, False
-        while not ended:
-            _, reward, terminated, truncated, info = env.step(em_anomaly(info["observation"]))
-            ended = terminated or truncated
-        wins += reward > 0
-    return wins
+    return wins(seeds, best), met, agreed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="5000-5199", help="the seeds played (default 5000-5199)")
     p.add_argument(
         "--commands",
-        help="comma list of the commands tried (default: those making 1%% of the runs' turns)",
+        help="comma list of the commands tried (default: those played in 1%% of the runs' "
+        "episodes)",
     )
     args = p.parse_args(argv)
     for run in args.runs:
@@ -88,10 +89,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error("the runs need won and lost episodes to fit a critic on")
     critic = Critic(episodes, registry.get(ENV).load().report_lines)
     commands = args.commands.split(",") if args.commands else lookahead.played_commands(episodes)
-    wins, met, agreed = lookahead_wins(critic, commands, seeds)
+    won, met, agreed = lookahead_wins(critic, commands, seeds)
     print(
         f"the critic's lookahead over {', '.join(commands)} (fit on {len(episodes)} "
-        f"episodes): {wins} of {len(seeds)} won; the reactive agent {reactive_wins(seeds)}"
+        f"episodes): {won} of {len(seeds)} won; the reactive agent "
+        f"{wins(seeds, lambda _, observation: em_anomaly(observation))}"
     )
     shares = ", ".join(
         f"{r} {agreed[r]} of {met[r]}" for r in ("mark", "climb", "straight", "turn")
