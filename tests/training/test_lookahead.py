@@ -14,7 +14,7 @@ from textenvs.cli import main
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
-from textenvs.training import lookahead
+from textenvs.training import credit, lookahead
 from textenvs.training.critic import Critic, fold_critics
 from textenvs.training.demonstrations import (
     IGNORED,
@@ -23,6 +23,7 @@ from textenvs.training.demonstrations import (
     replayed_demonstrations,
     reply_for,
 )
+from textenvs.training.settings import TrainSettings
 
 ENV = "em-anomaly"
 
@@ -137,3 +138,39 @@ def test_anchors_are_drawn_from_the_turns_not_relabelled_and_weigh_nothing():
     assert len(drawn) == 50 and {at for at, _ in drawn} == {0, 2, 3}
     assert {weight for _, weight in drawn} == {0.0}
     assert drawn == lookahead.anchor_draws(weights, 50, rng_seed=7)  # the same each run
+
+
+def test_only_the_episodes_holding_a_drawn_turn_are_tokenized_and_the_same_rows_fed(
+    episodes, tmp_path: Path
+):
+    """`fed_choice` + `weighted_columns` feed the rows that drawing over every episode's
+    tokenized turns feeds: the relabelled turns drawn by their margin, the anchors."""
+    relabelled, weights = lookahead.lookahead_relabels(episodes)
+    settings = TrainSettings(
+        env=ENV, model="m", steps=3, seeds=[], eval_seeds=[], method="sft",
+        reward_weighted=True, credit="lookahead", kl_penalty=0.01, seeds_per_step=4,
+    )  # fmt: skip
+    fed, draws = credit.fed_choice(settings, relabelled, weights)
+    assert isinstance(draws, credit.Draws) and len(draws.turns) == 12
+    assert 0 < len(fed) < len(relabelled)
+    chat = ChatTokens(models.load(str(tiny_model.make(tmp_path / "m", ENV, ["north"], 0)))[1])
+    conversation = conversation_settings("text", 0, prompt_budget=4000, reasks=0, history=0)
+
+    def columns(shown: list) -> dict:
+        sequences = [sequence for d in shown for sequence in d.sequences]
+        return {"ids": [s.ids for s in sequences], "labels": [s.labels for s in sequences]}
+
+    every = replayed_demonstrations(relabelled, textenvs.make, conversation, chat)
+    # the reactive agent's and random play's episodes share seeds: found by identity
+    where = [next(n for n, e in enumerate(relabelled) if e is episode) for episode in fed]
+    starts = [sum(len(e.commands) for e in relabelled[:n]) for n in range(len(relabelled))]
+    rows = [starts[where[at]] + turn for at, turn, _ in draws.turns]
+    expected = {name: [column[row] for row in rows] for name, column in columns(every).items()}
+    shown = replayed_demonstrations(fed, textenvs.make, conversation, chat)
+    got = credit.weighted_columns(columns(shown), draws, shown)
+    assert {name: got[name] for name in expected} == expected
+    anchors = [weight for weight in got["weight"] if weight == 0]
+    assert len(anchors) == 6  # half the draws, with --kl-penalty
+    assert all(
+        weights[relabelled.index(fed[at])][turn] == 0 for at, turn, w in draws.turns if w == 0
+    )

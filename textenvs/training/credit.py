@@ -7,6 +7,7 @@ turns the critic's lookahead relabels, `lookahead.lookahead_relabels`, drawn ali
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from textenvs.training.critic import critic_value_changes, drawn_by_weight
@@ -47,13 +48,7 @@ def sequence_weights(
     if not weights or not isinstance(weights[0], list):
         shares = turn_weights(weights, [len(d.sequences) for d in kept])
         return [weight for share in shares for weight in share]
-    for turns, demonstration in zip(weights, kept, strict=True):
-        if len(turns) != len(demonstration.sequences):
-            raise ValueError(
-                f"--credit weighs each turn apart: {demonstration.spec.id} was "
-                f"{len(demonstration.sequences)} sequences for its {len(turns)} turns "
-                "(give --history K, so that a turn is a sequence, and leave --habit-share out)"
-            )
+    per_turn_check([len(turns) for turns in weights], kept)
     return [weight for turns in weights for weight in turns]
 
 
@@ -63,29 +58,70 @@ def drawing_weight(credit: str, weight: float) -> float:
     return max(weight, 0.0) if credit == "critic-gains" else weight
 
 
-def weighted_columns(
+@dataclass(frozen=True)
+class Draws:
+    """The turns a drawn credit feeds (`DRAWN_CREDITS`): each `(episode, turn, weight)`,
+    the episode an index into the episodes fed, and how many turns each of those has."""
+
+    turns: list[tuple[int, int, float]]
+    lengths: list[int]
+
+
+def fed_choice(
     settings: TrainSettings,
-    columns: dict[str, list[Any]],
+    episodes: list[RecordedEpisode],
     weights: list[float] | list[list[float]],
+) -> tuple[list[RecordedEpisode], list[float] | list[list[float]] | Draws]:
+    """`replayed_choice`'s episodes and weights as fed: with a drawn credit, the run's
+    steps x seeds-per-step turns drawn by their weight's size (with `critic-gains` of the
+    turns weighing more than 0 alone; `lookahead` with `--kl-penalty` draws half of them
+    from the turns not relabelled, as anchors), and only the episodes holding one, so
+    that the others are never tokenized (thousands of random-play episodes for a few
+    hundred draws); otherwise as they are."""
+    if not (weights and settings.credit in DRAWN_CREDITS):
+        return episodes, weights
+    flat = [(at, turn) for at, turns in enumerate(weights) for turn in range(len(turns))]
+    weighed = [drawing_weight(settings.credit, w) for turns in weights for w in turns]
+    count = settings.steps * settings.seeds_per_step
+    anchors = 0
+    if settings.credit == "lookahead" and settings.kl_penalty:
+        anchors = round(count * ANCHOR_SHARE)
+    drawn = drawn_by_weight(weighed, count - anchors, settings.rng_seed)
+    drawn = sorted(drawn + anchor_draws(weighed, anchors, settings.rng_seed + 1))
+    fed = sorted({flat[at][0] for at, _ in drawn})
+    position = {at: number for number, at in enumerate(fed)}
+    turns = [(position[flat[at][0]], flat[at][1], weight) for at, weight in drawn]
+    lengths = [len(weights[at]) for at in fed]
+    return [episodes[at] for at in fed], Draws(turns, lengths)
+
+
+def per_turn_check(lengths: list[int], kept: list[Demonstration]) -> None:
+    """Raise unless each demonstration is one sequence a turn (`lengths` its turns)."""
+    for turns, demonstration in zip(lengths, kept, strict=True):
+        if turns != len(demonstration.sequences):
+            raise ValueError(
+                f"--credit weighs each turn apart: {demonstration.spec.id} was "
+                f"{len(demonstration.sequences)} sequences for its {turns} turns "
+                "(give --history K, so that a turn is a sequence, and leave --habit-share out)"
+            )
+
+
+def weighted_columns(
+    columns: dict[str, list[Any]],
+    weights: list[float] | list[list[float]] | Draws,
     kept: list[Demonstration],
 ) -> dict[str, list[Any]]:
     """The dataset's columns (one row a sequence of `kept`) with each row's `weight`, and
-    only the rows fed: with `--credit critic` the run's steps x seeds-per-step rows drawn
-    by their weight's size (with `critic-gains` of the rows weighing more than 0 alone;
-    `lookahead` weighs only the relabelled ones, and with `--kl-penalty` draws half the
-    rows from the others as anchors), otherwise those whose weight is not 0."""
+    only the rows fed: the drawn turns (`fed_choice`), else those whose weight is not 0."""
+    if isinstance(weights, Draws):
+        per_turn_check(weights.lengths, kept)
+        starts = [0]
+        for demonstration in kept:
+            starts.append(starts[-1] + len(demonstration.sequences))
+        rows = [starts[at] + turn for at, turn, _ in weights.turns]
+        columns = {name: [column[row] for row in rows] for name, column in columns.items()}
+        return {**columns, "weight": [weight for _, _, weight in weights.turns]}
     columns = {**columns, "weight": sequence_weights(weights, kept)}
-    if settings.credit in DRAWN_CREDITS:
-        count = settings.steps * settings.seeds_per_step
-        weighed = [drawing_weight(settings.credit, w) for w in columns["weight"]]
-        anchors = 0
-        if settings.credit == "lookahead" and settings.kl_penalty:
-            anchors = round(count * ANCHOR_SHARE)
-        drawn = drawn_by_weight(weighed, count - anchors, settings.rng_seed)
-        drawn = sorted(drawn + anchor_draws(weighed, anchors, settings.rng_seed + 1))
-        columns = {name: [column[at] for at, _ in drawn] for name, column in columns.items()}
-        columns["weight"] = [weight for _, weight in drawn]
-        return columns
     # a turn that changed no value (--credit turn) has no gradient: not fed at all
     moved = [at for at, weight in enumerate(columns["weight"]) if weight]
     return {name: [column[at] for at in moved] for name, column in columns.items()}

@@ -12,7 +12,7 @@ the reward is the episode's success alone), the last turn its episode's success 
 value of the observation it answered. An episode's weights still sum to its success minus
 the value of its first observation: the scenario's reward, placed where the critic saw
 it earned. Nothing but the runs' own success teaches the critic. (`--credit critic-gains`
-feeds only the turns that raised the value: `credit.weighted_columns`.)
+feeds only the turns that raised the value: `credit.fed_choice`.)
 
 A turn is valued by a critic fit on the other half of the seeds (two folds, seeds
 alternating), so no episode's value is read from its own ending.

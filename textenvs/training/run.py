@@ -142,9 +142,9 @@ def _sft_trainer(
 ) -> Any:
     """The SFT trainer on `settings.demonstrations`' episodes of the training seeds."""
     from textenvs.training import sft
-    from textenvs.training.credit import replayed_choice
+    from textenvs.training.credit import fed_choice, replayed_choice
 
-    recorded = replayed = None
+    recorded = replayed = fed = None
     runs = recorded_runs(settings.demonstrations)
     if runs:
         # A policy gradient learns from every episode, an unreadable reply pushed down with
@@ -176,7 +176,8 @@ def _sft_trainer(
         if recorded is not None:
             # the episodes trained on and their weights, worked out once (a critic is fit)
             replayed = replayed_choice(settings, recorded)
-            progress.update(task, total=len(replayed[0]))
+            fed = fed_choice(settings, *replayed)
+            progress.update(task, total=len(fed[0]))
         # demonstrations play in-process: the agent reads its own env's observation
         with progress, Heartbeat(console, shown):
             dataset, kept = sft.demonstration_dataset(
@@ -185,7 +186,7 @@ def _sft_trainer(
                 model,
                 textenvs.make,
                 on_episode=lambda _: progress.advance(task),
-                replayed=replayed,
+                replayed=fed,
             )
     except (ValueError, TemplateError) as exc:
         raise TrainingError(str(exc).splitlines()[0]) from None

@@ -27,7 +27,7 @@ from textenvs.training.weighting import CLIP
 PER_TURN_CREDITS = ("turn", "critic", "critic-gains", "lookahead")
 #: the credits a critic fit across seeds gives as a change in its value (`critic.py`)
 CRITIC_CREDITS = ("critic", "critic-gains")
-#: the credits whose turns are drawn by the size of their weight (`credit.weighted_columns`)
+#: the credits whose turns are drawn by the size of their weight (`credit.fed_choice`)
 DRAWN_CREDITS = (*CRITIC_CREDITS, "lookahead")
 
 

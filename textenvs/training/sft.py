@@ -28,7 +28,7 @@ from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
-from textenvs.training.credit import weighted_columns
+from textenvs.training.credit import Draws, weighted_columns
 from textenvs.training.demonstrations import (
     IGNORED,
     Demonstration,
@@ -78,18 +78,19 @@ def demonstration_dataset(
     model: PreTrainedModel,
     make_env: EnvFactory,
     on_episode: Callable[[Demonstration], Any] | None = None,
-    replayed: tuple[list[RecordedEpisode], list[float] | list[list[float]]] | None = None,
+    replayed: tuple[list[RecordedEpisode], list[float] | list[list[float]] | Draws] | None = None,
 ) -> tuple[Dataset, list[Demonstration]]:
     """The demonstrations of the training seeds as a tokenized dataset (`input_ids`,
     `labels`), in the conversation `textenvs eval` holds for this model (its prompt
     budget, the run's conversation settings, text or tools mode). With `replayed` (the
     episodes of the eval run `settings.demonstrations` chosen to train on, and their
-    weights: `credit.replayed_choice`), those are replayed instead of played; with
-    `settings.reward_weighted`, each sequence has its `weight` (`credit.py`)."""
+    weights as fed: `credit.replayed_choice`, `credit.fed_choice`), those are replayed
+    instead of played; with `settings.reward_weighted`, each sequence fed has its
+    `weight` (`credit.py`)."""
     # text or tools mode: `settings_from` refuses --method sft in json mode
     conversation = run_conversation(settings, model_prompt_budget(settings, model))
     chat = ChatTokens(tokenizer)
-    weights: list[float] | list[list[float]] = []
+    weights: list[float] | list[list[float]] | Draws = []
     if replayed is not None:
         chosen, weights = replayed
         kept = replayed_demonstrations(
@@ -123,7 +124,7 @@ def demonstration_dataset(
     sequences = [sequence for d in kept for sequence in d.sequences]
     columns = {"input_ids": [s.ids for s in sequences], "labels": [s.labels for s in sequences]}
     if weights:
-        columns = weighted_columns(settings, columns, weights, kept)
+        columns = weighted_columns(columns, weights, kept)
     return Dataset.from_dict(columns), kept
 
 
