@@ -120,6 +120,10 @@ def test_an_unreadable_reply_is_replayed_as_written_where_the_run_keeps_it(tiny,
         assert trained == expected
     replies = [raw for episode in episodes for raw in episode.unread if raw is not None]
     assert set(replies) <= set(REPLIES) and "hmm, not sure yet" in replies
+    # replayed in a conversation that re-asks, the run's unread reply is not played on
+    asking = conversation_settings(prompt_budget=7000, history=0, reasks=1)
+    with pytest.raises(ValueError, match=r"re-asks \(--reasks 1\) where the run played on"):
+        replayed_demonstrations(episodes, textenvs.make, asking, chat)
 
 
 def test_a_runs_episodes_are_taken_by_seed_and_episode_whatever_order_they_finished_in(

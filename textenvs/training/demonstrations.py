@@ -284,6 +284,12 @@ def demonstrate(
             recorded = unread[turn] if unread else None
             reply = written(command) if recorded is None else recorded
             read, message = take_reply(conversation, reply, tools)
+            if read is None and tools is None and settings.reasks:
+                raise ValueError(
+                    f"{spec.id}: the recorded reply {reply!r} is unreadable, and this "
+                    f"conversation re-asks (--reasks {settings.reasks}) where the run played "
+                    "on: give the run's own conversation settings (--reasks 0)"
+                )
             if read is None:
                 raise ValueError(f"{spec.id}: the reader does not read {reply!r}")
             sequence.ids += segment
