@@ -38,11 +38,11 @@ from typing import Any
 import textenvs
 from textenvs.agents.scripted.reactive import em_anomaly_decision
 from textenvs.evals import store
+from textenvs.training.choices import CRITIC_CREDITS, DRAWN_CREDITS, PER_TURN_CREDITS
 from textenvs.training.credit import drawing_weight
 from textenvs.training.critic import critic_value_changes
 from textenvs.training.demonstrations import RecordedEpisode, recorded_episodes
 from textenvs.training.lookahead import lookahead_relabels
-from textenvs.training.settings import CRITIC_CREDITS, DRAWN_CREDITS, PER_TURN_CREDITS
 from textenvs.training.weighting import seed_relative, seed_value_changes, turn_weights
 
 ENV = "em-anomaly"

@@ -22,6 +22,7 @@ from textenvs.cli.eval_output import continue_command
 from textenvs.core.numbers import bounded, positive_float
 from textenvs.episodes.specs import TRAINING_SEEDS, consecutive_runs, seed_ranges
 from textenvs.evals import run_folder
+from textenvs.training.choices import CLIP, CREDITS
 
 DEFAULT_EVAL_SEEDS = "0-99"
 
@@ -95,7 +96,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--credit",
-        choices=("episode", "turn", "critic", "critic-gains", "lookahead"),
+        choices=CREDITS,
         default="episode",
         help="--reward-weighted: where an episode's credit goes. episode: every turn "
         "shares it. turn: each turn weighs the change its command made in its seed's "
@@ -126,13 +127,13 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--clip",
         type=positive_float,
-        default=0.2,
+        default=CLIP,
         metavar="F",
         help="--reward-weighted: stop moving a trained token once its probability is this "
         "far from its sampled one, as a ratio (PPO's clip epsilon). The sampling model stays "
         "the same for the whole run, so F bounds the run's whole push on each trained token "
-        "(0.2: to 1.2 times its sampled probability; other replies' updates can still carry "
-        "it further) (default 0.2)",
+        f"({CLIP:g}: to {1 + CLIP:g} times its sampled probability; other replies' updates "
+        f"can still carry it further) (default {CLIP:g})",
     )
     p.add_argument(
         "--kl-penalty",

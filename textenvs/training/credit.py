@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from textenvs.training.choices import CRITIC_CREDITS, DRAWN_CREDITS
 from textenvs.training.critic import critic_value_changes, drawn_by_weight
 from textenvs.training.demonstrations import Demonstration, RecordedEpisode
 from textenvs.training.lookahead import ANCHOR_SHARE, anchor_draws, lookahead_relabels
-from textenvs.training.settings import CRITIC_CREDITS, DRAWN_CREDITS, TrainSettings
+from textenvs.training.settings import TrainSettings
 from textenvs.training.weighting import seed_value_changes, success_weighted, turn_weights
 
 

@@ -20,9 +20,9 @@ from textenvs.evals import run_folder
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens, TemplateError
 from textenvs.training import curve, grpo, lookahead
+from textenvs.training.choices import CRITIC_CREDITS
 from textenvs.training.demonstrations import recorded_episodes, recorded_runs
 from textenvs.training.settings import (
-    CRITIC_CREDITS,
     DEFAULTS,
     TrainingError,
     TrainSettings,

@@ -20,15 +20,8 @@ from textenvs.episodes.specs import (
 )
 from textenvs.evals import store
 from textenvs.inference import models, tool_template
+from textenvs.training.choices import CLIP, PER_TURN_CREDITS
 from textenvs.training.demonstrations import recorded_runs
-from textenvs.training.weighting import CLIP
-
-#: the --credit values that weigh each turn apart (each turn a sequence of its own)
-PER_TURN_CREDITS = ("turn", "critic", "critic-gains", "lookahead")
-#: the credits a critic fit across seeds gives as a change in its value (`critic.py`)
-CRITIC_CREDITS = ("critic", "critic-gains")
-#: the credits whose turns are drawn by the size of their weight (`credit.fed_choice`)
-DRAWN_CREDITS = (*CRITIC_CREDITS, "lookahead")
 
 
 @dataclass
@@ -62,7 +55,7 @@ class TrainSettings:
     #: policy passed this (`sft.DriftLimit`; None: run every step)
     target_kl: float | None = None
     #: --reward-weighted: how far a trained token's probability may move from its sampled
-    #: one, as a ratio, before the loss stops moving it (PPO's epsilon: `weighting.CLIP`).
+    #: one, as a ratio, before the loss stops moving it (PPO's epsilon: `choices.CLIP`).
     #: The sampling policy stays the runs' for the whole run, so this bounds the whole
     #: run's push on a trained token, not a round's
     clip: float = CLIP

@@ -28,6 +28,7 @@ from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
+from textenvs.training.choices import CLIP
 from textenvs.training.credit import Draws, weighted_columns
 from textenvs.training.demonstrations import (
     IGNORED,
@@ -47,7 +48,6 @@ from textenvs.training.trainers import (
     without_printing,
 )
 from textenvs.training.weighting import (
-    CLIP,
     PolicyDrift,
     TrainedScores,
     clipped_policy_loss,

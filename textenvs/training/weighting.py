@@ -36,11 +36,8 @@ from typing import NamedTuple
 
 import torch
 
+from textenvs.training.choices import CLIP
 from textenvs.training.demonstrations import RecordedEpisode
-
-#: how far a token's probability may move from its sampled one, as a ratio, before the
-#: loss stops moving it (PPO's epsilon)
-CLIP = 0.2
 
 
 def success_weighted(
