@@ -399,6 +399,8 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
         relabelled = re.search(r"margin: ([0-9,]+) of the turns", err)
         assert relabelled is not None and int(relabelled.group(1).replace(",", "")) > 0, err
         assert "; 4 anchors (turns not relabelled, held by --kl-penalty)" in err
+        # every turn replayed and its commands tried, in a bar (minutes for thousands)
+        assert re.search(r"lookahead relabelling .*? (\d+)/\1 ", err), err
         # its trained replies are not the model's: their rise is no drift to stop on
         with pytest.raises(SystemExit):
             main([*argv, "--target-kl", "1", "--out", str(tmp_path / "refused")])

@@ -7,6 +7,7 @@ turns the critic's lookahead relabels, `lookahead.lookahead_relabels`, drawn ali
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,11 +20,14 @@ from textenvs.training.weighting import seed_value_changes, success_weighted, tu
 
 
 def replayed_choice(
-    settings: TrainSettings, recorded: list[RecordedEpisode]
+    settings: TrainSettings,
+    recorded: list[RecordedEpisode],
+    on_relabelled: Callable[[int, int], Any] | None = None,
 ) -> tuple[list[RecordedEpisode], list[float] | list[list[float]]]:
     """The `recorded` episodes trained on (those of the training seeds; won ones alone
     with `settings.only_success`), with their weights under `settings.reward_weighted`
-    (else none): one an episode, or with `--credit turn|critic` one a turn."""
+    (else none): one an episode, or with `--credit turn|critic|lookahead` one a turn
+    (`on_relabelled`: `lookahead_relabels`' progress)."""
     seeds = set(settings.seeds)
     chosen = [
         episode
@@ -35,7 +39,7 @@ def replayed_choice(
     if settings.reward_weighted and settings.credit in CRITIC_CREDITS:
         return critic_value_changes(chosen)
     if settings.reward_weighted and settings.credit == "lookahead":
-        return lookahead_relabels(chosen)
+        return lookahead_relabels(chosen, on_relabelled)
     if settings.reward_weighted:
         return success_weighted(chosen, settings.rng_seed)
     return chosen, []

@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -92,14 +92,18 @@ def relabelled(
 
 def lookahead_relabels(
     episodes: Sequence[RecordedEpisode],
+    on_episode: Callable[[int, int], Any] | None = None,
 ) -> tuple[list[RecordedEpisode], list[list[float]]]:
     """Every episode with its relabelled turns (`RecordedEpisode.answers`) and a weight
-    for each turn, valued by the critic fit on the other half of the seeds."""
+    for each turn, valued by the critic fit on the other half of the seeds; `on_episode`
+    is told how many are done, of how many (minutes for thousands)."""
     commands = played_commands(episodes)
     found: dict[int, tuple[RecordedEpisode, list[float]]] = {}
     for critic, valued in fold_critics(episodes, "lookahead"):
         for at in valued:
             found[at] = relabelled(episodes[at], critic, commands)
+            if on_episode is not None:
+                on_episode(len(found), len(episodes))
     ordered = [found[at] for at in range(len(episodes))]
     return [episode for episode, _ in ordered], [weights for _, weights in ordered]
 
