@@ -401,11 +401,13 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
         assert "; 4 anchors (turns not relabelled, held by --kl-penalty)" in err
         # every turn replayed and its commands tried, in a bar (minutes for thousands)
         assert re.search(r"lookahead relabelling .*? (\d+)/\1 ", err), err
-        # its trained replies are not the model's: their rise is no drift to stop on
+        # its trained replies are not the model's: the drift is its anchors', which only
+        # --kl-penalty draws
+        unanchored = [arg for arg in argv if arg not in bounds]
         with pytest.raises(SystemExit):
-            main([*argv, "--target-kl", "1", "--out", str(tmp_path / "refused")])
+            main([*unanchored, "--target-kl", "1", "--out", str(tmp_path / "refused")])
         refused = " ".join(capsys.readouterr().err.split())
-        assert "leave --target-kl out (--clip and --kl-penalty bound it)" in refused
+        assert "give --kl-penalty too, or leave --target-kl out" in refused
     assert "won), 8 sequences," in err
     record = models.read_record(run / "final")
     assert record["credit"] == credit

@@ -297,6 +297,35 @@ def test_the_kl_penalty_adds_its_share_of_the_divergence_at_the_trained_tokens(t
             assert with_penalty == pytest.approx(without + 2.0 * kl, rel=1e-4)
 
 
+@pytest.mark.parametrize("at_anchors", [False, True])
+def test_the_drift_is_measured_at_every_trained_reply_or_at_the_anchors_alone(
+    tiny_dir, tmp_path, at_anchors
+):
+    """--credit lookahead's drift (`drift_at_anchors`) is measured where the sequence
+    weighs 0 (an anchor: a reply the model played, held by --kl-penalty), not at a
+    relabelled reply, whose rise is the move the run asks for."""
+    trained, tokenizer = models.load(str(tiny_dir))
+    dataset = weighted_dataset(tokenizer, [0.0, 0.2, 0.0])
+    reference = models.load(str(tiny_dir))[0]
+    trainer = weighted_trainer(
+        trained, tokenizer, dataset, tmp_path, reference, kl_penalty=0.1,
+        drift_at_anchors=at_anchors,
+    )  # fmt: skip
+    with torch.no_grad():
+        for parameter in trained.parameters():  # as if a step had moved it
+            parameter.add_(0.05 * torch.randn_like(parameter))
+    drift = trainer.drift_limit.drift
+    for row in range(3):
+        fed = {name: torch.tensor([dataset[row][name]]) for name in ("input_ids", "labels")}
+        with torch.no_grad():
+            trainer.compute_loss(trained, {**fed, "weight": torch.tensor(dataset[row]["weight"])})
+        measured = drift.tokens
+        if at_anchors and row == 1:
+            assert measured == 0  # the relabelled reply is not measured
+        else:
+            assert measured > 0 and drift.take() > 0
+
+
 def test_the_drift_is_the_mean_kl_estimate_over_the_tokens_since_last_taken():
     """ratio - 1 - log ratio per token (never negative, 0 only where nothing moved),
     averaged over every token added since the last `take`."""

@@ -259,11 +259,15 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             "--credit says how --reward-weighted places an episode's credit on its turns; "
             "give --reward-weighted too, or leave --credit out"
         )
-    if settings.credit == "lookahead" and settings.target_kl is not None:
+    if (
+        settings.credit == "lookahead"
+        and settings.target_kl is not None
+        and not settings.kl_penalty
+    ):
         raise TrainingError(
-            "--target-kl measures the drift on the trained replies, and --credit lookahead "
-            "trains replies the model did not play, whose rise is the move it asks for; "
-            "leave --target-kl out (--clip and --kl-penalty bound it)"
+            "--credit lookahead trains replies the model did not play, so --target-kl "
+            "measures the drift at its anchors (turns not relabelled, drawn with "
+            "--kl-penalty): give --kl-penalty too, or leave --target-kl out"
         )
     if settings.credit in PER_TURN_CREDITS and (
         "history" not in settings.conversation or settings.habit_share < 1

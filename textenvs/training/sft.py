@@ -148,8 +148,9 @@ class SharedPrefixTrainer(SFTTrainer):
     policy loss of `weighting.py` instead: each sequence's tokens against their
     log-probabilities under `reference`, the policy that sampled them, frozen (scored as
     each sequence's step comes, so a run that stops early scores only what it trained on),
-    and each step's drift from that policy measured (`drift_limit`) and logged as `kl`;
-    with `kl_penalty`, plus that times the KL divergence from the reference over the
+    and each step's drift from that policy measured (`drift_limit`; with
+    `drift_at_anchors`, at the sequences weighing 0 alone) and logged as `kl`; with
+    `kl_penalty`, plus that times the KL divergence from the reference over the
     whole vocabulary at each trained token (`weighting.vocabulary_kl`)."""
 
     def __init__(
@@ -160,6 +161,7 @@ class SharedPrefixTrainer(SFTTrainer):
         target_kl: float | None = None,
         clip: float = CLIP,
         kl_penalty: float = 0.0,
+        drift_at_anchors: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -173,6 +175,9 @@ class SharedPrefixTrainer(SFTTrainer):
         self.drift_limit = DriftLimit(target_kl)
         self.clip = clip
         self.kl_penalty = kl_penalty
+        # --credit lookahead trains replies the model did not play, whose rise is the
+        # move it asks for: its drift is measured at the anchors alone (weight 0)
+        self.drift_at_anchors = drift_at_anchors
         if self.weighted:
             self.data_collator = ColumnsKeeping(self.data_collator, ("weight",))
             self.add_callback(self.drift_limit)
@@ -281,7 +286,8 @@ class SharedPrefixTrainer(SFTTrainer):
             loss = clipped_policy_loss(logprobs, sampled.chosen, float(weight), self.clip)
             if self.kl_penalty:
                 loss = loss + self.kl_penalty * vocabulary_kl(sampled.every, scores.every)
-            self.drift_limit.drift.add(logprobs, sampled.chosen)
+            if not self.drift_at_anchors or float(weight) == 0:
+                self.drift_limit.drift.add(logprobs, sampled.chosen)
         return (loss, outputs) if return_outputs else loss
 
     def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
@@ -370,5 +376,6 @@ def build_trainer(
         target_kl=settings.target_kl,
         clip=settings.clip,
         kl_penalty=settings.kl_penalty,
+        drift_at_anchors=settings.credit == "lookahead",
     )
     return without_printing(trainer)
