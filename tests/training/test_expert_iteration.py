@@ -409,6 +409,8 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
         refused = " ".join(capsys.readouterr().err.split())
         assert "give --kl-penalty too, or leave --target-kl out" in refused
     assert "won), 8 sequences," in err
+    # only the episodes holding a drawn turn were tokenized
+    assert re.search(r"\d+ demonstrations of 48 \(those holding a turn drawn\)", err), err
     record = models.read_record(run / "final")
     assert record["credit"] == credit
     assert [record["clip"], record["kl_penalty"]] == {

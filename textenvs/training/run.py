@@ -163,21 +163,21 @@ def _sft_trainer(
         console.print(
             f"playing {len(settings.seeds)} demonstration episodes ({settings.demonstrations})"
         )
-    # minutes for a long scenario's thousand episodes (Squad Recon: 7), so they show
-    progress = progress_bar(console, "[bold]demonstrations {task.description}")
-    task = progress.add_task(settings.env, total=len(settings.seeds))
-
-    def shown() -> str:
-        done, total = (int(progress.tasks[task].completed), progress.tasks[task].total)
-        elapsed = progress.tasks[task].elapsed or 0.0
-        return f"demonstrations: {done} of {total} episodes tokenized, {elapsed / 60:.1f} min"
-
     try:
         if recorded is not None:
             # the episodes trained on and their weights, worked out once (a critic is fit)
             replayed = _credited(settings, recorded, console)
             fed = fed_choice(settings, *replayed)
-            progress.update(task, total=len(fed[0]))
+        # minutes for a long scenario's thousand episodes (Squad Recon: 7), so they show
+        progress = progress_bar(console, "[bold]demonstrations {task.description}")
+        total = len(settings.seeds) if fed is None else len(fed[0])
+        task = progress.add_task(settings.env, total=total)
+
+        def shown() -> str:
+            done, total = (int(progress.tasks[task].completed), progress.tasks[task].total)
+            elapsed = progress.tasks[task].elapsed or 0.0
+            return f"demonstrations: {done} of {total} episodes tokenized, {elapsed / 60:.1f} min"
+
         # demonstrations play in-process: the agent reads its own env's observation
         with progress, Heartbeat(console, shown):
             dataset, kept = sft.demonstration_dataset(
@@ -202,9 +202,12 @@ def _sft_trainer(
     # the turns drawn)
     tokens = sum(len(ids) for ids in dataset["input_ids"])
     trained = sum(label != sft.IGNORED for labels in dataset["labels"] for label in labels)
+    holding = ""
+    if replayed is not None and len(kept) < len(replayed[0]):
+        holding = f" of {len(replayed[0]):,} (those holding a turn drawn)"
     console.print(
-        f"{len(kept)} demonstrations ({won} won), {len(dataset):,} sequences, {tokens:,} "
-        f"tokens, {trained:,} of them replies (trained on)"
+        f"{len(kept):,} demonstrations{holding} ({won} won), {len(dataset):,} sequences, "
+        f"{tokens:,} tokens, {trained:,} of them replies (trained on)"
     )
     trainer = sft.build_trainer(settings, model, tokenizer, dataset, out, on_step, keep_checkpoints)
     if settings.reward_weighted:
