@@ -301,9 +301,10 @@ def test_the_kl_penalty_adds_its_share_of_the_divergence_at_the_trained_tokens(t
 def test_the_drift_is_measured_at_every_trained_reply_or_at_the_anchors_alone(
     tiny_dir, tmp_path, at_anchors
 ):
-    """--credit lookahead's drift (`drift_at_anchors`) is measured where the sequence
-    weighs 0 (an anchor: a reply the model played, held by --kl-penalty), not at a
-    relabelled reply, whose rise is the move the run asks for."""
+    """--credit lookahead's drift (`drift_at_anchors`) is the divergence over the
+    vocabulary where the sequence weighs 0 (an anchor, held by --kl-penalty, whose reply
+    may be random play's), not at a relabelled reply, whose rise is the move the run asks
+    for; otherwise the estimate at every trained token."""
     trained, tokenizer = models.load(str(tiny_dir))
     dataset = weighted_dataset(tokenizer, [0.0, 0.2, 0.0])
     reference = models.load(str(tiny_dir))[0]
@@ -314,16 +315,20 @@ def test_the_drift_is_measured_at_every_trained_reply_or_at_the_anchors_alone(
     with torch.no_grad():
         for parameter in trained.parameters():  # as if a step had moved it
             parameter.add_(0.05 * torch.randn_like(parameter))
-    drift = trainer.drift_limit.drift
+    drift = PolicyDrift()
     for row in range(3):
         fed = {name: torch.tensor([dataset[row][name]]) for name in ("input_ids", "labels")}
         with torch.no_grad():
             trainer.compute_loss(trained, {**fed, "weight": torch.tensor(dataset[row]["weight"])})
-        measured = drift.tokens
-        if at_anchors and row == 1:
-            assert measured == 0  # the relabelled reply is not measured
-        else:
-            assert measured > 0 and drift.take() > 0
+            now, outputs = trainer.trained_logprobs(trained, fed["input_ids"], fed["labels"])
+            then = trainer.reference_logprobs(fed["input_ids"], fed["labels"], outputs)
+        if not at_anchors:
+            drift.add(now.chosen, then.chosen)
+        elif row != 1:  # the relabelled reply is not measured
+            drift.add_divergence(float(vocabulary_kl(then.every, now.every)), len(now.chosen))
+    expected = drift.take()
+    assert expected > 0
+    assert trainer.drift_limit.drift.take() == pytest.approx(expected, rel=1e-5)
 
 
 def test_the_drift_is_the_mean_kl_estimate_over_the_tokens_since_last_taken():

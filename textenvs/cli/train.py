@@ -122,8 +122,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         help="--reward-weighted: stop after the first optimizer step whose approximate KL "
         "divergence from the sampling model, over the step's replies, is past F (PPO's "
         "target KL, e.g. 0.02); the run's final checkpoint is that step's. Each step's KL "
-        "is in its progress line. With --credit lookahead it is measured at the anchors "
-        "alone (needs --kl-penalty) (default: run every step)",
+        "is in its progress line. With --credit lookahead it is the divergence over the "
+        "vocabulary at the anchors alone (needs --kl-penalty) (default: run every step)",
     )
     p.add_argument(
         "--clip",

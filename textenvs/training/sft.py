@@ -149,7 +149,8 @@ class SharedPrefixTrainer(SFTTrainer):
     log-probabilities under `reference`, the policy that sampled them, frozen (scored as
     each sequence's step comes, so a run that stops early scores only what it trained on),
     and each step's drift from that policy measured (`drift_limit`; with
-    `drift_at_anchors`, at the sequences weighing 0 alone) and logged as `kl`; with
+    `drift_at_anchors`, the vocabulary's divergence at the sequences weighing 0 alone)
+    and logged as `kl`; with
     `kl_penalty`, plus that times the KL divergence from the reference over the
     whole vocabulary at each trained token (`weighting.vocabulary_kl`)."""
 
@@ -176,7 +177,9 @@ class SharedPrefixTrainer(SFTTrainer):
         self.clip = clip
         self.kl_penalty = kl_penalty
         # --credit lookahead trains replies the model did not play, whose rise is the
-        # move it asks for: its drift is measured at the anchors alone (weight 0)
+        # move it asks for: its drift is measured at the anchors alone (weight 0), as the
+        # divergence over the vocabulary (an anchor's reply may be random play's, whose
+        # ratio to the sampling model's tiny probability says nothing of its drift)
         self.drift_at_anchors = drift_at_anchors
         if self.weighted:
             self.data_collator = ColumnsKeeping(self.data_collator, ("weight",))
@@ -286,8 +289,11 @@ class SharedPrefixTrainer(SFTTrainer):
             loss = clipped_policy_loss(logprobs, sampled.chosen, float(weight), self.clip)
             if self.kl_penalty:
                 loss = loss + self.kl_penalty * vocabulary_kl(sampled.every, scores.every)
-            if not self.drift_at_anchors or float(weight) == 0:
+            if not self.drift_at_anchors:
                 self.drift_limit.drift.add(logprobs, sampled.chosen)
+            elif float(weight) == 0:
+                kl = vocabulary_kl(sampled.every, scores.every.detach())
+                self.drift_limit.drift.add_divergence(float(kl), len(logprobs))
         return (loss, outputs) if return_outputs else loss
 
     def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:

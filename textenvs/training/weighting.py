@@ -195,6 +195,12 @@ class PolicyDrift:
         self.total += float((log_ratio.exp() - 1 - log_ratio).sum())
         self.tokens += log_ratio.numel()
 
+    def add_divergence(self, mean: float, tokens: int) -> None:
+        """`tokens` tokens whose KL divergence is known exactly (over the vocabulary),
+        `mean` on average."""
+        self.total += mean * tokens
+        self.tokens += tokens
+
     def take(self) -> float:
         """The mean since the last call (0 if no token was added), and start again."""
         mean = self.total / self.tokens if self.tokens else 0.0
