@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.progress import Progress, TaskID
 
 import textenvs
 from textenvs.core.heartbeat import Heartbeat
@@ -172,12 +174,7 @@ def _sft_trainer(
         progress = progress_bar(console, "[bold]demonstrations {task.description}")
         total = len(settings.seeds) if fed is None else len(fed[0])
         task = progress.add_task(settings.env, total=total)
-
-        def shown() -> str:
-            done, total = (int(progress.tasks[task].completed), progress.tasks[task].total)
-            elapsed = progress.tasks[task].elapsed or 0.0
-            return f"demonstrations: {done} of {total} episodes tokenized, {elapsed / 60:.1f} min"
-
+        shown = _heartbeat_line(progress, task, "demonstrations", "tokenized")
         # demonstrations play in-process: the agent reads its own env's observation
         with progress, Heartbeat(console, shown):
             dataset, kept = sft.demonstration_dataset(
@@ -281,18 +278,24 @@ def _credited(
         return replayed_choice(settings, recorded)
     progress = progress_bar(console, "[bold]lookahead {task.description}")
     task = progress.add_task("relabelling", total=None)
-
-    def shown() -> str:
-        done, total = (int(progress.tasks[task].completed), progress.tasks[task].total)
-        elapsed = progress.tasks[task].elapsed or 0.0
-        return f"lookahead: {done} of {total} episodes relabelled, {elapsed / 60:.1f} min"
-
+    shown = _heartbeat_line(progress, task, "lookahead", "relabelled")
     with progress, Heartbeat(console, shown):
         return replayed_choice(
             settings,
             recorded,
             lambda done, total: progress.update(task, completed=done, total=total),
         )
+
+
+def _heartbeat_line(progress: Progress, task: TaskID, work: str, done_as: str) -> Callable[[], str]:
+    """The line a `Heartbeat` prints for a bar's `task` of episodes."""
+
+    def line() -> str:
+        done, total = (int(progress.tasks[task].completed), progress.tasks[task].total)
+        elapsed = progress.tasks[task].elapsed or 0.0
+        return f"{work}: {done} of {total} episodes {done_as}, {elapsed / 60:.1f} min"
+
+    return line
 
 
 def checkpoint_model(checkpoint: Path | None, settings: TrainSettings) -> str:

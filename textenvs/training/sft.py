@@ -150,9 +150,8 @@ class SharedPrefixTrainer(SFTTrainer):
     each sequence's step comes, so a run that stops early scores only what it trained on),
     and each step's drift from that policy measured (`drift_limit`; with
     `drift_at_anchors`, the vocabulary's divergence at the sequences weighing 0 alone)
-    and logged as `kl`; with
-    `kl_penalty`, plus that times the KL divergence from the reference over the
-    whole vocabulary at each trained token (`weighting.vocabulary_kl`)."""
+    and logged as `kl`; with `kl_penalty`, plus that times the KL divergence from the
+    reference over the whole vocabulary at each trained token (`weighting.vocabulary_kl`)."""
 
     def __init__(
         self,
