@@ -381,6 +381,7 @@ def build_trainer(
         target_kl=settings.target_kl,
         clip=settings.clip,
         kl_penalty=settings.kl_penalty,
-        drift_at_anchors=settings.credit == "lookahead",
+        # without --kl-penalty there are no anchors: the trained replies' drift is logged
+        drift_at_anchors=settings.credit == "lookahead" and bool(settings.kl_penalty),
     )
     return without_printing(trainer)
