@@ -408,6 +408,11 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
             main([*unanchored, "--target-kl", "1", "--out", str(tmp_path / "refused")])
         refused = " ".join(capsys.readouterr().err.split())
         assert "give --kl-penalty too, or leave --target-kl out" in refused
+        # with no anchors, the drift logged is the trained replies' (it read 0 at every step)
+        assert main([*unanchored, "--out", str(tmp_path / "unanchored")]) == 0
+        logged = " ".join(capsys.readouterr().err.split())
+        kl = re.search(r"step 2/2 loss \S+ kl (\S+)", logged)
+        assert kl is not None and float(kl.group(1)) > 0, logged
     assert "won), 8 sequences," in err
     # only the episodes holding a drawn turn were tokenized
     assert re.search(r"\d+ demonstrations of 48 \(those holding a turn drawn\)", err), err
