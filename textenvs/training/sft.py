@@ -286,13 +286,15 @@ class SharedPrefixTrainer(SFTTrainer):
         else:  # one sequence a batch (`sft_config`)
             sampled = self.reference_logprobs(ids, labels, outputs)
             loss = clipped_policy_loss(logprobs, sampled.chosen, float(weight), self.clip)
+            kl = None
+            if self.kl_penalty or self.drift_at_anchors:
+                kl = vocabulary_kl(sampled.every, scores.every)
             if self.kl_penalty:
-                loss = loss + self.kl_penalty * vocabulary_kl(sampled.every, scores.every)
+                loss = loss + self.kl_penalty * kl
             if not self.drift_at_anchors:
                 self.drift_limit.drift.add(logprobs, sampled.chosen)
             elif float(weight) == 0:
-                kl = vocabulary_kl(sampled.every, scores.every.detach())
-                self.drift_limit.drift.add_divergence(float(kl), len(logprobs))
+                self.drift_limit.drift.add_divergence(float(kl.detach()), len(logprobs))
         return (loss, outputs) if return_outputs else loss
 
     def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
