@@ -22,8 +22,8 @@ OUT/base/, OUT/final/    the starting and the trained model, each a transformers
                          with its training record (`textenvs.inference.models.RECORD_FILE`)
 OUT/curve.csv            one row per optimizer step
 OUT/figures/             the curve's charts (SVG and PDF)
-OUT/sampled-logprobs.json   --reward-weighted: each sequence's trained tokens'
-                         log-probabilities under the starting model, for --resume
+OUT/relabels.json        --credit lookahead: each turn's relabelled command and weight,
+                         for --resume (the episodes' fingerprint says whose)
 ```
 """
 
@@ -44,3 +44,4 @@ BASE = "base"
 FINAL = "final"
 CURVE = "curve.csv"
 FIGURES = "figures"
+RELABELS = "relabels.json"

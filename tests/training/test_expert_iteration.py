@@ -15,7 +15,7 @@ from benchmarks.support.scripted_replies import REPLIES
 from benchmarks.support.scripted_replies import reply_for as scripted_reply
 from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.cli import main
-from textenvs.evals import store
+from textenvs.evals import run_folder, store
 from textenvs.evals.metrics import key_of
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
@@ -401,6 +401,12 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
         assert "; 4 anchors (turns not relabelled, held by --kl-penalty)" in err
         # every turn replayed and its commands tried, in a bar (minutes for thousands)
         assert re.search(r"lookahead relabelling .*? (\d+)/\1 ", err), err
+        # kept in the run folder: a resume reads them back instead of relabelling again
+        kept = run / run_folder.RELABELS
+        written = kept.stat().st_mtime_ns
+        assert main([*argv, "--steps", "3", "--out", str(run), "--resume"]) == 0
+        assert kept.stat().st_mtime_ns == written
+        assert "step 3/3" in " ".join(capsys.readouterr().err.split())
         # its trained replies are not the model's: the drift is its anchors', which only
         # --kl-penalty draws
         unanchored = [arg for arg in argv if arg not in bounds]

@@ -174,3 +174,18 @@ def test_only_the_episodes_holding_a_drawn_turn_are_tokenized_and_the_same_rows_
     assert all(
         weights[relabelled.index(fed[at])][turn] == 0 for at, turn, w in draws.turns if w == 0
     )
+
+
+def test_the_relabels_are_kept_for_a_resume_and_read_back_only_for_the_same_episodes(
+    episodes, tmp_path: Path
+):
+    kept_in = tmp_path / "relabels.json"
+    first = lookahead.lookahead_relabels(episodes, kept_in=kept_in)
+    seen: list[int] = []
+    again = lookahead.lookahead_relabels(episodes, lambda done, _: seen.append(done), kept_in)
+    assert again == first and seen == [len(episodes)]  # read back at once, none replayed
+    fewer = episodes[:-1]  # another set of episodes: relabelled again, and kept instead
+    redone = lookahead.lookahead_relabels(fewer, lambda done, _: seen.append(done), kept_in)
+    assert seen[1:] == list(range(1, len(fewer) + 1))
+    assert lookahead.kept_relabels(kept_in, episodes) is None
+    assert lookahead.kept_relabels(kept_in, fewer) == redone

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from textenvs.training.choices import CRITIC_CREDITS, DRAWN_CREDITS
@@ -23,11 +24,12 @@ def replayed_choice(
     settings: TrainSettings,
     recorded: list[RecordedEpisode],
     on_relabelled: Callable[[int, int], Any] | None = None,
+    relabels_kept_in: Path | None = None,
 ) -> tuple[list[RecordedEpisode], list[float] | list[list[float]]]:
     """The `recorded` episodes trained on (those of the training seeds; won ones alone
     with `settings.only_success`), with their weights under `settings.reward_weighted`
     (else none): one an episode, or with `--credit turn|critic|lookahead` one a turn
-    (`on_relabelled`: `lookahead_relabels`' progress)."""
+    (`on_relabelled`, `relabels_kept_in`: `lookahead_relabels`' progress and file)."""
     seeds = set(settings.seeds)
     chosen = [
         episode
@@ -39,7 +41,7 @@ def replayed_choice(
     if settings.reward_weighted and settings.credit in CRITIC_CREDITS:
         return critic_value_changes(chosen)
     if settings.reward_weighted and settings.credit == "lookahead":
-        return lookahead_relabels(chosen, on_relabelled)
+        return lookahead_relabels(chosen, on_relabelled, relabels_kept_in)
     if settings.reward_weighted:
         return success_weighted(chosen, settings.rng_seed)
     return chosen, []

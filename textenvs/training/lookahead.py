@@ -23,13 +23,17 @@ differ by about 0.02).
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import textenvs
+from textenvs.evals import store
 from textenvs.training.critic import Critic, fold_critics
 from textenvs.training.demonstrations import RecordedEpisode
 
@@ -93,10 +97,17 @@ def relabelled(
 def lookahead_relabels(
     episodes: Sequence[RecordedEpisode],
     on_episode: Callable[[int, int], Any] | None = None,
+    kept_in: Path | None = None,
 ) -> tuple[list[RecordedEpisode], list[list[float]]]:
     """Every episode with its relabelled turns (`RecordedEpisode.answers`) and a weight
     for each turn, valued by the critic fit on the other half of the seeds; `on_episode`
-    is told how many are done, of how many (minutes for thousands)."""
+    is told how many are done, of how many (minutes for thousands). With `kept_in` (a
+    run's relabels file) they are read from it where it holds these episodes' (a
+    `--resume`), else written there once worked out."""
+    if kept_in is not None and (kept := kept_relabels(kept_in, episodes)) is not None:
+        if on_episode is not None:
+            on_episode(len(episodes), len(episodes))
+        return kept
     commands = played_commands(episodes)
     found: dict[int, tuple[RecordedEpisode, list[float]]] = {}
     for critic, valued in fold_critics(episodes, "lookahead"):
@@ -105,7 +116,44 @@ def lookahead_relabels(
             if on_episode is not None:
                 on_episode(len(found), len(episodes))
     ordered = [found[at] for at in range(len(episodes))]
+    if kept_in is not None:
+        store.write_json_atomic(
+            kept_in,
+            {
+                "margin": MARGIN,
+                "episodes": episodes_digest(episodes),
+                "answers": [episode.answers for episode, _ in ordered],
+                "weights": [weights for _, weights in ordered],
+            },
+        )
     return [episode for episode, _ in ordered], [weights for _, weights in ordered]
+
+
+def kept_relabels(
+    path: Path, episodes: Sequence[RecordedEpisode]
+) -> tuple[list[RecordedEpisode], list[list[float]]] | None:
+    """The relabels `lookahead_relabels` kept at `path` for `episodes`, in their order;
+    None where there are none, or they are another set of episodes' or margin's."""
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if (kept.get("margin"), kept.get("episodes")) != (MARGIN, episodes_digest(episodes)):
+        return None
+    return (
+        [
+            replace(episode, answers=tuple(answers))
+            for episode, answers in zip(episodes, kept["answers"], strict=True)
+        ],
+        kept["weights"],
+    )
+
+
+def episodes_digest(episodes: Sequence[RecordedEpisode]) -> str:
+    """A fingerprint of the episodes relabelled: each one's seed, options and commands,
+    in order (a seed's episodes differ only in their commands)."""
+    played = [[episode.spec.id, episode.spec.options, episode.commands] for episode in episodes]
+    return hashlib.sha256(json.dumps(played, sort_keys=True).encode()).hexdigest()
 
 
 def anchor_draws(weights: Sequence[float], count: int, rng_seed: int) -> list[tuple[int, float]]:

@@ -168,7 +168,7 @@ def _sft_trainer(
     try:
         if recorded is not None:
             # the episodes trained on and their weights, worked out once (a critic is fit)
-            replayed = _credited(settings, recorded, console)
+            replayed = _credited(settings, recorded, console, out)
             fed = fed_choice(settings, *replayed)
         # minutes for a long scenario's thousand episodes (Squad Recon: 7), so they show
         progress = progress_bar(console, "[bold]demonstrations {task.description}")
@@ -268,14 +268,16 @@ def _sft_trainer(
 
 
 def _credited(
-    settings: TrainSettings, recorded: list[RecordedEpisode], console: Console
+    settings: TrainSettings, recorded: list[RecordedEpisode], console: Console, out: Path
 ) -> tuple[list[RecordedEpisode], list[float] | list[list[float]]]:
     """`credit.replayed_choice`, with a bar while `--credit lookahead` replays every turn
-    and tries its commands (about 4 minutes a 50,000 turns on 2 CPU cores)."""
+    and tries its commands (about 4 minutes a 50,000 turns on 2 CPU cores; kept in the
+    run folder, so that `--resume` reads them instead)."""
     from textenvs.training.credit import replayed_choice
 
     if not (settings.reward_weighted and settings.credit == "lookahead"):
         return replayed_choice(settings, recorded)
+    kept_in = out / run_folder.RELABELS
     progress = progress_bar(console, "[bold]lookahead {task.description}")
     task = progress.add_task("relabelling", total=None)
     shown = _heartbeat_line(progress, task, "lookahead", "relabelled")
@@ -284,6 +286,7 @@ def _credited(
             settings,
             recorded,
             lambda done, total: progress.update(task, completed=done, total=total),
+            kept_in,
         )
 
 
