@@ -58,7 +58,7 @@ def lookahead_wins(
 
     def best(env: Any, observation: dict[str, Any]) -> str:
         values = lookahead.command_values(env, commands, critic)
-        command = commands[max(range(len(commands)), key=values.__getitem__)]
+        command = commands[lookahead.best_command(values, commands)]
         answer, reason = em_anomaly_decision(observation)
         met[reason] += 1
         agreed[reason] += command == answer

@@ -70,6 +70,11 @@ def command_values(env: Any, commands: Sequence[str], critic: Critic) -> list[fl
     ]
 
 
+def best_command(values: Sequence[float], commands: Sequence[str]) -> int:
+    """Where among `commands` (the first of `values`) the most is worth; ties: the first."""
+    return max(range(len(commands)), key=values.__getitem__)
+
+
 def relabelled(
     episode: RecordedEpisode, critic: Critic, commands: Sequence[str]
 ) -> tuple[RecordedEpisode, list[float]]:
@@ -83,7 +88,7 @@ def relabelled(
         for played in episode.commands:
             played = played or ""  # an unreadable reply spends the step too
             values = command_values(env, [*commands, played], critic)
-            best = max(range(len(commands)), key=values.__getitem__)
+            best = best_command(values, commands)
             margin = values[best] - values[-1]
             relabel = margin >= MARGIN and commands[best] != played
             answers.append(commands[best] if relabel else None)
