@@ -138,6 +138,24 @@ def test_anchors_are_drawn_from_the_turns_not_relabelled_and_weigh_nothing():
     assert len(drawn) == 50 and {at for at, _ in drawn} == {0, 2, 3}
     assert {weight for _, weight in drawn} == {0.0}
     assert drawn == lookahead.anchor_draws(weights, 50, rng_seed=7)  # the same each run
+    among = [True, True, False, True, True]  # --anchor-seeds: these turns' episodes alone
+    assert {at for at, _ in lookahead.anchor_draws(weights, 50, 7, among)} == {0, 3}
+
+
+def test_anchor_seeds_draw_the_anchors_from_those_seeds_episodes_alone(episodes):
+    relabelled, weights = lookahead.lookahead_relabels(episodes)
+    given = dict(
+        env=ENV, model="m", steps=10, seeds=[], eval_seeds=[], method="sft",
+        reward_weighted=True, credit="lookahead", kl_penalty=0.01, seeds_per_step=8,
+    )  # fmt: skip
+    fed, draws = credit.fed_choice(
+        TrainSettings(**given, anchor_seeds=[0, 1, 2]), relabelled, weights
+    )
+    assert isinstance(draws, credit.Draws)
+    anchored = {fed[at].spec.seed for at, _, weight in draws.turns if weight == 0}
+    assert anchored == {0, 1, 2}
+    relabelled_seeds = {fed[at].spec.seed for at, _, weight in draws.turns if weight > 0}
+    assert relabelled_seeds - {0, 1, 2}  # the relabelled turns are drawn from every seed
 
 
 def test_only_the_episodes_holding_a_drawn_turn_are_tokenized_and_the_same_rows_fed(

@@ -148,6 +148,15 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "0.008, and 0.01 held such a run's drift to 0.004-0.12 a step, 0.01-0.27 without "
         "(default 0: none)",
     )
+    p.add_argument(
+        "--anchor-seeds",
+        default=None,
+        metavar="SEEDS",
+        help="--credit lookahead with --kl-penalty: draw the anchors from the turns of the "
+        "episodes on these seeds alone (e.g. 3000-3031: the starting model's own sampled "
+        "runs', so that the penalty holds the states it meets, where random play's are "
+        "few walls) (default: every training seed's)",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
@@ -340,6 +349,7 @@ def run(args: argparse.Namespace) -> int:
             target_kl=args.target_kl,
             clip=args.clip,
             kl_penalty=args.kl_penalty,
+            anchor_seeds=args.anchor_seeds,
             habit_share=args.habit_share,
             demonstration_noise=args.demonstration_noise,
             options=env_options_from_args(args),

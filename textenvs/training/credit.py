@@ -94,7 +94,9 @@ def fed_choice(
     if settings.credit == "lookahead" and settings.kl_penalty:
         anchors = round(count * ANCHOR_SHARE)
     drawn = drawn_by_weight(weighed, count - anchors, settings.rng_seed)
-    drawn = sorted(drawn + anchor_draws(weighed, anchors, settings.rng_seed + 1))
+    anchored = set(settings.anchor_seeds)
+    among = [not anchored or episodes[at].spec.seed in anchored for at, _ in flat]
+    drawn = sorted(drawn + anchor_draws(weighed, anchors, settings.rng_seed + 1, among))
     fed = sorted({flat[at][0] for at, _ in drawn})
     position = {at: number for number, at in enumerate(fed)}
     turns = [(position[flat[at][0]], flat[at][1], weight) for at, weight in drawn]

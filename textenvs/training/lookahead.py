@@ -161,11 +161,15 @@ def episodes_digest(episodes: Sequence[RecordedEpisode]) -> str:
     return hashlib.sha256(json.dumps(played, sort_keys=True).encode()).hexdigest()
 
 
-def anchor_draws(weights: Sequence[float], count: int, rng_seed: int) -> list[tuple[int, float]]:
-    """`count` of the turns not relabelled (weight 0), drawn uniformly with replacement,
-    each weighing 0: no policy gradient there, only `--kl-penalty`'s pull towards the
-    sampling model. A push at the relabelled states moves the others too (the model
-    cannot yet tell them apart: three steps of it took SmolLM2's turn at a wall from 0.86
-    to 0.51), and these hold them."""
-    unlabelled = [at for at, weight in enumerate(weights) if weight == 0]
+def anchor_draws(
+    weights: Sequence[float], count: int, rng_seed: int, among: Sequence[bool] | None = None
+) -> list[tuple[int, float]]:
+    """`count` of the turns not relabelled (weight 0; with `among`, of those it marks),
+    drawn uniformly with replacement, each weighing 0: no policy gradient there, only
+    `--kl-penalty`'s pull towards the sampling model. A push at the relabelled states
+    moves the others too (the model cannot yet tell them apart: three steps of it took
+    SmolLM2's turn at a wall from 0.86 to 0.51), and these hold them."""
+    unlabelled = [
+        at for at, weight in enumerate(weights) if weight == 0 and (among is None or among[at])
+    ]
     return [(at, 0.0) for at in random.Random(rng_seed).choices(unlabelled, k=count)]

@@ -230,7 +230,8 @@ def _sft_trainer(
                 f"turns; {len(weights):,} turns drawn by the size of their weight: "
                 f"{len(up):,} up, {len(down):,} down, each {max(weights):.3f}"
                 + (
-                    f"; {anchors:,} anchors (turns not relabelled, held by --kl-penalty)"
+                    f"; {anchors:,} anchors (turns not relabelled, held by --kl-penalty"
+                    + (", of --anchor-seeds' episodes)" if settings.anchor_seeds else ")")
                     if anchors
                     else ""
                 )

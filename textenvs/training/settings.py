@@ -63,6 +63,10 @@ class TrainSettings:
     #: the whole vocabulary at each trained token to the loss (`weighting.vocabulary_kl`;
     #: 0: none)
     kl_penalty: float = 0.0
+    #: --credit lookahead with --kl-penalty: the seeds whose episodes' turns the anchors
+    #: are drawn from (empty: every training seed's). Anchors hold only the states they
+    #: are drawn at: the starting model's own runs' seeds hold the states it will meet
+    anchor_seeds: list[int] = field(default_factory=list)
     #: --method sft: the share of the replies repeating the command before trained on
     habit_share: float = 1.0
     #: --method sft: the share of turns the demonstrator plays a random command on
@@ -106,7 +110,7 @@ class TrainSettings:
     def record(self) -> dict[str, Any]:
         """The settings as JSON, seeds as ranges (`parse_seeds` reads them back)."""
         fields = asdict(self)
-        for name in ("seeds", "eval_seeds", "earlier_seeds"):
+        for name in ("seeds", "eval_seeds", "earlier_seeds", "anchor_seeds"):
             fields[name] = seed_ranges(fields[name])
         return {"textenvs_training": 1, **fields}
 
@@ -130,7 +134,7 @@ ONLY_FOR = {
     ),
     "sft": (
         "demonstrations", "only_success", "reward_weighted", "credit", "target_kl",
-        "clip", "kl_penalty", "habit_share", "demonstration_noise",
+        "clip", "kl_penalty", "anchor_seeds", "habit_share", "demonstration_noise",
     ),
 }  # fmt: skip
 #: every setting at its default
@@ -165,11 +169,18 @@ def check_batches(settings: TrainSettings) -> None:
 
 
 def settings_from(
-    *, env: str, model: str, seeds: str | None, eval_seeds: str, **given: Any
+    *,
+    env: str,
+    model: str,
+    seeds: str | None,
+    eval_seeds: str,
+    anchor_seeds: str | None = None,
+    **given: Any,
 ) -> TrainSettings:
     """Checked settings: one scenario, seeds that parse and do not overlap, options the
     scenario takes, conversation settings `textenvs eval` takes. `seeds` None: the
-    recorded run's seeds when the demonstrations are one, else `TRAINING_SEEDS`."""
+    recorded run's seeds when the demonstrations are one, else `TRAINING_SEEDS`;
+    `anchor_seeds` (None: every training seed) some of the training seeds."""
     if model != models.LOCAL and not models.is_model_dir(model):
         raise TrainingError(
             f"--model {model}: not 'local' nor a transformers model directory (a folder "
@@ -188,6 +199,7 @@ def settings_from(
         )
     try:
         train_seeds, held_out = parse_seeds(seeds or TRAINING_SEEDS), parse_seeds(eval_seeds)
+        anchored = parse_seeds(anchor_seeds) if anchor_seeds else []
     except ValueError as exc:
         raise TrainingError(str(exc)) from None
     if runs:
@@ -199,12 +211,18 @@ def settings_from(
     if overlap:
         shown = ", ".join(map(str, overlap[:5])) + (" ..." if len(overlap) > 5 else "")
         raise TrainingError(f"--seeds and --eval-seeds overlap ({shown}): hold the eval seeds out")
+    if anchored and not set(anchored) & set(train_seeds):
+        raise TrainingError(
+            f"--anchor-seeds {anchor_seeds}: no episode trained on has one; give seeds of "
+            "--demonstrations' episodes (the starting model's own runs')"
+        )
     settings = TrainSettings(
         env=names[0],
         model=model,
         seeds=train_seeds,
         eval_seeds=held_out,
         earlier_seeds=models.trained_seeds(models.read_record(model) or {}),
+        anchor_seeds=sorted(set(anchored) & set(train_seeds)),
         **given,
     )
     check_method(settings, bool(runs))
@@ -268,6 +286,12 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             "--credit lookahead trains replies the model did not play, so --target-kl "
             "measures the drift at its anchors (turns not relabelled, drawn with "
             "--kl-penalty): give --kl-penalty too, or leave --target-kl out"
+        )
+    if settings.anchor_seeds and not (settings.credit == "lookahead" and settings.kl_penalty):
+        raise TrainingError(
+            "--anchor-seeds says where --credit lookahead draws its anchors, which only "
+            "--kl-penalty draws: give --credit lookahead and --kl-penalty too, or leave "
+            "--anchor-seeds out"
         )
     if settings.credit in PER_TURN_CREDITS and (
         "history" not in settings.conversation or settings.habit_share < 1
