@@ -386,8 +386,11 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
             credit, "--history", "0", "--seeds-per-step", "4", "--steps", "2",
             "--eval-seeds", "3000-3009", "--train-layers", "1", *bounds]  # fmt: skip
     code = main([*argv, "--out", str(run)])
-    err = " ".join(capsys.readouterr().err.split())
+    written = capsys.readouterr().err
+    err = " ".join(written.split())
     assert code == 0, err
+    # not a terminal: each line whole, not wrapped at 80 columns (a log is grepped)
+    assert re.search(r"^\S.* turns drawn by the size of their weight: .*, each ", written, re.M)
     drawn = re.search(
         r"([0-9,]+) turns drawn by the size of their weight: (\d+) up, (\d+) down", err
     )

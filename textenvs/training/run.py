@@ -65,6 +65,8 @@ def train(
     there (no copy) and `local`, read from its GGUF, leaves none."""
     models.quiet_libraries()
     console = Console(stderr=True)
+    # a log gets whole lines: rich would wrap them at 80 columns, and a grep miss half
+    console.soft_wrap = not console.is_terminal
     # a service is checked before anything is written
     make_env = env_factory(settings) if settings.method != "sft" else None
     checkpoint = _prepare(settings, out, resume)
