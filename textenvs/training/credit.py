@@ -95,7 +95,7 @@ def fed_choice(
         anchors = round(count * ANCHOR_SHARE)
     drawn = drawn_by_weight(weighed, count - anchors, settings.rng_seed)
     anchored = set(settings.anchor_seeds)
-    among = [not anchored or episodes[at].spec.seed in anchored for at, _ in flat]
+    among = [episodes[at].spec.seed in anchored for at, _ in flat] if anchored else None
     drawn = sorted(drawn + anchor_draws(weighed, anchors, settings.rng_seed + 1, among))
     fed = sorted({flat[at][0] for at, _ in drawn})
     position = {at: number for number, at in enumerate(fed)}

@@ -211,7 +211,8 @@ def settings_from(
     if overlap:
         shown = ", ".join(map(str, overlap[:5])) + (" ..." if len(overlap) > 5 else "")
         raise TrainingError(f"--seeds and --eval-seeds overlap ({shown}): hold the eval seeds out")
-    if anchored and not set(anchored) & set(train_seeds):
+    anchored_trained = sorted(set(anchored) & set(train_seeds))
+    if anchored and not anchored_trained:
         raise TrainingError(
             f"--anchor-seeds {anchor_seeds}: no episode trained on has one; give seeds of "
             "--demonstrations' episodes (the starting model's own runs')"
@@ -222,7 +223,7 @@ def settings_from(
         seeds=train_seeds,
         eval_seeds=held_out,
         earlier_seeds=models.trained_seeds(models.read_record(model) or {}),
-        anchor_seeds=sorted(set(anchored) & set(train_seeds)),
+        anchor_seeds=anchored_trained,
         **given,
     )
     check_method(settings, bool(runs))
