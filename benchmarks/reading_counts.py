@@ -8,9 +8,12 @@ the same states) and, on every state the run reached, asks the reactive agent
 why: MARK (the field here reads 2-3), CLIMB (towards a higher reading), STRAIGHT (on
 in the facing direction) or TURN (away from a wall ahead). Prints for each run: episodes
 won, the commands it played, how many of its observations after the first report its
-last move BLOCKED, its marks on a tile reading 2-3, and how often it chose the reactive
-agent's command, by that reason. A run that reads agrees on TURN and CLIMB, not only on
-STRAIGHT.
+last move BLOCKED, how many of its moves went into a wall or the lab's edge that the scan
+showed beside it (a bump read from the observation it answered), how many of its episodes
+ever showed a reading above 0 and how many of those it won (where it lost: finding the
+field, or climbing it), its marks on a tile reading 2-3, and how often it chose the
+reactive agent's command, by that reason. A run that reads agrees on TURN and CLIMB, not
+only on STRAIGHT.
 
     python -m benchmarks.reading_counts --won-and-lost runs/or1-play runs/or2-play
 
@@ -36,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import textenvs
-from textenvs.agents.scripted.reactive import em_anomaly_decision
+from textenvs.agents.scripted.reactive import SIDE, em_anomaly_decision
 from textenvs.evals import store
 from textenvs.training.choices import CRITIC_CREDITS, DRAWN_CREDITS, PER_TURN_CREDITS
 from textenvs.training.credit import drawing_weight
@@ -97,20 +100,35 @@ def episode_counts(episodes: Sequence[Episode]) -> dict[str, Counter[str]]:
         observations = replayed_observations(env, record["seed"], [t["command"] for t in turns])
         totals["episodes"] += 1
         totals["won"] += bool(record["success"])
+        field_shown = False
         for number, (turn, observation) in enumerate(zip(turns, observations, strict=True)):
             answer, reason = em_anomaly_decision(observation)
             command = store.command_read(turn) or ""
             counted["commands"][command or "(unreadable)"] += 1
             counted["states"][reason] += 1
             counted["agree"][reason] += command == answer
+            field_shown = field_shown or field_above_zero(observation)
+            if command in SIDE:
+                row, column = SIDE[command]
+                totals["moves"] += 1
+                totals["moves_into_shown_wall"] += not isinstance(
+                    observation["view"][row][column], int
+                )
             if number > 0:
                 totals["observations"] += 1
                 totals["blocked"] += observation["last_result"].startswith("blocked")
             if command == "mark":
                 totals["marks"] += 1
                 totals["marks_on_2_3"] += observation["view"][1][1] >= 2
+        totals["field_shown"] += field_shown
+        totals["field_shown_won"] += field_shown and bool(record["success"])
     counted["totals"] = totals
     return counted
+
+
+def field_above_zero(observation: dict[str, Any]) -> bool:
+    """Whether any tile of the observation's 3x3 scan reads above 0."""
+    return any(isinstance(value, int) and value > 0 for row in observation["view"] for value in row)
 
 
 Weighed = Counter[tuple[str, bool]]  # by (the reactive agent's reason, its command played)
@@ -179,7 +197,10 @@ def described(name: str, counted: dict[str, Counter[str]]) -> str:
     return (
         f"{name}: won {totals['won']} of {totals['episodes']}; commands: {played}\n"
         f"  BLOCKED after {totals['blocked']} of {totals['observations']} observations; "
-        f"marks on 2-3: {totals['marks_on_2_3']} of {totals['marks']}\n"
+        f"moves into a wall the scan showed: {totals['moves_into_shown_wall']} of "
+        f"{totals['moves']}; marks on 2-3: {totals['marks_on_2_3']} of {totals['marks']}\n"
+        f"  episodes showing a reading above 0: {totals['field_shown']} "
+        f"(won {totals['field_shown_won']})\n"
         f"  the reactive agent's command, by its reason: {agree}"
     )
 

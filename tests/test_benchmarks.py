@@ -129,8 +129,16 @@ def test_reading_counts_find_the_reactive_agent_agreeing_with_itself_on_every_st
     assert tally["totals"]["episodes"] == 12 and tally["totals"]["blocked"] > 0  # it bumps
     assert tally["agree"] == tally["states"] and set(tally["states"]) >= {"straight", "turn"}
     assert tally["totals"]["marks_on_2_3"] == tally["totals"]["won"] > 0
+    # every blocked move was into a wall the scan showed beside it (the last move of an
+    # episode has no observation after it to say BLOCKED); a won episode showed a reading
+    totals = tally["totals"]
+    assert totals["moves_into_shown_wall"] >= totals["blocked"]
+    assert totals["moves_into_shown_wall"] <= totals["blocked"] + totals["episodes"]
+    assert totals["field_shown"] >= totals["field_shown_won"] == totals["won"]
     reading_counts.main([str(reactive_run)])
-    assert "marks on 2-3: 3 of 3" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "marks on 2-3: 3 of 3" in out
+    assert f"episodes showing a reading above 0: {totals['field_shown']} (won 3)" in out
 
 
 def test_reading_counts_tell_won_from_lost_episodes_on_the_seeds_both_won_and_lost(
