@@ -420,17 +420,21 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
         # --anchor-seeds: where the anchors are drawn, only where there are anchors
         for flags, said in [
             (["--anchor-seeds", "2000-2005"], "give --credit lookahead and --kl-penalty too"),
+            (["--kl-anchors-only"], "give --credit lookahead and --kl-penalty too"),
             (["--kl-penalty", "0.1", "--anchor-seeds", "9000"], "no episode trained on has one"),
         ]:
             with pytest.raises(SystemExit):
                 main([*unanchored, *flags, "--out", str(tmp_path / "refused")])
             assert said in " ".join(capsys.readouterr().err.split())
         anchored = tmp_path / "anchored"
-        assert main([*argv, "--anchor-seeds", "2000-2005", "--out", str(anchored)]) == 0
+        anchored_argv = [*argv, "--anchor-seeds", "2000-2005", "--kl-anchors-only"]
+        assert main([*anchored_argv, "--out", str(anchored)]) == 0
         assert "4 anchors (turns not relabelled, held by --kl-penalty, of --anchor-seeds'" in (
             " ".join(capsys.readouterr().err.split())
         )
-        assert models.read_record(anchored / "final")["anchor_seeds"] == "2000-2005"
+        anchored_record = models.read_record(anchored / "final")
+        assert anchored_record["anchor_seeds"] == "2000-2005"
+        assert anchored_record["kl_anchors_only"] is True
         # with no anchors, the drift logged is the trained replies' (it read 0 at every step)
         assert main([*unanchored, "--out", str(tmp_path / "unanchored")]) == 0
         logged = " ".join(capsys.readouterr().err.split())

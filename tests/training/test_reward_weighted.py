@@ -297,6 +297,35 @@ def test_the_kl_penalty_adds_its_share_of_the_divergence_at_the_trained_tokens(t
             assert with_penalty == pytest.approx(without + 2.0 * kl, rel=1e-4)
 
 
+def test_the_kl_penalty_at_the_anchors_alone_leaves_the_relabelled_turns_unpulled(
+    tiny_dir, tmp_path
+):
+    """--kl-anchors-only: the penalty is added where a sequence weighs 0 (an anchor) and
+    not where it weighs something (a relabelled turn, free to rise as its push takes it)."""
+    trained, tokenizer = models.load(str(tiny_dir))
+    dataset = weighted_dataset(tokenizer, [0.0, 0.5])
+    plain = weighted_trainer(
+        trained, tokenizer, dataset, tmp_path / "a", models.load(str(tiny_dir))[0]
+    )
+    anchored = weighted_trainer(
+        trained, tokenizer, dataset, tmp_path / "b", models.load(str(tiny_dir))[0],
+        kl_penalty=2.0, kl_anchors_only=True,
+    )  # fmt: skip
+    with torch.no_grad():
+        for parameter in trained.parameters():  # as if a step had moved it
+            parameter.add_(0.05 * torch.randn_like(parameter))
+        for row, pulled in [(0, True), (1, False)]:
+            fed = {name: torch.tensor([dataset[row][name]]) for name in ("input_ids", "labels")}
+            weight = torch.tensor(dataset[row]["weight"])
+            now, outputs = anchored.trained_logprobs(trained, fed["input_ids"], fed["labels"])
+            then = anchored.reference_logprobs(fed["input_ids"], fed["labels"], outputs)
+            kl = float(vocabulary_kl(then.every, now.every))
+            assert kl > 1e-4
+            with_penalty = float(anchored.compute_loss(trained, {**fed, "weight": weight}))
+            without = float(plain.compute_loss(trained, {**fed, "weight": weight}))
+            assert with_penalty == pytest.approx(without + (2.0 * kl if pulled else 0), rel=1e-4)
+
+
 @pytest.mark.parametrize("at_anchors", [False, True])
 def test_the_drift_is_measured_at_every_trained_reply_or_at_the_anchors_alone(
     tiny_dir, tmp_path, at_anchors

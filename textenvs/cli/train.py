@@ -157,6 +157,13 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "runs', so that the penalty holds the states it meets, where random play's are "
         "few walls) (default: every training seed's)",
     )
+    p.add_argument(
+        "--kl-anchors-only",
+        action="store_true",
+        help="--credit lookahead with --kl-penalty: add the penalty at the anchors alone, "
+        "not at the relabelled turns too, so the relabelled reply rises as far as its push "
+        "takes it while the anchors hold the other states (default: at every trained turn)",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(
         "--seeds",
@@ -350,6 +357,7 @@ def run(args: argparse.Namespace) -> int:
             clip=args.clip,
             kl_penalty=args.kl_penalty,
             anchor_seeds=args.anchor_seeds,
+            kl_anchors_only=args.kl_anchors_only,
             habit_share=args.habit_share,
             demonstration_noise=args.demonstration_noise,
             options=env_options_from_args(args),

@@ -67,6 +67,10 @@ class TrainSettings:
     #: are drawn from (empty: every training seed's). Anchors hold only the states they
     #: are drawn at: the starting model's own runs' seeds hold the states it will meet
     anchor_seeds: list[int] = field(default_factory=list)
+    #: --credit lookahead with --kl-penalty: add the penalty at the anchors alone, so the
+    #: relabelled turns move as far as their push takes them while the rest are held
+    #: (default: at every trained turn, which pulls the relabelled reply back too)
+    kl_anchors_only: bool = False
     #: --method sft: the share of the replies repeating the command before trained on
     habit_share: float = 1.0
     #: --method sft: the share of turns the demonstrator plays a random command on
@@ -134,7 +138,8 @@ ONLY_FOR = {
     ),
     "sft": (
         "demonstrations", "only_success", "reward_weighted", "credit", "target_kl",
-        "clip", "kl_penalty", "anchor_seeds", "habit_share", "demonstration_noise",
+        "clip", "kl_penalty", "anchor_seeds", "kl_anchors_only", "habit_share",
+        "demonstration_noise",
     ),
 }  # fmt: skip
 #: every setting at its default
@@ -288,12 +293,15 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             "measures the drift at its anchors (turns not relabelled, drawn with "
             "--kl-penalty): give --kl-penalty too, or leave --target-kl out"
         )
-    if settings.anchor_seeds and not (settings.credit == "lookahead" and settings.kl_penalty):
-        raise TrainingError(
-            "--anchor-seeds says where --credit lookahead draws its anchors, which only "
-            "--kl-penalty draws: give --credit lookahead and --kl-penalty too, or leave "
-            "--anchor-seeds out"
-        )
+    for flag, given in (
+        ("--anchor-seeds", settings.anchor_seeds),
+        ("--kl-anchors-only", settings.kl_anchors_only),
+    ):
+        if given and not (settings.credit == "lookahead" and settings.kl_penalty):
+            raise TrainingError(
+                f"{flag} is about --credit lookahead's anchors, which only --kl-penalty "
+                f"draws: give --credit lookahead and --kl-penalty too, or leave {flag} out"
+            )
     if settings.credit in PER_TURN_CREDITS and (
         "history" not in settings.conversation or settings.habit_share < 1
     ):

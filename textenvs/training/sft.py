@@ -151,7 +151,8 @@ class SharedPrefixTrainer(SFTTrainer):
     and each step's drift from that policy measured (`drift_limit`; with
     `drift_at_anchors`, the vocabulary's divergence at the sequences weighing 0 alone)
     and logged as `kl`; with `kl_penalty`, plus that times the KL divergence from the
-    reference over the whole vocabulary at each trained token (`weighting.vocabulary_kl`)."""
+    reference over the whole vocabulary at each trained token (`weighting.vocabulary_kl`;
+    with `kl_anchors_only`, at the sequences weighing 0 alone)."""
 
     def __init__(
         self,
@@ -162,6 +163,7 @@ class SharedPrefixTrainer(SFTTrainer):
         clip: float = CLIP,
         kl_penalty: float = 0.0,
         drift_at_anchors: bool = False,
+        kl_anchors_only: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -180,6 +182,7 @@ class SharedPrefixTrainer(SFTTrainer):
         # divergence over the vocabulary (an anchor's reply may be random play's, whose
         # ratio to the sampling model's tiny probability says nothing of its drift)
         self.drift_at_anchors = drift_at_anchors
+        self.kl_anchors_only = kl_anchors_only  # the penalty where the weight is 0 alone
         if self.weighted:
             self.data_collator = ColumnsKeeping(self.data_collator, ("weight",))
             self.add_callback(self.drift_limit)
@@ -289,7 +292,7 @@ class SharedPrefixTrainer(SFTTrainer):
             kl = None
             if self.kl_penalty or self.drift_at_anchors:
                 kl = vocabulary_kl(sampled.every, scores.every)
-            if self.kl_penalty:
+            if self.kl_penalty and not (self.kl_anchors_only and float(weight) != 0):
                 loss = loss + self.kl_penalty * kl
             if not self.drift_at_anchors:
                 self.drift_limit.drift.add(logprobs, sampled.chosen)
@@ -385,5 +388,6 @@ def build_trainer(
         kl_penalty=settings.kl_penalty,
         # without --kl-penalty there are no anchors: the trained replies' drift is logged
         drift_at_anchors=settings.credit == "lookahead" and bool(settings.kl_penalty),
+        kl_anchors_only=settings.kl_anchors_only,
     )
     return without_printing(trainer)
