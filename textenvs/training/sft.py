@@ -289,14 +289,15 @@ class SharedPrefixTrainer(SFTTrainer):
         else:  # one sequence a batch (`sft_config`)
             sampled = self.reference_logprobs(ids, labels, outputs)
             loss = clipped_policy_loss(logprobs, sampled.chosen, float(weight), self.clip)
+            at_anchor = float(weight) == 0
             kl = None
             if self.kl_penalty or self.drift_at_anchors:
                 kl = vocabulary_kl(sampled.every, scores.every)
-            if self.kl_penalty and not (self.kl_anchors_only and float(weight) != 0):
+            if self.kl_penalty and (at_anchor or not self.kl_anchors_only):
                 loss = loss + self.kl_penalty * kl
             if not self.drift_at_anchors:
                 self.drift_limit.drift.add(logprobs, sampled.chosen)
-            elif float(weight) == 0:
+            elif at_anchor:
                 self.drift_limit.drift.add_divergence(float(kl.detach()), len(logprobs))
         return (loss, outputs) if return_outputs else loss
 
