@@ -10,7 +10,8 @@ from textenvs.episodes.protocol import Agent, Decision, EpisodeContext
 
 
 class RandomAgent(Agent):
-    """Seeded from the episode seed, so a seed always gives the same random episode."""
+    """Seeded from the episode seed, so a seed always gives the same random episode; a
+    seed's later episodes (`eval --episodes-per-seed K`) each from a seed of their own."""
 
     name = "random"
 
@@ -20,7 +21,9 @@ class RandomAgent(Agent):
 
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
-        self._rng = np.random.default_rng([context.seed or 0, self.seed_offset])
+        key = [context.seed or 0, self.seed_offset]
+        # a first episode keeps the key it always had, so single-episode runs are unchanged
+        self._rng = np.random.default_rng([*key, context.repeat] if context.repeat else key)
 
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         return Decision(self.context.random_command(info, self._rng))
