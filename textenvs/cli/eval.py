@@ -12,6 +12,11 @@ from rich.console import Console
 
 from textenvs.agents import agent_problem
 from textenvs.agents.llm.config import strip_credentials
+from textenvs.agents.opening import (
+    opening_seeds,
+    planned_openings,
+    with_openings,
+)
 from textenvs.cli import checkpoint
 from textenvs.cli.command import Command
 from textenvs.cli.common import (
@@ -63,6 +68,7 @@ EVAL_OPTIONS = frozenset(
         "price_per_1k_completion",
         "env_url",
         "trials",
+        "openings",
         "backend",
         "ray_address",
         "ray_actors",
@@ -76,7 +82,11 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", required=True, help="scenario name, a comma list, or 'all'")
     env_option_argument(p)
     add_agent_options(p)
-    p.add_argument("--seeds", default="0-99", help="seeds: N, N-M or a comma list (0-99)")
+    p.add_argument(
+        "--seeds",
+        default=None,
+        help="seeds: N, N-M or a comma list (0-99; with --openings, the file's seeds)",
+    )
     p.add_argument(
         "--episodes-per-seed",
         type=positive,
@@ -86,6 +96,17 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "measures the agent's own variance (sampled with --temperature and --llm-seed, "
         "each episode with seeds of its own: the groups `train --reward-weighted` "
         "compares within)",
+    )
+    p.add_argument(
+        "--openings",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="start each seed's episodes from one state: a JSON file of "
+        '{"SEED": [commands]}, played '
+        "before the agent's first turn (each recorded as an opening turn); every seed "
+        "needs one. The episodes of a seed are then branches of one state "
+        "(`python -m benchmarks.field_openings` writes EM Anomaly's)",
     )
     p.add_argument(
         "--trials",
@@ -196,6 +217,8 @@ def agent_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    if args.seeds is None:
+        args.seeds = opening_seeds(args.openings) if args.openings else "0-99"
     local_model = plan_local_servers(args)
     try:
         seeds = parse_seeds(args.seeds)
@@ -218,6 +241,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             trials=args.trials,
         )
         check_trials(len(plan.seeds), plan.trials)
+        openings = planned_openings(args.openings, plan.seeds, plan.trials)
         check_reset_options(plan.envs, plan.env_options)
         problem = next(filter(None, (agent_problem(args.agent, env) for env in plan.envs)), None)
         if problem:
@@ -238,6 +262,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             "completion_per_1k": args.price_per_1k_completion or 0.0,
         }
     probe = agent_from_args(args)  # fails early on bad agent options
+    probe = with_openings(lambda: probe, openings, args.openings)()
     asyncio.run(probe.aclose())
     scrub = scrubber_for(args, probe)
     scrub_logs(scrub)  # retry warnings and other log lines too
@@ -278,7 +303,8 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             return EXIT_USAGE
         config["env_url"] = strip_credentials(args.env_url)
         config["session_label"] = label
-    factory = agent_factory(args)
+
+    factory = with_openings(agent_factory(args), openings, args.openings)
     backend = None
     if args.backend == "ray":
         backend = start_ray_backend(args, plan, factory, probe, console)
@@ -287,7 +313,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
     else:
         learned = preflight(args, probe, scrub, plan.envs)
         if learned:  # the server's context window, its json-mode form
-            factory = agent_factory(args, learned)
+            factory = with_openings(agent_factory(args, learned), openings, args.openings)
             config["agent"] = factory().config()
     checkpoint.record_as_served(args, config)
     if local_model:
