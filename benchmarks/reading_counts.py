@@ -102,12 +102,14 @@ def episode_counts(episodes: Sequence[Episode]) -> dict[str, Counter[str]]:
         totals["won"] += bool(record["success"])
         field_shown = False
         for number, (turn, observation) in enumerate(zip(turns, observations, strict=True)):
+            field_shown = field_shown or field_above_zero(observation)
+            if (turn.get("record") or {}).get("opening"):  # `eval --openings`: not the agent's
+                continue
             answer, reason = em_anomaly_decision(observation)
             command = store.command_read(turn) or ""
             counted["commands"][command or "(unreadable)"] += 1
             counted["states"][reason] += 1
             counted["agree"][reason] += command == answer
-            field_shown = field_shown or field_above_zero(observation)
             if command in SIDE:
                 row, column = SIDE[command]
                 totals["moves"] += 1

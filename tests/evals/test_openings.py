@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import textenvs
-from benchmarks import field_openings
+from benchmarks import field_openings, reading_counts
 from benchmarks.reading_counts import field_above_zero, replayed_observations
 from benchmarks.support.openai_server import OpenAIServer, text
 from textenvs.cli import main as textenvs_main
@@ -140,3 +140,20 @@ def test_turn_credit_weighs_the_branches_and_never_the_opening(
     for episode, changes in zip(weighed, weights, strict=True):
         opening = len(chosen[str(episode.spec.seed)])
         assert not any(changes[:opening]) and any(changes[opening:])
+
+
+def test_reading_counts_count_the_agents_turns_not_the_openings(
+    openings: Path, tmp_path: Path
+) -> None:
+    """The reactive agent from the branch states: it agrees with itself on every state it
+    was asked about, and the opening's commands (random play's) are not counted."""
+    chosen = json.loads(openings.read_text())
+    out = tmp_path / "branches"
+    argv = ["eval", "--env", "em-anomaly", "--agent", "reactive", "--openings", str(openings)]
+    assert textenvs_main([*argv, "--out", str(out)]) == 0
+    tally = reading_counts.counts(out)
+    assert tally["agree"] == tally["states"]
+    records = store.read_episodes(out)
+    asked = sum(r["steps"] for r in records) - sum(map(len, chosen.values()))
+    assert sum(tally["commands"].values()) == asked
+    assert tally["totals"]["field_shown"] == len(records)  # every branch starts in the field
