@@ -12,11 +12,7 @@ from rich.console import Console
 
 from textenvs.agents import agent_problem
 from textenvs.agents.llm.config import strip_credentials
-from textenvs.agents.opening import (
-    opening_seeds,
-    planned_openings,
-    with_openings,
-)
+from textenvs.agents.opening import opening_seeds, planned_openings, with_openings
 from textenvs.cli import checkpoint
 from textenvs.cli.command import Command
 from textenvs.cli.common import (
@@ -261,8 +257,8 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             "prompt_per_1k": args.price_per_1k_prompt or 0.0,
             "completion_per_1k": args.price_per_1k_completion or 0.0,
         }
-    probe = agent_from_args(args)  # fails early on bad agent options
-    probe = with_openings(lambda: probe, openings, args.openings)()
+    # fails early on bad agent options
+    probe = with_openings(lambda: agent_from_args(args), openings, args.openings)()
     asyncio.run(probe.aclose())
     scrub = scrubber_for(args, probe)
     scrub_logs(scrub)  # retry warnings and other log lines too
@@ -303,7 +299,6 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             return EXIT_USAGE
         config["env_url"] = strip_credentials(args.env_url)
         config["session_label"] = label
-
     factory = with_openings(agent_factory(args), openings, args.openings)
     backend = None
     if args.backend == "ray":
