@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import textenvs
+from textenvs.core.parsing import ParseError
 from textenvs.episodes.protocol import Agent, Decision, EpisodeContext, EpisodeEnd
 from textenvs.episodes.specs import seed_ranges
 
@@ -63,14 +65,28 @@ def openings_digest(openings: Mapping[int, Sequence[str]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def planned_openings(path: Path | None, seeds: Sequence[int], trials: int) -> Openings | None:
-    """`eval --openings`' file for a run of `seeds` (None without one); ValueError (one
-    line) where it cannot be read, or a seed has no opening, or the run is in trial mode."""
+def planned_openings(
+    path: Path | None, envs: Sequence[str], seeds: Sequence[int], trials: int
+) -> Openings | None:
+    """`eval --openings`' file for a run of `envs` x `seeds` (None without one); ValueError
+    (one line) where it cannot be read, a seed has no opening, a command is not one the
+    scenario reads, or the run is in trial mode."""
     if path is None:
         return None
     if trials > 1:
         raise ValueError("--openings starts single episodes: drop --trials")
     openings = read_openings(path)
+    for name in envs:
+        parse = textenvs.make(name).parse
+        for seed, commands in openings.items():
+            for command in commands:
+                try:
+                    parse(command)
+                except ParseError as exc:
+                    raise ValueError(
+                        f"openings {path}: seed {seed}'s {command!r} is not a command "
+                        f"{name} reads ({str(exc).rstrip('.')})"
+                    ) from None
     missing = [seed for seed in seeds if seed not in openings]
     if missing:
         shown = ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else "")

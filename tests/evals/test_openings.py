@@ -80,6 +80,7 @@ def test_eval_plays_the_opening_then_the_agent_from_the_branch(
         ("[1, 2]", [], "must be an object of seed -> list of commands"),
         ('{"x": []}', [], "entry 'x' is not"),
         ('{"0": [""]}', [], "seed 0's commands must be non-empty text"),
+        ('{"0": ["fly"]}', ["--seeds", "0"], "seed 0's 'fly' is not a command em-anomaly reads"),
         ('{"0": []}', ["--seeds", "0-2"], "2 of the seeds have no opening (1, 2)"),
         ('{"0": [], "1": []}', ["--trials", "2"], "--openings starts single episodes"),
     ],

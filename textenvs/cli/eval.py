@@ -237,7 +237,7 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             trials=args.trials,
         )
         check_trials(len(plan.seeds), plan.trials)
-        openings = planned_openings(args.openings, plan.seeds, plan.trials)
+        openings = planned_openings(args.openings, plan.envs, plan.seeds, plan.trials)
         check_reset_options(plan.envs, plan.env_options)
         problem = next(filter(None, (agent_problem(args.agent, env) for env in plan.envs)), None)
         if problem:
