@@ -27,6 +27,14 @@ from textenvs.episodes.specs import seed_ranges
 
 Openings = dict[int, list[str]]
 
+#: the key set in an opening turn's `record` (the turn was the file's, not the agent's)
+OPENING = "opening"
+
+
+def opening_turn(turn: Mapping[str, Any]) -> bool:
+    """Whether a recorded turn (a trajectory's) was an opening's, not the agent's."""
+    return bool((turn.get("record") or {}).get(OPENING))
+
 
 def read_openings(path: Path) -> Openings:
     """The JSON file's openings, `{"seed": ["command", ...], ...}`; ValueError (one line)
@@ -122,7 +130,7 @@ class OpeningAgent(Agent):
     async def act(self, observation: str, info: dict[str, Any]) -> Decision:
         if self.pending:
             command = self.pending.pop(0)
-            return Decision(command, raw=command, record={"opening": True})
+            return Decision(command, raw=command, record={OPENING: True})
         return await self.agent.act(observation, info)
 
     def end_episode(self, observation: str, info: dict[str, Any], end: EpisodeEnd) -> None:

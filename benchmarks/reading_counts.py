@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import textenvs
+from textenvs.agents.opening import opening_turn
 from textenvs.agents.scripted.reactive import SIDE, em_anomaly_decision
 from textenvs.evals import store
 from textenvs.training.choices import CRITIC_CREDITS, DRAWN_CREDITS, PER_TURN_CREDITS
@@ -103,7 +104,7 @@ def episode_counts(episodes: Sequence[Episode]) -> dict[str, Counter[str]]:
         field_shown = False
         for number, (turn, observation) in enumerate(zip(turns, observations, strict=True)):
             field_shown = field_shown or field_above_zero(observation)
-            if (turn.get("record") or {}).get("opening"):  # `eval --openings`: not the agent's
+            if opening_turn(turn):  # `eval --openings`: not the agent's choice
                 continue
             answer, reason = em_anomaly_decision(observation)
             command = store.command_read(turn) or ""

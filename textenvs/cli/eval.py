@@ -19,7 +19,6 @@ from textenvs.cli.common import (
     EXIT_USAGE,
     add_agent_options,
     agent_factory,
-    agent_from_args,
     env_option_argument,
     env_options_from_args,
     env_url_argument,
@@ -257,8 +256,8 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             "prompt_per_1k": args.price_per_1k_prompt or 0.0,
             "completion_per_1k": args.price_per_1k_completion or 0.0,
         }
-    # fails early on bad agent options
-    probe = with_openings(lambda: agent_from_args(args), openings, args.openings)()
+    factory = with_openings(agent_factory(args), openings, args.openings)
+    probe = factory()  # fails early on bad agent options
     asyncio.run(probe.aclose())
     scrub = scrubber_for(args, probe)
     scrub_logs(scrub)  # retry warnings and other log lines too
@@ -299,7 +298,6 @@ def _eval_planned(args: argparse.Namespace, local_model: bool) -> int:
             return EXIT_USAGE
         config["env_url"] = strip_credentials(args.env_url)
         config["session_label"] = label
-    factory = with_openings(agent_factory(args), openings, args.openings)
     backend = None
     if args.backend == "ray":
         backend = start_ray_backend(args, plan, factory, probe, console)
