@@ -352,7 +352,34 @@ def test_turn_credit_trains_the_turns_that_changed_their_seeds_value(
     assert 0 < up < fed < turns
     assert f"won), {fed:,} sequences," in err  # the turns fed, all and only
     assert models.read_record(run / "final")["credit"] == "turn"
+    # --anchor-seeds: those seeds' episodes are anchors alone, one drawn a credited turn
+    anchored = tmp_path / "anchored"
+    anchoring = ["--history", "0", "--kl-penalty", "0.1", "--anchor-seeds", "2000-2003",
+                 "--kl-anchors-only", "--target-kl", "5"]  # fmt: skip
+    assert main([*base, *anchoring, "--out", str(anchored)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    changed = re.search(
+        r"([0-9,]+) of the [0-9,]+ turns changed it, .*; ([0-9,]+) anchors drawn", err
+    )
+    assert changed is not None, err
+    credited, anchors = (int(group.replace(",", "")) for group in changed.groups())
+    assert 0 < credited < fed and anchors == credited  # the anchor seeds' turns not credited
+    assert f"won), {credited + anchors:,} sequences," in err
+    record = models.read_record(anchored / "final")
+    assert [record["anchor_seeds"], record["kl_anchors_only"]] == ["2000-2003", True]
     for flags, said in [
+        (
+            ["--history", "0", "--anchor-seeds", "2000-2003"],
+            "which only --credit lookahead or turn with --kl-penalty feeds",
+        ),
+        (
+            ["--history", "0", "--kl-penalty", "0.1", "--kl-anchors-only"],
+            "give them too, or leave it out",
+        ),
+        (
+            [*anchoring[:4], "--anchor-seeds", "2000-2011"],
+            "these are every training seed, so no turn is credited",
+        ),
         ([], "give --history K and leave --habit-share out"),
         (["--history", "0", "--habit-share", "0.5"], "give --history K and leave --habit-share"),
     ]:
@@ -419,8 +446,8 @@ def test_critic_credit_feeds_the_turns_drawn_by_the_size_of_their_weight(
         assert "give --kl-penalty too, or leave --target-kl out" in refused
         # --anchor-seeds: where the anchors are drawn, only where there are anchors
         for flags, said in [
-            (["--anchor-seeds", "2000-2005"], "give --credit lookahead and --kl-penalty too"),
-            (["--kl-anchors-only"], "give --credit lookahead and --kl-penalty too"),
+            (["--anchor-seeds", "2000-2005"], "only --credit lookahead or turn with --kl-penalty"),
+            (["--kl-anchors-only"], "--kl-anchors-only adds the penalty at the anchors alone"),
             (["--kl-penalty", "0.1", "--anchor-seeds", "9000"], "no episode trained on has one"),
         ]:
             with pytest.raises(SystemExit):

@@ -20,8 +20,9 @@ from textenvs.agents.llm.conversation import conversation_settings
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
+from textenvs.training import credit
 from textenvs.training.demonstrations import RecordedEpisode, demonstrate
-from textenvs.training.settings import TrainingError
+from textenvs.training.settings import TrainingError, TrainSettings
 from textenvs.training.sft import SharedPrefixTrainer, shared_prefix
 from textenvs.training.trainers import decoder_layers, freeze_below
 from textenvs.training.weighting import (
@@ -118,6 +119,49 @@ def test_each_turn_weighs_the_change_its_command_made_in_its_seeds_value():
         seed_value_changes(alike)
     with pytest.raises(ValueError, match="recorded without its observations"):
         seed_value_changes(recorded([True, False]))
+
+
+def test_turn_credit_with_anchor_seeds_feeds_every_credited_turn_and_as_many_anchors():
+    """--credit turn --kl-penalty --anchor-seeds: the anchor seeds' episodes are anchors
+    alone (every turn weighs 0, though their seed was won and lost), each credited turn is
+    fed once at its weight, and as many turns of the anchor seeds' episodes are drawn
+    beside them, weighing 0, the same each run."""
+    paths = {"A": ("s", "a1", "a2"), "B": ("s", "a1", "b2"), "C": ("s", "c1", "c2")}
+    won = {"A": True, "B": False, "C": False}
+
+    def played(seed: int) -> list[RecordedEpisode]:
+        return [
+            RecordedEpisode(EpisodeSpec("em-anomaly", seed), (name,) * 3, won[name],
+                            float(won[name]), observations=path)
+            for name, path in paths.items()
+        ]  # fmt: skip
+
+    given = dict(
+        env="em-anomaly", model="m", seeds=[2000, 2001], eval_seeds=[], method="sft",
+        reward_weighted=True, credit="turn", kl_penalty=0.1, steps=1, seeds_per_step=2,
+    )  # fmt: skip
+    episodes = [*played(2000), *played(2001)]
+    settings = TrainSettings(**given, anchor_seeds=[2001])
+    chosen, weights = credit.replayed_choice(settings, episodes)
+    assert [e.spec.seed for e in chosen] == [2000] * 3 + [2001] * 3
+    assert weights[3:] == [[0.0] * 3] * 3  # won and lost, but anchors alone
+    assert weights[:3] == seed_value_changes(played(2000))[1]
+    fed, draws = credit.fed_choice(settings, chosen, weights)
+    assert isinstance(draws, credit.Draws)
+    credited = [(fed[at].spec.seed, turn, w) for at, turn, w in draws.turns if w]
+    every = [(2000, turn, w) for turns in weights[:3] for turn, w in enumerate(turns) if w]
+    assert sorted(credited) == sorted(every)  # each once
+    anchors = [fed[at].spec.seed for at, _, w in draws.turns if not w]
+    assert len(anchors) == len(credited) and set(anchors) == {2001}
+    assert credit.fed_choice(settings, chosen, weights) == (fed, draws)
+    # without --kl-penalty, or without --anchor-seeds, turn credit is as it was
+    for plain in (TrainSettings(**given), TrainSettings(**{**given, "kl_penalty": 0.0})):
+        assert not plain.anchored
+        assert credit.replayed_choice(plain, episodes) == seed_value_changes(episodes)
+        assert (
+            credit.fed_choice(plain, *seed_value_changes(episodes))[1]
+            == (seed_value_changes(episodes)[1])
+        )
 
 
 @pytest.mark.parametrize("won", [True, False])

@@ -122,8 +122,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         help="--reward-weighted: stop after the first optimizer step whose approximate KL "
         "divergence from the sampling model, over the step's replies, is past F (PPO's "
         "target KL, e.g. 0.02); the run's final checkpoint is that step's. Each step's KL "
-        "is in its progress line. With --credit lookahead it is the divergence over the "
-        "vocabulary at the anchors alone (needs --kl-penalty) (default: run every step)",
+        "is in its progress line. With anchors (--credit lookahead with --kl-penalty, or turn "
+        "with --kl-penalty and --anchor-seeds) it is the divergence over the vocabulary at "
+        "the anchors alone (default: run every step)",
     )
     p.add_argument(
         "--clip",
@@ -155,14 +156,18 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         help="--credit lookahead with --kl-penalty: draw the anchors from the turns of the "
         "episodes on these seeds alone (e.g. 3000-3031: the starting model's own sampled "
         "runs', so that the penalty holds the states it meets, where random play's are "
-        "few walls) (default: every training seed's)",
+        "few walls) (default: every training seed's). --credit turn with --kl-penalty: "
+        "these seeds' episodes are anchors alone (no turn of theirs credited), one drawn "
+        "for each credited turn, so that the states the credited episodes do not hold "
+        "(a full episode's, beside branches from one state) stay where they were",
     )
     p.add_argument(
         "--kl-anchors-only",
         action="store_true",
-        help="--credit lookahead with --kl-penalty: add the penalty at the anchors alone, "
-        "not at the relabelled turns too, so the relabelled reply rises as far as its push "
-        "takes it while the anchors hold the other states (default: at every trained turn)",
+        help="with anchors (--credit lookahead with --kl-penalty, or turn with --kl-penalty "
+        "and --anchor-seeds): add the penalty at the anchors alone, not at the credited "
+        "turns too, so a credited reply moves as far as its push takes it while the "
+        "anchors hold the other states (default: at every trained turn)",
     )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="the run folder")
     p.add_argument(

@@ -3,7 +3,9 @@ weight of each sequence fed: an episode's credit shared among its turns (`--cred
 episode`), or each turn's own (`--credit turn`: `weighting.seed_value_changes`; `--credit
 critic`: `critic.critic_value_changes`, the run's turns drawn by their weight's size, and
 `--credit critic-gains` of those that raised the value alone; `--credit lookahead`: the
-turns the critic's lookahead relabels, `lookahead.lookahead_relabels`, drawn alike)."""
+turns the critic's lookahead relabels, `lookahead.lookahead_relabels`, drawn alike). With
+anchors (`TrainSettings.anchored`), turns weighing 0 are fed beside them, for
+`--kl-penalty`'s pull alone."""
 
 from __future__ import annotations
 
@@ -37,7 +39,16 @@ def replayed_choice(
         if episode.spec.seed in seeds and (episode.success or not settings.only_success)
     ]
     if settings.reward_weighted and settings.credit == "turn":
-        return seed_value_changes(chosen)
+        if not settings.anchored:
+            return seed_value_changes(chosen)
+        # --anchor-seeds' episodes are anchors alone: a turn of theirs weighs 0
+        anchoring = set(settings.anchor_seeds)
+        credited, weights = seed_value_changes(
+            [episode for episode in chosen if episode.spec.seed not in anchoring]
+        )
+        anchors = [episode for episode in chosen if episode.spec.seed in anchoring]
+        held = [[0.0] * len(episode.observations) for episode in anchors]
+        return [*credited, *anchors], [*weights, *held]
     if settings.reward_weighted and settings.credit in CRITIC_CREDITS:
         return critic_value_changes(chosen)
     if settings.reward_weighted and settings.credit == "lookahead":
@@ -67,8 +78,9 @@ def drawing_weight(credit: str, weight: float) -> float:
 
 @dataclass(frozen=True)
 class Draws:
-    """The turns a drawn credit feeds (`DRAWN_CREDITS`): each `(episode, turn, weight)`,
-    the episode an index into the episodes fed, and how many turns each of those has."""
+    """The turns a drawn credit (`DRAWN_CREDITS`) or anchored turn credit feeds: each
+    `(episode, turn, weight)`, the episode an index into the episodes fed, and how many
+    turns each of those has."""
 
     turns: list[tuple[int, int, float]]
     lengths: list[int]
@@ -82,18 +94,22 @@ def fed_choice(
     """`replayed_choice`'s episodes and weights as fed: with a drawn credit, the run's
     steps x seeds-per-step turns drawn by their weight's size (with `critic-gains` of the
     turns weighing more than 0 alone; `lookahead` with `--kl-penalty` draws half of them
-    from the turns not relabelled, as anchors), and only the episodes holding one, so
-    that the others are never tokenized (thousands of random-play episodes for a few
-    hundred draws); otherwise as they are."""
-    if not (weights and settings.credit in DRAWN_CREDITS):
+    from the turns not relabelled, as anchors); `turn` with anchors, every credited turn
+    and as many anchors drawn from `--anchor-seeds`' episodes; and only the episodes
+    holding one, so that the others are never tokenized (thousands of random-play episodes
+    for a few hundred draws); otherwise as they are."""
+    drawn_turns = settings.credit in DRAWN_CREDITS
+    if not (weights and (drawn_turns or settings.anchored)):
         return episodes, weights
     flat = [(at, turn) for at, turns in enumerate(weights) for turn in range(len(turns))]
     weighed = [drawing_weight(settings.credit, w) for turns in weights for w in turns]
-    count = settings.steps * settings.seeds_per_step
-    anchors = 0
-    if settings.credit == "lookahead" and settings.kl_penalty:
-        anchors = round(count * ANCHOR_SHARE)
-    drawn = drawn_by_weight(weighed, count - anchors, settings.rng_seed)
+    if drawn_turns:
+        count = settings.steps * settings.seeds_per_step
+        anchors = round(count * ANCHOR_SHARE) if settings.anchored else 0
+        drawn = drawn_by_weight(weighed, count - anchors, settings.rng_seed)
+    else:  # --credit turn: every turn that changed a value, once
+        drawn = [(at, weight) for at, weight in enumerate(weighed) if weight]
+        anchors = round(len(drawn) * ANCHOR_SHARE / (1 - ANCHOR_SHARE))
     anchored = set(settings.anchor_seeds)
     among = [episodes[at].spec.seed in anchored for at, _ in flat] if anchored else None
     drawn = sorted(drawn + anchor_draws(weighed, anchors, settings.rng_seed + 1, among))

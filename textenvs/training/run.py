@@ -214,13 +214,21 @@ def _sft_trainer(
         up = [w for w in weights if w > 0]
         down = [w for w in weights if w < 0]
         if settings.credit == "turn":
-            turns = sum(len(d.sequences) for d in kept)
+            anchoring = set(settings.anchor_seeds) if settings.anchored else set()
+            turns = sum(len(d.sequences) for d in kept if d.spec.seed not in anchoring)
+            anchors = len(weights) - len(up) - len(down)
             console.print(
                 "each turn weighs the change its command made in its seed's value (the "
-                f"share won among the seed's episodes shown its observation): {len(weights):,} "
-                f"of the {turns:,} turns changed it, {len(up):,} up ({sum(up) / len(up):+.3f} "
-                f"on average), {len(down):,} down ({sum(down) / len(down):+.3f}); the rest "
-                "are not fed"
+                "share won among the seed's episodes shown its observation): "
+                f"{len(up) + len(down):,} of the {turns:,} turns changed it, {len(up):,} up "
+                f"({sum(up) / len(up):+.3f} on average), {len(down):,} down "
+                f"({sum(down) / len(down):+.3f}); the rest are not fed"
+                + (
+                    f"; {anchors:,} anchors drawn from --anchor-seeds' episodes (weighing 0, "
+                    "held by --kl-penalty)"
+                    if anchors
+                    else ""
+                )
             )
         elif settings.credit == "lookahead":
             relabelled = sum(answer is not None for e in replayed[0] for answer in e.answers)

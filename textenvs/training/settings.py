@@ -65,11 +65,13 @@ class TrainSettings:
     kl_penalty: float = 0.0
     #: --credit lookahead with --kl-penalty: the seeds whose episodes' turns the anchors
     #: are drawn from (empty: every training seed's). Anchors hold only the states they
-    #: are drawn at: the starting model's own runs' seeds hold the states it will meet
+    #: are drawn at: the starting model's own runs' seeds hold the states it will meet.
+    #: --credit turn with --kl-penalty: these seeds' episodes are anchors alone (none of
+    #: their turns credited), as many drawn as there are credited turns
     anchor_seeds: list[int] = field(default_factory=list)
-    #: --credit lookahead with --kl-penalty: add the penalty at the anchors alone, so the
-    #: relabelled turns move as far as their push takes them while the rest are held
-    #: (default: at every trained turn, which pulls the relabelled reply back too)
+    #: with anchors (`anchored`): add the penalty at the anchors alone, so the credited
+    #: turns move as far as their push takes them while the rest are held (default: at
+    #: every trained turn, which pulls the credited reply back too)
     kl_anchors_only: bool = False
     #: --method sft: the share of the replies repeating the command before trained on
     habit_share: float = 1.0
@@ -106,6 +108,15 @@ class TrainSettings:
     #: the run's random number generators (sampling, data order; `textenvs train --seed`),
     #: not an episode seed: those are `seeds`
     rng_seed: int = 0
+
+    @property
+    def anchored(self) -> bool:
+        """Whether anchors are fed (turns weighing 0, for `kl_penalty`'s pull alone), at
+        which the drift is measured: --credit lookahead with --kl-penalty, or --credit
+        turn with --kl-penalty and --anchor-seeds."""
+        if not (self.reward_weighted and self.kl_penalty):
+            return False
+        return self.credit == "lookahead" or (self.credit == "turn" and bool(self.anchor_seeds))
 
     @property
     def episodes_per_step(self) -> int:
@@ -232,6 +243,12 @@ def settings_from(
         **given,
     )
     check_method(settings, bool(runs))
+    if settings.credit == "turn" and settings.anchored and anchored_trained == train_seeds:
+        raise TrainingError(
+            f"--anchor-seeds {anchor_seeds}: with --credit turn an anchor seed's episodes are "
+            "anchors alone, and these are every training seed, so no turn is credited; give "
+            "the seeds of the runs kept for anchors alone (the starting model's own)"
+        )
     if settings.action_mode == "tools":
         problem = tool_template.tools_refusal(model, whole_conversation=True)
         if problem:
@@ -293,15 +310,18 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             "measures the drift at its anchors (turns not relabelled, drawn with "
             "--kl-penalty): give --kl-penalty too, or leave --target-kl out"
         )
-    for flag, given in (
-        ("--anchor-seeds", settings.anchor_seeds),
-        ("--kl-anchors-only", settings.kl_anchors_only),
-    ):
-        if given and not (settings.credit == "lookahead" and settings.kl_penalty):
-            raise TrainingError(
-                f"{flag} is about --credit lookahead's anchors, which only --kl-penalty "
-                f"draws: give --credit lookahead and --kl-penalty too, or leave {flag} out"
-            )
+    anchoring_credit = settings.credit in ("lookahead", "turn") and settings.kl_penalty
+    if settings.anchor_seeds and not anchoring_credit:
+        raise TrainingError(
+            "--anchor-seeds names the episodes anchors are drawn from, which only --credit "
+            "lookahead or turn with --kl-penalty feeds: give them too, or leave it out"
+        )
+    if settings.kl_anchors_only and not settings.anchored:
+        raise TrainingError(
+            "--kl-anchors-only adds the penalty at the anchors alone, which only --credit "
+            "lookahead with --kl-penalty, or --credit turn with --kl-penalty and "
+            "--anchor-seeds, feeds: give them too, or leave it out"
+        )
     if settings.credit in PER_TURN_CREDITS and (
         "history" not in settings.conversation or settings.habit_share < 1
     ):

@@ -387,8 +387,8 @@ def build_trainer(
         target_kl=settings.target_kl,
         clip=settings.clip,
         kl_penalty=settings.kl_penalty,
-        # without --kl-penalty there are no anchors: the trained replies' drift is logged
-        drift_at_anchors=settings.credit == "lookahead" and bool(settings.kl_penalty),
+        # without anchors the trained replies' drift is logged
+        drift_at_anchors=settings.anchored,
         kl_anchors_only=settings.kl_anchors_only,
     )
     return without_printing(trainer)
