@@ -68,13 +68,21 @@ def main(argv: list[str] | None = None) -> int:
         help="skip a seed whose first climbing state leaves fewer steps (8)",
     )
     parser.add_argument("--limit", type=int, default=None, help="keep the first N seeds")
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first N seeds found (a later batch: --skip 48 --limit 48 are "
+        "the 48 after --limit 48's)",
+    )
     args = parser.parse_args(argv)
     try:
         openings, seeds = openings_of(args.run, args.min_steps_left)
     except (OSError, store.RunDirError) as exc:
         print(f"field_openings: error: {exc}", file=sys.stderr)
         return 2
-    kept = dict(list(openings.items())[: args.limit])
+    found = list(openings.items())[args.skip :]
+    kept = dict(found[: args.limit])
     args.out.write_text(json.dumps(kept, indent=0) + "\n", encoding="utf-8")
     lengths = [len(commands) for commands in kept.values()]
     mean = sum(lengths) / max(1, len(lengths))

@@ -29,6 +29,18 @@ def openings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def test_skip_leaves_out_the_first_seeds_found(openings: Path, tmp_path: Path) -> None:
+    """--skip N --limit M: the M openings after the first N, as --limit N+M wrote them."""
+    random_run = openings.parent / "random"
+    later = tmp_path / "later.json"
+    assert (
+        field_openings.main([str(random_run), "--out", str(later), "--skip", "2", "--limit", "3"])
+        == 0
+    )
+    first = json.loads(openings.read_text())
+    assert json.loads(later.read_text()) == dict(list(first.items())[2:5])
+
+
 def test_each_opening_reaches_the_first_state_with_a_reading_to_climb(openings: Path) -> None:
     env = textenvs.make("em-anomaly")
     chosen = json.loads(openings.read_text())
