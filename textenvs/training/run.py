@@ -214,7 +214,7 @@ def _sft_trainer(
         up = [w for w in weights if w > 0]
         down = [w for w in weights if w < 0]
         if settings.credit == "turn":
-            anchoring = set(settings.anchor_seeds) if settings.anchored else set()
+            anchoring = set(settings.anchor_seeds)  # given with turn credit: anchors alone
             turns = sum(len(d.sequences) for d in kept if d.spec.seed not in anchoring)
             anchors = len(weights) - len(up) - len(down)
             console.print(

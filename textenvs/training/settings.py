@@ -243,12 +243,6 @@ def settings_from(
         **given,
     )
     check_method(settings, bool(runs))
-    if settings.credit == "turn" and settings.anchored and anchored_trained == train_seeds:
-        raise TrainingError(
-            f"--anchor-seeds {anchor_seeds}: with --credit turn an anchor seed's episodes are "
-            "anchors alone, and these are every training seed, so no turn is credited; give "
-            "the seeds of the runs kept for anchors alone (the starting model's own)"
-        )
     if settings.action_mode == "tools":
         problem = tool_template.tools_refusal(model, whole_conversation=True)
         if problem:
@@ -321,6 +315,17 @@ def check_method(settings: TrainSettings, recorded: bool) -> None:
             "--kl-anchors-only adds the penalty at the anchors alone, which only --credit "
             "lookahead with --kl-penalty, or --credit turn with --kl-penalty and "
             "--anchor-seeds, feeds: give them too, or leave it out"
+        )
+    if (
+        settings.credit == "turn"
+        and settings.anchored
+        and set(settings.anchor_seeds) == set(settings.seeds)
+    ):
+        raise TrainingError(
+            f"--anchor-seeds {seed_ranges(settings.anchor_seeds)}: with --credit turn an anchor "
+            "seed's episodes are anchors alone, and these are every training seed, so no turn "
+            "is credited; give the seeds of the runs kept for anchors alone (the starting "
+            "model's own)"
         )
     if settings.credit in PER_TURN_CREDITS and (
         "history" not in settings.conversation or settings.habit_share < 1
