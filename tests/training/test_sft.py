@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 import torch
+from transformers import TrainerState
 
 import textenvs
 from textenvs.agents import make_agent
@@ -16,7 +17,10 @@ from textenvs.episodes.loop import context_for, run_episode
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
+from textenvs.training import curve
 from textenvs.training.demonstrations import IGNORED, demonstrate, reply_for
+from textenvs.training.settings import DEFAULTS
+from textenvs.training.sft import LossWriter
 
 SETTINGS = conversation_settings(prompt_budget=7000)
 
@@ -120,10 +124,15 @@ def test_sft_steps_make_the_demonstrations_more_likely(tiny_dir, tiny, tmp_path,
          "--learning-rate", "3e-3", "--save-every", "2", "--eval-seeds", "0-99,30000-30199",
          "--out", str(out)]
     )  # fmt: skip
-    assert code == 0, capsys.readouterr().err
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    err = captured.err
     assert "2 demonstrations" in err
     assert "step 4/4  loss" in err  # not a terminal: a line a step
+    rows = curve.read(out)  # and a row a step in the run folder, kept after the stop
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    assert all(r["loss"] is not None and r["step_s"] > 0 for r in rows)
+    assert f"curve in {out}/curve.csv" in captured.out
     # the evaluation it suggests cuts the taught few-token replies there, asks nothing again
     quick = "textenvs eval --env treasure-hunt --agent llm --temperature 0 --max-tokens 8"
     assert f"{quick} --reasks 0 --model {out}/final --seeds 0-4 --out runs/sft-try" in err
@@ -269,3 +278,23 @@ def test_a_random_turn_ends_a_growing_sequence_and_the_next_goes_on_with_the_com
     # the sequence after a random turn shows the command played there, untrained
     second = chat.decode(noisy.sequences[1].ids)
     assert f"Action: {played[branches[0]]}<|im_end|>" in second
+
+
+def test_each_sft_step_is_a_curve_row_and_a_resume_drops_the_later_ones(tmp_path):
+    steps: list[dict] = []
+    writer = LossWriter(DEFAULTS, tmp_path, steps.append)
+    state = TrainerState()
+    for step, loss in [(1, 1.5), (2, 0.5), (3, 0.25)]:
+        state.global_step = step
+        writer.on_step_begin(None, state, None)
+        logs = {"loss": loss, "grad_norm": 2.0, "learning_rate": 1e-4, "kl": 0.01}
+        writer.on_log(None, state, None, logs=logs)
+    writer.on_log(None, state, None, logs={"train_runtime": 9.0})  # the run's summary: no row
+    rows = curve.read(tmp_path)
+    assert [(r["step"], r["loss"], r["kl"]) for r in rows] == [
+        (1, 1.5, 0.01), (2, 0.5, 0.01), (3, 0.25, 0.01)
+    ]  # fmt: skip
+    assert all(r["step_s"] is not None for r in rows)
+    assert steps[-1] == {"step": 3, "loss": 0.25, "kl": 0.01}  # the progress line's
+    curve.keep_until(tmp_path, 2)  # resumed from checkpoint-2: step 3 is trained again
+    assert [r["step"] for r in curve.read(tmp_path)] == [1, 2]

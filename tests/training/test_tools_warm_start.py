@@ -152,6 +152,15 @@ def test_one_sft_step_in_tools_mode_writes_a_checkpoint_that_plays_in_tools_mode
     err = capsys.readouterr().err.splitlines()[-1]
     assert err.startswith("textenvs train: error: --max-tokens 32: a demonstrated tool call is")
     assert err.endswith("eval would cut the checkpoint's calls there; give --max-tokens 64 or more")
+    # the failed run left its settings behind: the same --out again says what to do
+    with pytest.raises(SystemExit):
+        main([*argv, "--max-tokens", "64"])
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"textenvs train: error: --out {out} holds a run stopped before its first "
+        "checkpoint; remove the folder or give another --out (--resume starts it over "
+        "with its settings)"
+    )
     shutil.rmtree(out)
     assert main([*argv, "--max-tokens", "64"]) == 0
     err = capsys.readouterr().err

@@ -398,7 +398,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"textenvs train: interrupted; {_kept(args, training)}", file=sys.stderr)
         return 130
     curve = args.out / run_folder.CURVE
-    shown = f"; curve in {curve}" if curve.is_file() else ""  # GRPO's: SFT logs its loss
+    shown = f"; curve in {curve}" if curve.is_file() else ""
     print(f"trained model in {final}/ (a transformers directory){shown}")
     print(_next_steps(settings, args.out, final), file=sys.stderr)
     return 0
@@ -483,10 +483,10 @@ COMMAND = Command(
     "agent's episodes written as that same conversation. Writes OUT/checkpoints/ (the "
     "last one kept, resumable), OUT/final (a transformers directory 'textenvs eval "
     "--model' plays), OUT/base (the starting weights: a link to --model DIR, a copy "
-    "with --save-base) and, for GRPO, OUT/curve.csv, OUT/figures/ (the training curve) "
-    "and OUT/rollouts.jsonl (every step's episodes: commands and rewards). Needs pip "
-    "install 'textenvs[train]'; runs on a CPU (the model samples with transformers) or "
-    "a GPU.",
+    "with --save-base), OUT/curve.csv (a row a step) and, for GRPO, OUT/figures/ (the "
+    "training curve) and OUT/rollouts.jsonl (every step's episodes: commands and "
+    "rewards). Needs pip install 'textenvs[train]'; runs on a CPU (the model samples "
+    "with transformers) or a GPU.",
     handler=run,
     arguments=_arguments,
     epilog="Evaluate before and after on held-out seeds with the same harness: "

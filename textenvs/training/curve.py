@@ -6,7 +6,7 @@ trained on, the return (the scenario's reward), success, the invalid-action rate
 scenario's headline metric and normalised score as `textenvs report` reads them, its
 skill metrics, and where the step's time went. A learner that raises its reward while
 the headline metric stays flat is gaming the reward; the two sit side by side here for
-that reason.
+that reason. An SFT run plays no episodes: its rows hold the step's loss (`SFT_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ COLUMNS = [
     "env_s",
     "update_s",
 ]
+
+#: an SFT run's row: the step's loss (and, weighted, its drift from the sampling model)
+SFT_COLUMNS = ["step", "loss", "kl", "grad_norm", "learning_rate", "epoch", "step_s"]
 
 #: what each step's episodes did, one JSON line per episode (beside the curve)
 ROLLOUTS = "rollouts.jsonl"
@@ -111,10 +114,11 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def append(out: Path, values: dict[str, Any]) -> None:
-    """Add a row to `out/curve.csv` (a header first in a new file)."""
+def append(out: Path, values: dict[str, Any], columns: Sequence[str] = COLUMNS) -> None:
+    """Add a row to `out/curve.csv` (a header first in a new file: `columns`, then the
+    row's other keys)."""
     path = out / run_folder.CURVE
-    fields = COLUMNS + sorted(k for k in values if k not in COLUMNS)
+    fields = [*columns, *sorted(k for k in values if k not in columns)]
     new = not path.exists()
     if not new:
         with path.open(newline="") as handle:

@@ -340,6 +340,13 @@ def _prepare(settings: TrainSettings, out: Path, resume: bool) -> Path | None:
             return checkpoint
         print(f"note: {out} has no checkpoint yet: starting over", file=sys.stderr)
     elif out.is_dir() and any(out.iterdir()):
+        stopped = not (out / run_folder.FINAL).exists() and latest_checkpoint(out) is None
+        if saved.is_file() and stopped:
+            # a run that failed or stopped before its first checkpoint: nothing to go on from
+            raise TrainingError(
+                f"--out {out} holds a run stopped before its first checkpoint; remove the "
+                "folder or give another --out (--resume starts it over with its settings)"
+            )
         raise TrainingError(f"--out {out} is not empty (use --resume to go on with its run)")
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ that the rules prompt's own keys and values are not trained, only what reads the
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from textenvs.episodes.envs import EnvFactory
 from textenvs.episodes.specs import EpisodeSpec
 from textenvs.inference import models
 from textenvs.inference.chat import ChatTokens
+from textenvs.training import curve
 from textenvs.training.choices import CLIP
 from textenvs.training.credit import Draws, weighted_columns
 from textenvs.training.demonstrations import (
@@ -346,17 +348,30 @@ class ColumnsKeeping:
 
 
 class LossWriter(RecordWriter):
-    """Each optimizer step's loss, for the caller (the progress line), and each
-    checkpoint's record (the loss per step is in its `trainer_state.json`)."""
+    """Each optimizer step's loss, as a row of `out/curve.csv` and for the caller (the
+    progress line), and each checkpoint's record."""
 
     def __init__(
-        self, settings: TrainSettings, on_step: Callable[[dict[str, Any]], None] | None
+        self,
+        settings: TrainSettings,
+        out: Path,
+        on_step: Callable[[dict[str, Any]], None] | None,
     ) -> None:
         super().__init__(settings)
+        self.out = out
         self.on_step = on_step
+        self.step_started = time.perf_counter()
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.step_started = time.perf_counter()
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
-        if logs and "loss" in logs and self.on_step is not None:
+        if not logs or "loss" not in logs:
+            return
+        row = {"step": state.global_step, **logs}
+        row["step_s"] = time.perf_counter() - self.step_started
+        curve.append(self.out, row, curve.SFT_COLUMNS)
+        if self.on_step is not None:
             kl = {"kl": logs["kl"]} if "kl" in logs else {}
             self.on_step({"step": state.global_step, "loss": logs["loss"], **kl})
 
@@ -381,7 +396,7 @@ def build_trainer(
         args=sft_config(settings, out, keep_checkpoints),
         train_dataset=dataset,
         processing_class=tokenizer,
-        callbacks=[LossWriter(settings, on_step)],
+        callbacks=[LossWriter(settings, out, on_step)],
         prefix=shared_prefix(dataset),
         reference=models.load(settings.model)[0] if settings.reward_weighted else None,
         target_kl=settings.target_kl,
