@@ -41,7 +41,7 @@ from textenvs.training.rollouts import Rollout, Timing, play
 from textenvs.training.samplers import PromptSampler, trl_vllm_generator
 from textenvs.training.settings import TrainSettings, check_batches
 from textenvs.training.trainers import (
-    RecordWriter,
+    StepWriter,
     freeze_below,
     model_prompt_budget,
     run_conversation,
@@ -136,7 +136,7 @@ def episode_reward(prompts: list[Any], completions: list[Any], **fields: Any) ->
     return [float(value) for value in fields["episode_reward"]]
 
 
-class CurveWriter(RecordWriter):
+class CurveWriter(StepWriter):
     """One curve row per optimizer step (and the charts), a checkpoint's record, and
     progress for the caller."""
 
@@ -151,15 +151,11 @@ class CurveWriter(RecordWriter):
         self.source = source
         self.out = out
         self.on_step = on_step
-        self.step_started = time.perf_counter()
-
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.step_started = time.perf_counter()
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
         if not logs or "loss" not in logs or not self.source.last:
             return
-        step_s = time.perf_counter() - self.step_started
+        step_s = self.step_seconds()
         row = curve.row(
             step=state.global_step,
             env=self.settings.env,

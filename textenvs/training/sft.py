@@ -14,7 +14,6 @@ that the rules prompt's own keys and values are not trained, only what reads the
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ from textenvs.training.demonstrations import (
 from textenvs.training.reference import ReferenceTop
 from textenvs.training.settings import TrainSettings
 from textenvs.training.trainers import (
-    RecordWriter,
+    StepWriter,
     freeze_below,
     model_prompt_budget,
     run_conversation,
@@ -347,7 +346,7 @@ class ColumnsKeeping:
         return batch
 
 
-class LossWriter(RecordWriter):
+class LossWriter(StepWriter):
     """Each optimizer step's loss, as a row of `out/curve.csv` and for the caller (the
     progress line), and each checkpoint's record."""
 
@@ -360,16 +359,12 @@ class LossWriter(RecordWriter):
         super().__init__(settings)
         self.out = out
         self.on_step = on_step
-        self.step_started = time.perf_counter()
-
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.step_started = time.perf_counter()
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
         if not logs or "loss" not in logs:
             return
         row = {"step": state.global_step, **logs}
-        row["step_s"] = time.perf_counter() - self.step_started
+        row["step_s"] = self.step_seconds()
         curve.append(self.out, row, curve.SFT_COLUMNS)
         if self.on_step is not None:
             kl = {"kl": logs["kl"]} if "kl" in logs else {}

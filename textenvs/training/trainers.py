@@ -1,9 +1,11 @@
 """What both methods' trainers share (GRPO's, `grpo.py`, and SFT's, `sft.py`): the
-trainer arguments of a run, the callback writing the run's record into each checkpoint,
-training only the top layers, and the conversation the run's episodes are played in."""
+trainer arguments of a run, the callbacks writing the run's record into each checkpoint
+and timing each step, training only the top layers, and the conversation the run's
+episodes are played in."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -56,6 +58,21 @@ class RecordWriter(TrainerCallback):
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if folder.is_dir():
             models.write_record(folder, self.settings.record())
+
+
+class StepWriter(RecordWriter):
+    """A `RecordWriter` that also times each optimizer step, for a curve row written at
+    the step's log (`step_seconds`)."""
+
+    def __init__(self, settings: TrainSettings) -> None:
+        super().__init__(settings)
+        self.step_started = time.perf_counter()
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.step_started = time.perf_counter()
+
+    def step_seconds(self) -> float:
+        return time.perf_counter() - self.step_started
 
 
 AnyTrainer = TypeVar("AnyTrainer", bound=Trainer)
