@@ -17,7 +17,8 @@ towards each direction.
 
 A model that reads the scan raises the held-out figures with the trained ones; one that
 memorises its turns raises only the trained. Prints a row per pass and, with `--out`,
-writes them as CSV. Run it alone: it trains on every core torch is given.
+writes them as CSV. `--passes 0` only measures `--model` (any checkpoint) on both sets.
+Run it alone: it trains on every core torch is given.
 """
 
 from __future__ import annotations
@@ -138,7 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="local", help="'local' or a model directory")
     parser.add_argument("--turns", type=int, default=16, help="training turns (a multiple of 4)")
     parser.add_argument("--held-out", type=int, default=None, help="held-out turns (--turns)")
-    parser.add_argument("--passes", type=int, default=12, help="passes over the training turns")
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=12,
+        help="passes over the training turns (0: only measure the model)",
+    )
     parser.add_argument("--per-step", type=int, default=4, help="turns an optimizer step")
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--train-layers", type=int, default=None, help="top layers (all)")
@@ -151,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     held_out = args.held_out or args.turns
     if args.turns % 4 or held_out % 4 or args.turns % args.per_step:
         parser.error("--turns and --held-out: multiples of 4, --turns of --per-step")
+    if args.passes < 0:
+        parser.error("--passes: 0 or more")
     if abs(args.held_out_from - args.train_from) < SEED_SPAN:
         parser.error(f"--train-from and --held-out-from: at least {SEED_SPAN} seeds apart")
 
@@ -209,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                 record(state.global_step)
 
     record(0)
+    if not args.passes:
+        return write_rows(rows, args.out)
     with tempfile.TemporaryDirectory() as scratch:
         config = sft_config(settings, Path(scratch))
         config.save_strategy = "no"
@@ -221,8 +231,13 @@ def main(argv: list[str] | None = None) -> int:
             prefix=prefix,
         )
         without_printing(trainer).train()
-    if args.out is not None:
-        with args.out.open("w", newline="") as file:
+    return write_rows(rows, args.out)
+
+
+def write_rows(rows: list[dict[str, Any]], out: Path | None) -> int:
+    """Write the measured rows as CSV to `out` (if given); the exit status."""
+    if out is not None:
+        with out.open("w", newline="") as file:
             writer = csv.DictWriter(file, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows({column: row[column] for column in COLUMNS} for row in rows)

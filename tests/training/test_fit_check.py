@@ -50,6 +50,17 @@ def test_a_pass_lowers_the_trained_turns_cross_entropy(em_tiny, tmp_path, capsys
     assert "pass   2" in capsys.readouterr().out
 
 
+def test_no_pass_only_measures_the_model(em_tiny, tmp_path):
+    out = tmp_path / "measured.csv"
+    argv = ["--model", str(em_tiny), "--turns", "4", "--passes", "0", "--out", str(out)]
+    assert fit_check.main(argv) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["pass"], r["step"], r["set"]) for r in rows] == [
+        ("0", "0", "trained"),
+        ("0", "0", "held-out"),
+    ]
+
+
 def test_refuses_turns_that_do_not_split_between_the_directions(em_tiny, capsys):
     with pytest.raises(SystemExit):
         fit_check.main(["--model", str(em_tiny), "--turns", "6"])
