@@ -1,18 +1,23 @@
-"""What `textenvs eval` prints when a run ends: the results table, the agent errors that
-happened most, and the exit status that goes with them."""
+"""What `textenvs eval` prints: its progress while episodes are played, and when a run
+ends the results table, the agent errors that happened most, and the exit status that
+goes with them."""
 
 from __future__ import annotations
 
 import argparse
 import shlex
+import time
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from textenvs.cli.common import EXIT_AGENT_ERRORS, EXIT_STOPPED
+from textenvs.core.progress import progress_bar
+from textenvs.episodes.protocol import AGENT_ERROR
 from textenvs.evals import store
 from textenvs.evals.failures import top_error_classes
+from textenvs.evals.metrics import Record
 from textenvs.evals.report import default_out
 
 
@@ -104,3 +109,66 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
             row.append(f"{s['cost_per_episode']:.4f}")
         table.add_row(*row, end_section=len(envs) > 1 and env == envs[-2])
     return table
+
+
+class EvalProgress:
+    """The progress bar of a run's episodes (successes and agent errors so far) and the
+    heartbeat's line; the bar starts once the run folder is ready, so that an error
+    before it is one line."""
+
+    def __init__(self, console: Console, description: str, concurrency: int) -> None:
+        self.console, self.description, self.concurrency = console, description, concurrency
+        self.bar = progress_bar(
+            console,
+            "[bold]{task.description}",
+            "success {task.fields[ok]}/{task.fields[n]}",
+            "[red]{task.fields[errors]}",
+        )
+        self.task: Any = None
+        self.ok = self.n = self.errors = self.total = self.done = 0
+        self.started = time.monotonic()
+
+    def still_playing(self) -> str:
+        return (
+            f"{self.done + self.n} of {self.total} episodes done (success {self.ok}/{self.n} "
+            f"this run), {(time.monotonic() - self.started) / 60:.1f} min"
+        )
+
+    def on_start(self, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        self.bar.start()
+        self.task = self.bar.add_task(
+            self.description, total=total, completed=done, ok=0, n=0, errors=""
+        )
+        if done:
+            self.console.print(f"resuming: {done} of {total} episodes already recorded")
+
+    def on_episode(self, record: Record) -> None:
+        self.n += 1
+        self.ok += int(record["success"])
+        self.errors += int(record["outcome"] == AGENT_ERROR)
+        if self.n == 1:
+            self.unreadable_pace(record)
+        errors = f"{self.errors} agent errors" if self.errors else ""
+        self.bar.update(self.task, advance=1, ok=self.ok, n=self.n, errors=errors)
+
+    def unreadable_pace(self, record: Record) -> None:
+        """Say so when every reply of the first episode was unreadable: such a model
+        keeps that pace (each reply cut at the limit and asked again), hours a run."""
+        steps = record["steps"]
+        if not steps or record["invalid_actions"] < steps:
+            return
+        left = self.total - self.done - 1
+        hours = record["wall_s"] * left / self.concurrency / 3600
+        say(
+            self.console,
+            f"note: every reply of the first episode was unreadable ({steps} of {steps}, "
+            f"{record['wall_s'] / 60:.1f} min); at that pace the {left} episodes left take "
+            f"about {hours:.1f} h: Ctrl-C keeps what is done; --max-tokens 8 --reasks 0 cut "
+            "each reply's cost, --max-invalid N ends such episodes early",
+        )
+
+    def stop(self) -> None:
+        """Stop the bar if it started (stopping prints a line break)."""
+        if self.task is not None:
+            self.bar.stop()
